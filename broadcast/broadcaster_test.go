@@ -1,0 +1,792 @@
+package broadcast_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// failsafe bounds a wait that should end at once; it is never the means of
+// synchronisation, only the limit after which the test reports a hang.
+const failsafe = 10 * time.Second
+
+// newB returns a broadcaster shut down when the test ends.
+func newB[T any](t *testing.T, opts broadcast.Options) *broadcast.Broadcaster[T] {
+	t.Helper()
+	b := broadcast.New[T](opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown in cleanup: %v", err)
+		}
+	})
+	return b
+}
+
+func watchT[T any](t *testing.T, b *broadcast.Broadcaster[T]) *broadcast.Watcher[T] {
+	t.Helper()
+	w, err := b.Watch()
+	if err != nil {
+		t.Fatalf("Watch() error = %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func publish[T any](t *testing.T, b *broadcast.Broadcaster[T], vs ...T) {
+	t.Helper()
+	for _, v := range vs {
+		if err := b.Publish(context.Background(), v); err != nil {
+			t.Fatalf("Publish(%v) error = %v", v, err)
+		}
+	}
+}
+
+func shutdown[T any](t *testing.T, b *broadcast.Broadcaster[T]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown() error = %v", err)
+	}
+}
+
+// drain reads w until it is closed, failing the test if that takes longer
+// than the failsafe.
+func drain[T any](t *testing.T, w *broadcast.Watcher[T]) []T {
+	t.Helper()
+	var got []T
+	timeout := time.After(failsafe)
+	for {
+		select {
+		case v, ok := <-w.Events():
+			if !ok {
+				return got
+			}
+			got = append(got, v)
+		case <-timeout:
+			t.Fatalf("watcher not closed after %v; got %v", failsafe, got)
+		}
+	}
+}
+
+func seq(from, to int) []int {
+	var s []int
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// readModes are the three ways to read a watcher; tests that depend on
+// delivery run with each.
+var readModes = []struct {
+	name string
+	read func(t *testing.T, w *broadcast.Watcher[int]) []int
+}{
+	{"Events", drain[int]},
+	{"All", func(t *testing.T, w *broadcast.Watcher[int]) []int {
+		var got []int
+		for v := range w.All() {
+			got = append(got, v)
+		}
+		return got
+	}},
+	{"Next", func(t *testing.T, w *broadcast.Watcher[int]) []int {
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		var got []int
+		for {
+			v, err := w.Next(ctx)
+			if errors.Is(err, broadcast.ErrClosed) {
+				return got
+			}
+			if err != nil {
+				t.Fatalf("Next() error = %v after %v", err, got)
+			}
+			got = append(got, v)
+		}
+	}},
+}
+
+func TestWatchSeesOnlyValuesQueuedAfterIt(t *testing.T) {
+	for _, mode := range readModes {
+		t.Run(mode.name, func(t *testing.T) {
+			// A queue of 2 that drops: had the watcher been registered before
+			// the first values, they would have filled it.
+			b := newB[int](t, broadcast.Options{QueueLength: 2, Full: broadcast.DropNewest})
+			publish(t, b, -3, -2, -1)
+			w := watchT(t, b)
+			publish(t, b, 0, 1)
+			shutdown(t, b)
+			if got, want := mode.read(t, w), []int{0, 1}; !slices.Equal(got, want) {
+				t.Errorf("watcher got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestEveryWatcherGetsEveryValueInOrder(t *testing.T) {
+	for _, mode := range readModes {
+		t.Run(mode.name, func(t *testing.T) {
+			b := newB[int](t, broadcast.Options{QueueLength: 3})
+			const n = 1000
+			ws := make([]*broadcast.Watcher[int], 5)
+			got := make([][]int, len(ws))
+			var wg sync.WaitGroup
+			for i := range ws {
+				ws[i] = watchT(t, b)
+				wg.Go(func() { got[i] = mode.read(t, ws[i]) })
+			}
+			publish(t, b, seq(0, n)...)
+			shutdown(t, b)
+			wg.Wait()
+			for i := range ws {
+				if !slices.Equal(got[i], seq(0, n)) {
+					t.Errorf("watcher %d got %d values %v..., want 0..%d in order", i, len(got[i]), head(got[i]), n-1)
+				}
+				if d := ws[i].Dropped(); d != 0 {
+					t.Errorf("watcher %d Dropped() = %d, want 0", i, d)
+				}
+			}
+			if s := b.Stats(); s.Published != n || s.Delivered != n*uint64(len(ws)) {
+				t.Errorf("Stats() = %+v, want Published %d, Delivered %d", s, n, n*len(ws))
+			}
+		})
+	}
+}
+
+func head(s []int) []int { return s[:min(len(s), 10)] }
+
+// TestFIFORegistrationConcurrent races publishers against watchers joining:
+// each watcher must see, from every publisher, exactly the values queued
+// after its Watch call, in order and without gaps.
+func TestFIFORegistrationConcurrent(t *testing.T) {
+	const publishers, perPublisher, watchers = 4, 2000, 8
+	type msg struct{ pub, seq int }
+	b := newB[msg](t, broadcast.Options{QueueLength: 16, IncomingQueueLength: 4})
+	var started, completed [publishers]atomic.Int64
+	type reg struct {
+		w      *broadcast.Watcher[msg]
+		lo, hi [publishers]int
+	}
+	regs := make([]reg, watchers)
+	var wg sync.WaitGroup
+	got := make([][]msg, watchers)
+	for p := range publishers {
+		wg.Go(func() {
+			for i := range perPublisher {
+				started[p].Store(int64(i + 1))
+				if err := b.Publish(context.Background(), msg{p, i}); err != nil {
+					t.Errorf("Publish error = %v", err)
+					return
+				}
+				completed[p].Store(int64(i + 1))
+			}
+		})
+	}
+	var wwg sync.WaitGroup
+	for i := range watchers {
+		r := &regs[i]
+		for p := range publishers {
+			r.lo[p] = int(completed[p].Load())
+		}
+		r.w = watchT(t, b)
+		for p := range publishers {
+			r.hi[p] = int(started[p].Load())
+		}
+		wwg.Go(func() {
+			for v := range r.w.All() {
+				got[i] = append(got[i], v)
+			}
+		})
+	}
+	wg.Wait()
+	shutdown(t, b)
+	wwg.Wait()
+	for i, r := range regs {
+		next := [publishers]int{}
+		for p := range next {
+			next[p] = -1
+		}
+		for _, m := range got[i] {
+			if next[m.pub] == -1 {
+				if m.seq < r.lo[m.pub] || m.seq > r.hi[m.pub] {
+					t.Errorf("watcher %d: first value of publisher %d is %d, want within [%d, %d] (queued around Watch)", i, m.pub, m.seq, r.lo[m.pub], r.hi[m.pub])
+				}
+			} else if m.seq != next[m.pub] {
+				t.Errorf("watcher %d: publisher %d value %d follows %d", i, m.pub, m.seq, next[m.pub]-1)
+			}
+			next[m.pub] = m.seq + 1
+		}
+		for p, n := range next {
+			if n != perPublisher && r.hi[p] < perPublisher {
+				t.Errorf("watcher %d: publisher %d values end at %d, want %d", i, p, n, perPublisher)
+			}
+		}
+	}
+}
+
+func TestFullPolicies(t *testing.T) {
+	tests := []struct {
+		policy      broadcast.FullPolicy
+		events      bool // switch to Events before publishing
+		want        []int
+		wantNewest  uint64
+		wantOldest  uint64
+		wantDropped uint64
+	}{
+		{broadcast.DropNewest, false, []int{0, 1}, 3, 0, 3},
+		{broadcast.DropNewest, true, []int{0, 1}, 3, 0, 3},
+		{broadcast.DropOldest, false, []int{3, 4}, 0, 3, 3},
+		{broadcast.DropOldest, true, []int{3, 4}, 0, 3, 3},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%v/events=%v", tc.policy, tc.events), func(t *testing.T) {
+			b := newB[int](t, broadcast.Options{QueueLength: 2, Full: tc.policy})
+			slow := watchT(t, b)
+			fast, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.events {
+				slow.Events()
+			}
+			publish(t, b, 0, 1, 2, 3, 4)
+			shutdown(t, b)
+			if got := drain(t, slow); !slices.Equal(got, tc.want) {
+				t.Errorf("full %v watcher got %v, want %v", tc.policy, got, tc.want)
+			}
+			if got := drain(t, fast); !slices.Equal(got, seq(0, 5)) {
+				t.Errorf("other watcher got %v, want every value", got)
+			}
+			if got := slow.Dropped(); got != tc.wantDropped {
+				t.Errorf("Dropped() = %d, want %d", got, tc.wantDropped)
+			}
+			if got := fast.Dropped(); got != 0 {
+				t.Errorf("other watcher Dropped() = %d, want 0", got)
+			}
+			s := b.Stats()
+			if s.DroppedNewest != tc.wantNewest || s.DroppedOldest != tc.wantOldest {
+				t.Errorf("Stats() = %+v, want DroppedNewest %d, DroppedOldest %d", s, tc.wantNewest, tc.wantOldest)
+			}
+		})
+	}
+}
+
+// TestDropOldestKeepsNewestAcrossBatches fills a DropOldest watcher across
+// many distributor rounds: whatever the batching, it ends with the newest.
+func TestDropOldestKeepsNewestAcrossBatches(t *testing.T) {
+	b := newB[int](t, broadcast.Options{QueueLength: 3, IncomingQueueLength: 1, Full: broadcast.DropOldest})
+	w := watchT(t, b)
+	publish(t, b, seq(0, 100)...)
+	shutdown(t, b)
+	if got, want := drain(t, w), []int{97, 98, 99}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if got := w.Dropped(); got != 97 {
+		t.Errorf("Dropped() = %d, want 97", got)
+	}
+}
+
+func TestWatchWithPrefix(t *testing.T) {
+	for _, mode := range readModes {
+		t.Run(mode.name, func(t *testing.T) {
+			b := newB[int](t, broadcast.Options{QueueLength: 1})
+			publish(t, b, -1)
+			prefix := []int{100, 101, 102, 103, 104}
+			w, err := b.WatchWithPrefix(prefix) // longer than the queue: must not block
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Stop)
+			var got []int
+			done := make(chan struct{})
+			go func() { defer close(done); got = mode.read(t, w) }()
+			publish(t, b, 0, 1, 2)
+			shutdown(t, b)
+			<-done
+			if want := []int{100, 101, 102, 103, 104, 0, 1, 2}; !slices.Equal(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestWatchWithPrefixNeverBlocksOnAStalledBroadcaster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1, IncomingQueueLength: 1})
+		stuck := watchT(t, b)
+		publish(t, b, 0, 1, 2) // 0 fills stuck, the distributor waits with 1, 2 is queued
+		synctest.Wait()
+		w, err := b.WatchWithPrefix([]int{7, 8, 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []int{7, 8, 9} {
+			if v, err := w.Next(context.Background()); v != want || err != nil {
+				t.Fatalf("Next() = %v, %v, want %v, nil", v, err, want)
+			}
+		}
+		w.Stop()
+		stuck.Stop()
+		shutdown(t, b)
+	})
+}
+
+func TestStopClosesEventsAndKeepsBufferedValues(t *testing.T) {
+	for _, mode := range readModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := broadcast.New[int](broadcast.Options{})
+				w := watchT(t, b)
+				if mode.name == "Events" {
+					w.Events()
+				}
+				publish(t, b, 1, 2, 3)
+				synctest.Wait() // the three are queued for w
+				w.Stop()
+				w.Stop() // idempotent
+				if got, want := mode.read(t, w), []int{1, 2, 3}; !slices.Equal(got, want) {
+					t.Errorf("after Stop read %v, want %v", got, want)
+				}
+				publish(t, b, 4)
+				if got := mode.read(t, w); len(got) != 0 {
+					t.Errorf("stopped watcher got %v", got)
+				}
+				if n := b.Stats().Watchers; n != 0 {
+					t.Errorf("Stats().Watchers = %d after Stop, want 0", n)
+				}
+				shutdown(t, b)
+			})
+		})
+	}
+}
+
+func TestStopFromManyGoroutines(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchT(t, b)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(w.Stop)
+	}
+	wg.Wait()
+	if _, ok := <-w.Events(); ok {
+		t.Error("Events() delivered a value after Stop")
+	}
+}
+
+// TestClosedWhenStopReturns checks that neither read waits once Stop has
+// returned: the watcher is closed by then, not some time later.
+func TestClosedWhenStopReturns(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 200 {
+		w := watchT(t, b)
+		if i%2 == 0 {
+			w.Events()
+		}
+		w.Stop()
+		if _, err := w.Next(cancelled); !errors.Is(err, broadcast.ErrClosed) {
+			t.Fatalf("Next() once Stop returned = %v, want ErrClosed", err)
+		}
+	}
+}
+
+// TestStopWhileDistributorBlockedOnAnother is apimachinery's watcher-stop
+// deadlock: the distributor waits on a full Block watcher nobody reads, and
+// stopping another watcher (or the stuck one, from the reading side) must
+// not wait for it.
+func TestStopWhileDistributorBlockedOnAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1})
+		stuck := watchT(t, b) // first in line, never read
+		other := watchT(t, b)
+		other.Events()
+		publish(t, b, 1, 2)
+		synctest.Wait() // the distributor waits for room in stuck
+		other.Stop()    // must return while the distributor is blocked
+		if got := drain(t, other); len(got) != 0 {
+			t.Errorf("other got %v, want nothing (the distributor never reached it)", got)
+		}
+		stuck.Stop() // must also return: it frees the distributor
+		if got := drain(t, stuck); !slices.Equal(got, []int{1}) {
+			t.Errorf("stuck got %v, want [1]", got)
+		}
+		shutdown(t, b)
+	})
+}
+
+func TestStopFromInsideTheReadLoop(t *testing.T) {
+	for _, mode := range readModes[:2] {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := broadcast.New[int](broadcast.Options{QueueLength: 1})
+				w := watchT(t, b)
+				done := make(chan []int)
+				go func() {
+					var got []int
+					if mode.name == "Events" {
+						for v := range w.Events() {
+							got = append(got, v)
+							w.Stop()
+						}
+					} else {
+						for v := range w.All() {
+							got = append(got, v)
+							w.Stop()
+						}
+					}
+					done <- got
+				}()
+				publish(t, b, 1, 2, 3, 4)
+				if got := <-done; len(got) == 0 || got[0] != 1 {
+					t.Errorf("got %v, want to start with 1", got)
+				}
+				shutdown(t, b)
+			})
+		})
+	}
+}
+
+func TestAfterShutdown(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{})
+	w1, _ := b.Watch()
+	w2, _ := b.Watch()
+	w2.Events()
+	publish(t, b, 1, 2, 3)
+	shutdown(t, b)
+
+	if _, err := b.Watch(); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("Watch() error = %v, want ErrClosed", err)
+	}
+	if _, err := b.WatchWithPrefix([]int{1}); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("WatchWithPrefix() error = %v, want ErrClosed", err)
+	}
+	if _, err := b.WatchWith(broadcast.WatchOptions{}); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("WatchWith() error = %v, want ErrClosed", err)
+	}
+	if err := b.Publish(context.Background(), 4); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("Publish() error = %v, want ErrClosed", err)
+	}
+	if sent, err := b.TryPublish(4); sent || !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("TryPublish() = %v, %v, want false, ErrClosed", sent, err)
+	}
+	shutdown(t, b) // twice is fine
+	// Everything queued before Shutdown was delivered, then the watchers
+	// were closed.
+	for i, w := range []*broadcast.Watcher[int]{w1, w2} {
+		if got := drain(t, w); !slices.Equal(got, []int{1, 2, 3}) {
+			t.Errorf("watcher %d got %v, want [1 2 3]", i, got)
+		}
+		w.Stop() // no-op, no panic
+		if _, err := w.Next(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("Next() after Shutdown error = %v, want ErrClosed", err)
+		}
+	}
+	if s := b.Stats(); s.Watchers != 0 || s.Published != 3 {
+		t.Errorf("Stats() = %+v, want 0 watchers, 3 published", s)
+	}
+}
+
+func TestShutdownWithUnreadBlockWatcherEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 2, IncomingQueueLength: 2})
+		stuck := watchT(t, b)
+		publish(t, b, 0, 1, 2, 3, 4) // 0,1 queued for stuck; 2 waits; 3,4 in the incoming queue
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		err := b.Shutdown(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown() = %v, want context.DeadlineExceeded", err)
+		}
+		if waited := time.Since(start); waited != time.Minute {
+			t.Errorf("Shutdown returned after %v, want at its deadline %v", waited, time.Minute)
+		}
+		if got := drain(t, stuck); !slices.Equal(got, []int{0, 1}) {
+			t.Errorf("stuck watcher got %v, want [0 1]", got)
+		}
+		if got := stuck.Dropped(); got != 3 {
+			t.Errorf("Dropped() = %d, want 3 (values 2, 3, 4 abandoned)", got)
+		}
+		if s := b.Stats(); s.DroppedShutdown != 3 || s.Watchers != 0 {
+			t.Errorf("Stats() = %+v, want DroppedShutdown 3, Watchers 0", s)
+		}
+		if err := b.Shutdown(context.Background()); err != nil {
+			t.Errorf("second Shutdown() = %v, want nil", err)
+		}
+	})
+}
+
+func TestShutdownWaitsForSlowReader(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{QueueLength: 1, IncomingQueueLength: 1})
+	w := watchT(t, b)
+	publish(t, b, 0)
+	got := make(chan []int)
+	go func() { got <- drain(t, w) }()
+	publish(t, b, 1, 2, 3)
+	shutdown(t, b) // lossless: waits for the reader
+	if g := <-got; !slices.Equal(g, []int{0, 1, 2, 3}) {
+		t.Errorf("got %v, want [0 1 2 3]", g)
+	}
+}
+
+func TestPublishBlockedOnFullIncomingQueue(t *testing.T) {
+	t.Run("context ends", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, stuck := stalled(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			res := make(chan error, 1)
+			go func() { res <- b.Publish(ctx, 99) }()
+			synctest.Wait()
+			select {
+			case err := <-res:
+				t.Fatalf("Publish returned %v on a full queue", err)
+			default:
+			}
+			cancel()
+			if err := <-res; !errors.Is(err, context.Canceled) {
+				t.Errorf("Publish() = %v, want context.Canceled", err)
+			}
+			stuck.Stop()
+			shutdown(t, b)
+		})
+	})
+	t.Run("shutdown begins", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, stuck := stalled(t)
+			res := make(chan error, 1)
+			go func() { res <- b.Publish(context.Background(), 99) }()
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := b.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Shutdown() = %v, want context.DeadlineExceeded (stuck watcher)", err)
+			}
+			if err := <-res; !errors.Is(err, broadcast.ErrClosed) {
+				t.Errorf("Publish() = %v, want ErrClosed", err)
+			}
+			stuck.Stop()
+		})
+	})
+	t.Run("room appears", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, stuck := stalled(t)
+			res := make(chan error, 1)
+			go func() { res <- b.Publish(context.Background(), 99) }()
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if got, err := stuck.Next(ctx); got != 0 || err != nil {
+				t.Fatalf("Next() = %v, %v", got, err)
+			}
+			if err := <-res; err != nil {
+				t.Errorf("Publish() = %v, want nil once room appeared", err)
+			}
+			stuck.Stop()
+			shutdown(t, b)
+		})
+	})
+	t.Run("already cancelled", func(t *testing.T) {
+		b := newB[int](t, broadcast.Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := b.Publish(ctx, 1); !errors.Is(err, context.Canceled) {
+			t.Errorf("Publish(cancelled ctx) = %v, want context.Canceled", err)
+		}
+		if s := b.Stats(); s.Published != 0 {
+			t.Errorf("Published = %d, want 0", s.Published)
+		}
+	})
+}
+
+// stalled returns a broadcaster whose distributor waits on a full Block
+// watcher nobody reads and whose incoming queue is full.
+func stalled(t *testing.T) (*broadcast.Broadcaster[int], *broadcast.Watcher[int]) {
+	t.Helper()
+	b := broadcast.New[int](broadcast.Options{QueueLength: 1, IncomingQueueLength: 1})
+	stuck := watchT(t, b)
+	publish(t, b, 0, 1, 2) // 0 queued for stuck; 1 waits; 2 in the incoming queue
+	synctest.Wait()
+	if sent, err := b.TryPublish(3); sent || err != nil {
+		t.Fatalf("TryPublish on a full queue = %v, %v, want false, nil", sent, err)
+	}
+	if got := b.Stats().DroppedIncoming; got != 1 {
+		t.Fatalf("DroppedIncoming = %d, want 1", got)
+	}
+	return b, stuck
+}
+
+func TestNextContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{})
+		w := watchT(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := w.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Next() on an empty watcher = %v, want DeadlineExceeded", err)
+		}
+		w.Events()
+		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		if _, err := w.Next(ctx2); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Next() on an empty channel watcher = %v, want DeadlineExceeded", err)
+		}
+		w.Stop()
+		shutdown(t, b)
+	})
+}
+
+// TestNextParkedThenEvents switches a watcher to Events while a Next call
+// waits: the Next call must move to the channel and get the next value.
+func TestNextParkedThenEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{})
+		w := watchT(t, b)
+		res := make(chan int)
+		go func() {
+			v, err := w.Next(context.Background())
+			if err != nil {
+				t.Errorf("Next() error = %v", err)
+			}
+			res <- v
+		}()
+		synctest.Wait()
+		w.Events()
+		synctest.Wait()
+		publish(t, b, 42)
+		if got := <-res; got != 42 {
+			t.Errorf("Next() = %d, want 42", got)
+		}
+		w.Stop()
+		shutdown(t, b)
+	})
+}
+
+func TestAllBreakKeepsTheRest(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchT(t, b)
+	publish(t, b, seq(0, 10)...)
+	shutdown(t, b)
+	var first []int
+	for v := range w.All() {
+		first = append(first, v)
+		if len(first) == 3 {
+			break
+		}
+	}
+	rest := drain(t, w) // a different reader after the break
+	if got := append(first, rest...); !slices.Equal(got, seq(0, 10)) {
+		t.Errorf("All then Events read %v then %v, want 0..9 once each", first, rest)
+	}
+}
+
+func TestManyReadersShareOneWatcher(t *testing.T) {
+	b := newB[int](t, broadcast.Options{QueueLength: 4})
+	w := watchT(t, b)
+	const n = 2000
+	var mu sync.Mutex
+	seen := make(map[int]int)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			ctx := context.Background()
+			for {
+				var v int
+				var err error
+				if i%2 == 0 {
+					v, err = w.Next(ctx)
+				} else {
+					ok := false
+					for v = range w.All() {
+						ok = true
+						break
+					}
+					if !ok {
+						err = broadcast.ErrClosed
+					}
+				}
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				seen[v]++
+				mu.Unlock()
+			}
+		})
+	}
+	publish(t, b, seq(0, n)...)
+	shutdown(t, b)
+	wg.Wait()
+	for i := range n {
+		if seen[i] != 1 {
+			t.Fatalf("value %d read %d times, want once", i, seen[i])
+		}
+	}
+}
+
+func TestConstructorPanicsOnProgrammerErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"negative QueueLength", func() { broadcast.New[int](broadcast.Options{QueueLength: -1}) }, "broadcast: negative Options.QueueLength"},
+		{"negative IncomingQueueLength", func() { broadcast.New[int](broadcast.Options{IncomingQueueLength: -1}) }, "broadcast: negative Options.IncomingQueueLength"},
+		{"policy out of range", func() { broadcast.New[int](broadcast.Options{Full: 7}) }, "broadcast: invalid Options.Full FullPolicy(7)"},
+		{"negative watcher QueueLength", func() {
+			b := broadcast.New[int](broadcast.Options{})
+			defer b.Shutdown(context.Background())
+			b.WatchWith(broadcast.WatchOptions{QueueLength: -1})
+		}, "broadcast: negative WatchOptions.QueueLength"},
+		{"watcher policy out of range", func() {
+			b := broadcast.New[int](broadcast.Options{})
+			defer b.Shutdown(context.Background())
+			b.WatchWith(broadcast.WatchOptions{Full: -1})
+		}, "broadcast: invalid WatchOptions.Full FullPolicy(-1)"},
+		{"nil context to Publish", func() {
+			b := broadcast.New[int](broadcast.Options{})
+			defer b.Shutdown(context.Background())
+			//lint:ignore SA1012 a nil context is the point of the test
+			b.Publish(nil, 1)
+		}, "broadcast: nil Context"},
+		{"nil context to Shutdown", func() {
+			b := broadcast.New[int](broadcast.Options{})
+			defer b.Shutdown(context.Background())
+			//lint:ignore SA1012 a nil context is the point of the test
+			b.Shutdown(nil)
+		}, "broadcast: nil Context"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if got := recover(); got != tc.want {
+					t.Errorf("panic = %v, want %q", got, tc.want)
+				}
+			}()
+			tc.f()
+		})
+	}
+}
+
+func TestFullPolicyString(t *testing.T) {
+	for p, want := range map[broadcast.FullPolicy]string{
+		broadcast.Block: "Block", broadcast.DropNewest: "DropNewest", broadcast.DropOldest: "DropOldest", 9: "FullPolicy(9)",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("FullPolicy(%d).String() = %q, want %q", int(p), got, want)
+		}
+	}
+}

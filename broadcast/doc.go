@@ -1,0 +1,66 @@
+// Package broadcast fans typed values out to many watchers, in order.
+//
+// A Broadcaster[T] owns one goroutine, the distributor. Publishers queue
+// values; the distributor hands each value to every registered Watcher.
+// Nothing about T is assumed: orders, jobs, alerts or Kubernetes events.
+//
+// # Usage
+//
+//	b := broadcast.New[Order](broadcast.Options{})
+//	defer b.Shutdown(context.Background())
+//
+//	w, _ := b.Watch()
+//	go func() {
+//		for o := range w.All() { // or <-w.Events(), or w.Next(ctx)
+//			ship(o)
+//		}
+//	}()
+//	_ = b.Publish(ctx, Order{ID: 1}) // or b.TryPublish, which never blocks
+//
+// # Delivery and ordering
+//
+// Every watcher receives values in the order they were queued. A watcher
+// receives exactly the values queued after its Watch call: none queued
+// before, every one queued after (unless its FullPolicy drops some, or it is
+// stopped). WatchWithPrefix puts given values in front of those.
+//
+// Each watcher has a queue (Options.QueueLength, 100 by default) and a
+// FullPolicy for when the queue is full: Block waits, losing nothing;
+// DropNewest skips the new value for that watcher; DropOldest discards that
+// watcher's oldest queued value. Every loss is counted, per watcher in
+// Watcher.Dropped and in total in Broadcaster.Stats.
+//
+// Publish waits while the incoming queue (Options.IncomingQueueLength, 25 by
+// default) is full; TryPublish refuses instead, and counts the refusal.
+//
+// # Reading
+//
+// Watcher.All is an iterator that takes all queued values in one step: it is
+// the fastest way to read, several times faster than apimachinery's
+// watch.Broadcaster at 10 watchers and more (see bench_test.go).
+// Watcher.Events is a channel, for select statements. Watcher.Next takes one
+// value with a context.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use. No method runs user code, and no
+// goroutine is started per value or per publish: the distributor is the only
+// goroutine, and it batches values so that each watcher is woken once per
+// batch rather than once per value.
+//
+// # Shutdown
+//
+// Shutdown stops new publishing, delivers everything queued before it,
+// closes every watcher and waits for the distributor to exit, bounded by its
+// context. Watcher.Stop ends one watcher; it is idempotent, never waits for
+// a value to be read, and may be called from the goroutine reading it.
+//
+// # Compared with apimachinery's watch.Broadcaster
+//
+// Same guarantees (ordering, registration by queue position, idempotent
+// Stop, close by the distributor only, flush on Shutdown), with these
+// differences: values are typed; errors are the sentinel ErrClosed; Watch,
+// Stop and TryPublish never wait for the distributor; Shutdown is bounded by
+// a context; a full watcher may drop its oldest value; every drop is counted;
+// Options.QueueLength zero means the default, not an unbuffered channel.
+package broadcast

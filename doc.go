@@ -1,0 +1,30 @@
+// Package herald is typed, in-process publish/subscribe for Go, built on
+// the event machinery Kubernetes has run in production for a decade, and
+// handed back to Kubernetes as a faster, lossless event recorder.
+//
+// herald itself holds no code; it is the map of its packages.
+//
+// # Packages
+//
+//   - broadcast: Broadcaster[T] fans typed values out to many watchers, in
+//     order, with a chosen policy for a watcher that falls behind (wait,
+//     drop the newest, drop the oldest) and a count of every drop.
+//   - ratelimit: token buckets, one per key, bounded by a least-recently-used
+//     cache, with time passed in so tests control it.
+//   - correlate: Correlator[T, K] folds floods of events into counts: exact
+//     repeats are counted, many similar events are combined into one, and
+//     a source that keeps repeating itself is rate limited.
+//   - k8sadapter: the pieces above instantiated for Kubernetes core/v1
+//     Events: a drop-in replacement for client-go's record.NewBroadcaster
+//     that stores the same events, never starts a goroutine per event,
+//     flushes on Shutdown and counts every event it drops.
+//
+// The generic packages (broadcast, ratelimit, correlate) import nothing
+// from Kubernetes; only k8sadapter does.
+//
+// # Where to start
+//
+// Run the tour, which shows each piece at work:
+//
+//	go run ./examples/tour
+package herald
