@@ -1,0 +1,71 @@
+package correlate
+
+import (
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// CombinedPrefix starts the message of client-go's combined events; a
+// Combine function for events with a string message may use it the same
+// way: CombinedPrefix + message.
+const CombinedPrefix = "(combined from similar events): "
+
+// Defaults, equal to client-go's EventCorrelator's.
+const (
+	// DefaultCacheSize is the number of entries in each of the three caches
+	// (groups, observations, spam buckets).
+	DefaultCacheSize = 4096
+	// DefaultMaxMembers is how many distinct members a group reaches within
+	// the window before it is combined.
+	DefaultMaxMembers = 10
+	// DefaultWindow is how long a group lives after its last member.
+	DefaultWindow = 600 * time.Second
+	// DefaultBurst is the size of each spam bucket.
+	DefaultBurst = 25
+	// DefaultRate refills each spam bucket with one token every 5 minutes.
+	DefaultRate rate.Limit = 1.0 / 300
+)
+
+// Options configures a Correlator. Its functions decide what is similar;
+// its numbers, when zero, take client-go's defaults. The zero value
+// correlates exact repeats only.
+//
+// The functions run under the Correlator's lock, one call at a time; they
+// must not call the Correlator. A function that panics makes that Correlate
+// call return an error wrapping ErrPanic.
+type Options[T any, K comparable] struct {
+	// Group returns the group key and member key of v. Values with the same
+	// group key and different member keys are similar: once a group has
+	// MaxMembers distinct members within Window, a combined stand-in is
+	// recorded in their place. nil: no grouping. (client-go: KeyFunc.)
+	Group func(v T) (group, member K)
+	// Combine builds the stand-in for a full group, from the value that
+	// filled it and the time. nil: that value itself stands in.
+	Combine func(trigger T, now time.Time) T
+	// Spam returns the key of v's token bucket: values over their bucket's
+	// rate are skipped (and still counted). nil: no spam filter.
+	// (client-go: SpamKeyFunc, by default the source and the object.)
+	Spam func(v T) K
+	// Seed returns the count and first-seen time to record for a key seen
+	// for the first time. nil: 1 and the current time.
+	Seed func(v T, now time.Time) (count int, first time.Time)
+
+	// CacheSize is the number of entries in each cache; beyond it the least
+	// recently used entry is forgotten. Zero: DefaultCacheSize.
+	CacheSize int
+	// MaxMembers is the number of distinct members that makes a group
+	// combined. Zero: DefaultMaxMembers.
+	MaxMembers int
+	// Window is how long a group lives: a value arriving more than Window
+	// after the group's last one starts the group afresh. Zero:
+	// DefaultWindow.
+	Window time.Duration
+	// Burst is the size of each spam bucket. Zero: DefaultBurst.
+	Burst int
+	// Rate is the refill of each spam bucket, in tokens per second. Zero:
+	// DefaultRate; rate.Inf: never skip.
+	Rate rate.Limit
+	// Clock tells the time. nil: the system clock.
+	Clock Clock
+}

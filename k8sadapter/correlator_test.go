@@ -1,0 +1,244 @@
+package k8sadapter_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	testclocks "k8s.io/utils/clock/testing"
+
+	"github.com/heraldgo/herald/k8sadapter"
+)
+
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// gen produces event sequences for the differential tests: a few objects,
+// sources, reasons and messages, so that repeats, groups of similar events
+// and spam all happen, with gaps around the aggregation window and the spam
+// refill. It avoids the one case client-go decides at random: a message seen
+// before in a group that has been combined (client-go then forgets a random
+// member), until that group's window has lapsed.
+type gen struct {
+	group  func(*v1.Event) string // the correlator's grouping, as a string
+	step   time.Duration          // if set, the clock advances this much per event
+	rng    *rand.Rand
+	window time.Duration
+	max    int
+	now    time.Time
+	groups map[string]*genGroup
+	recent []*v1.Event
+	n      int
+}
+
+type genGroup struct {
+	last     time.Time
+	members  map[string]bool
+	combined bool
+}
+
+func newGen(seed uint64, window time.Duration, max int, group func(*v1.Event) string) *gen {
+	if group == nil {
+		group = defaultGroup
+	}
+	return &gen{group: group, rng: rand.New(rand.NewPCG(seed, 7)), window: window, max: max, now: t0, groups: map[string]*genGroup{}}
+}
+
+// defaultGroup is client-go's default grouping of similar events.
+func defaultGroup(e *v1.Event) string {
+	o := e.InvolvedObject
+	return strings.Join([]string{e.Source.Component, e.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID), o.APIVersion, e.Type, e.Reason, e.ReportingController, e.ReportingInstance}, "\x00")
+}
+
+var gaps = []time.Duration{0, 0, 0, time.Second, 7 * time.Second, 30 * time.Second, 299 * time.Second, 300 * time.Second, 301 * time.Second, 599 * time.Second, 600 * time.Second, 601 * time.Second, time.Hour}
+
+func (g *gen) pick(s []string) string { return s[g.rng.IntN(len(s))] }
+
+// next returns the time step before the event and the event: a repeat of a
+// recent event, a similar event about a busy object, or any event.
+func (g *gen) next() (time.Duration, *v1.Event) {
+	gap := gaps[g.rng.IntN(len(gaps))]
+	if g.rng.IntN(3) != 0 {
+		gap = 0 // mostly bursts
+	}
+	if g.step != 0 {
+		gap = g.step
+	}
+	g.now = g.now.Add(gap)
+	g.n++
+	var e *v1.Event
+	switch r := g.rng.IntN(10); {
+	case r < 4 && len(g.recent) > 0:
+		e = g.recent[g.rng.IntN(len(g.recent))].DeepCopy()
+	case r < 7:
+		e = g.event("web-0", "Pod", "default", "", "kubelet", "node-a", "BackOff", v1.EventTypeWarning)
+		e.Message = fmt.Sprintf("message %d", g.rng.IntN(14))
+	default:
+		e = g.event(g.pick([]string{"web-0", "web-1", "db-0"}), g.pick([]string{"Pod", "Pod", "Node"}),
+			g.pick([]string{"default", "kube-system", ""}), g.pick([]string{"", "", "spec.containers{app}"}),
+			g.pick([]string{"kubelet", "scheduler"}), g.pick([]string{"node-a", ""}),
+			g.pick([]string{"BackOff", "Pulling", "Failed"}), g.pick([]string{v1.EventTypeNormal, v1.EventTypeWarning}))
+		e.Message = fmt.Sprintf("message %d", g.rng.IntN(14))
+		if g.rng.IntN(8) == 0 {
+			e.Annotations = map[string]string{"a": "b"}
+		}
+	}
+	e.Name = fmt.Sprintf("%s.%x", e.InvolvedObject.Name, g.now.UnixNano()+int64(g.n))
+	e.FirstTimestamp, e.LastTimestamp = metav1.NewTime(g.now), metav1.NewTime(g.now)
+
+	gk := g.group(e)
+	grp := g.groups[gk]
+	if grp == nil || g.now.Sub(grp.last) > g.window {
+		grp = &genGroup{members: map[string]bool{}}
+		g.groups[gk] = grp
+	}
+	if grp.combined && grp.members[e.Message] {
+		e.Message = fmt.Sprintf("fresh message %d", g.n) // never seen: no random choice involved
+	}
+	grp.members[e.Message] = true
+	grp.last = g.now
+	if len(grp.members) >= g.max {
+		grp.combined = true
+	}
+	if len(g.recent) < 20 {
+		g.recent = append(g.recent, e)
+	} else {
+		g.recent[g.rng.IntN(len(g.recent))] = e
+	}
+	return gap, e
+}
+
+func (g *gen) event(name, kind, ns, fieldPath, component, host, reason, typ string) *v1.Event {
+	e := &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns},
+		InvolvedObject: v1.ObjectReference{
+			Kind: kind, Namespace: ns, Name: name, UID: "uid-1", APIVersion: "v1", FieldPath: fieldPath,
+		},
+		Reason:              reason,
+		Type:                typ,
+		Source:              v1.EventSource{Component: component, Host: host},
+		ReportingController: component,
+		ReportingInstance:   host,
+		Count:               1,
+	}
+	if e.Namespace == "" {
+		e.Namespace = metav1.NamespaceDefault
+	}
+	return e
+}
+
+// TestEventCorrelateMatchesClientGo feeds the same generated events to
+// client-go's EventCorrelator and to herald's, on identical fake clocks,
+// and requires the same decision for every event: the same event (every
+// field), the same patch byte for byte, the same skip. Half the written
+// events are fed back with UpdateState, as a sink does.
+func TestEventCorrelateMatchesClientGo(t *testing.T) {
+	type variant struct {
+		name string
+		opts  func(c *testclocks.FakeClock) record.CorrelatorOptions
+		group func(*v1.Event) string
+	}
+	variants := []variant{
+		{"defaults", func(c *testclocks.FakeClock) record.CorrelatorOptions { return record.CorrelatorOptions{Clock: c} }, nil},
+		{"small caches and burst", func(c *testclocks.FakeClock) record.CorrelatorOptions {
+			return record.CorrelatorOptions{Clock: c, LRUCacheSize: 7, BurstSize: 3, QPS: 1. / 30, MaxEvents: 4, MaxIntervalInSeconds: 60}
+		}, nil},
+		{"custom key functions", func(c *testclocks.FakeClock) record.CorrelatorOptions {
+			return record.CorrelatorOptions{
+				Clock:       c,
+				KeyFunc:     func(e *v1.Event) (string, string) { return e.InvolvedObject.Name + "|" + e.Reason, e.Message },
+				MessageFunc: func(e *v1.Event) string { return "combined: " + e.Reason },
+				SpamKeyFunc: func(e *v1.Event) string { return e.InvolvedObject.Name + "|" + e.Message },
+				BurstSize:   5,
+			}
+		}, func(e *v1.Event) string { return e.InvolvedObject.Name + "|" + e.Reason }},
+	}
+	const seeds, perSeed = 10, 1500
+	var total, skips, patches, combined int
+	for _, v := range variants {
+		for seed := range uint64(seeds) {
+			t.Run(fmt.Sprintf("%s/seed=%d", v.name, seed), func(t *testing.T) {
+				anchorClock, heraldClock := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+				ao, ho := v.opts(anchorClock), v.opts(heraldClock)
+				anchor := record.NewEventCorrelatorWithOptions(ao)
+				herald := k8sadapter.NewEventCorrelatorWithOptions(ho)
+				window, max := time.Duration(ao.MaxIntervalInSeconds)*time.Second, ao.MaxEvents
+				if window == 0 {
+					window = 600 * time.Second
+				}
+				if max == 0 {
+					max = 10
+				}
+				g := newGen(seed, window, max, v.group)
+				rng := rand.New(rand.NewPCG(seed, 9))
+				for i := range perSeed {
+					gap, e := g.next()
+					anchorClock.Step(gap)
+					heraldClock.Step(gap)
+					want, werr := anchor.EventCorrelate(e.DeepCopy())
+					got, gerr := herald.EventCorrelate(e.DeepCopy())
+					if (werr != nil) != (gerr != nil) {
+						t.Fatalf("event %d: error %v, client-go %v", i, gerr, werr)
+					}
+					sameResult(t, i, e, want, got)
+					total++
+					switch {
+					case want.Skip:
+						skips++
+					case want.Event.Count > 1:
+						patches++
+					}
+					if !want.Skip && want.Event.Message != e.Message {
+						combined++
+					}
+					if !want.Skip && rng.IntN(2) == 0 {
+						stored := want.Event.DeepCopy()
+						stored.ResourceVersion = fmt.Sprint(i)
+						anchor.UpdateState(stored)
+						herald.UpdateState(stored.DeepCopy())
+					}
+				}
+			})
+		}
+	}
+	t.Logf("%d events compared: %d skipped, %d patches, %d combined", total, skips, patches, combined)
+	// The comparison means something only if every path was taken often.
+	if skips < total/20 || patches < total/10 || combined < total/50 {
+		t.Errorf("generator too tame: %d skipped, %d patches, %d combined of %d", skips, patches, combined, total)
+	}
+}
+
+// TestEventCorrelateIntervalClock uses client-go's own test clock, which
+// advances on every reading: herald must read the clock as often, and in
+// the same order, as client-go does.
+func TestEventCorrelateIntervalClock(t *testing.T) {
+	anchor := record.NewEventCorrelator(&testclocks.SimpleIntervalClock{Time: t0, Duration: time.Second})
+	herald := k8sadapter.NewEventCorrelator(&testclocks.SimpleIntervalClock{Time: t0, Duration: time.Second})
+	g := newGen(1, 600*time.Second, 10, nil)
+	g.step = 2 * time.Second // client-go reads the clock twice per event
+	for i := range 2000 {
+		_, e := g.next()
+		want, _ := anchor.EventCorrelate(e.DeepCopy())
+		got, _ := herald.EventCorrelate(e.DeepCopy())
+		sameResult(t, i, e, want, got)
+	}
+}
+
+// sameResult fails the test unless herald decided for e what client-go did.
+func sameResult(t *testing.T, i int, e *v1.Event, want *record.EventCorrelateResult, got *k8sadapter.EventCorrelateResult) {
+	t.Helper()
+	if want.Skip != got.Skip {
+		t.Fatalf("event %d %s/%s %q: Skip = %v, client-go %v", i, e.InvolvedObject.Name, e.Reason, e.Message, got.Skip, want.Skip)
+	}
+	if diff := cmp.Diff(want.Event, got.Event); diff != "" {
+		t.Fatalf("event %d %s/%s %q: event differs from client-go (-client-go +herald):\n%s", i, e.InvolvedObject.Name, e.Reason, e.Message, diff)
+	}
+	if string(want.Patch) != string(got.Patch) {
+		t.Fatalf("event %d: patch %s, client-go %s", i, got.Patch, want.Patch)
+	}
+}

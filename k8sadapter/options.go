@@ -1,0 +1,112 @@
+package k8sadapter
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// Defaults, equal to client-go's where client-go has the same knob.
+const (
+	// DefaultSleepDuration is the pause between two attempts to write an
+	// event to a sink (the first pause is a random fraction of it).
+	DefaultSleepDuration = 10 * time.Second
+	// DefaultMaxTries is how many times an event is offered to a sink
+	// before it is given up on.
+	DefaultMaxTries = 12
+	// DefaultQueueLength is the capacity of the queue between recorders and
+	// watchers, and of each watcher's own queue.
+	DefaultQueueLength = 1000
+	// DefaultShutdownTimeout bounds how long Shutdown flushes queued events
+	// to the sinks.
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// BroadcasterOption configures NewBroadcaster. The options named as in
+// client-go (WithSleepDuration, WithCorrelatorOptions, WithContext) mean what
+// they mean there. Options apply in order; the last one wins.
+type BroadcasterOption func(*config)
+
+type config struct {
+	correlator      record.CorrelatorOptions
+	ctx             context.Context
+	sleep           time.Duration
+	clock           clock.PassiveClock
+	maxTries        int
+	queueLength     int
+	shutdownTimeout time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		sleep:           DefaultSleepDuration,
+		clock:           clock.RealClock{},
+		maxTries:        DefaultMaxTries,
+		queueLength:     DefaultQueueLength,
+		shutdownTimeout: DefaultShutdownTimeout,
+	}
+}
+
+// WithSleepDuration sets the pause between attempts to write an event to a
+// sink. The first pause after a failure is a random fraction of it, so that
+// many clients do not retry in step after an apiserver outage. Zero means no
+// pause; negative values are treated as zero.
+func WithSleepDuration(d time.Duration) BroadcasterOption {
+	return func(c *config) { c.sleep = max(d, 0) }
+}
+
+// WithCorrelatorOptions sets the options of the correlator that every sink
+// started afterwards gets (each sink has its own). Zero fields take
+// client-go's defaults.
+func WithCorrelatorOptions(o record.CorrelatorOptions) BroadcasterOption {
+	return func(c *config) { c.correlator = o }
+}
+
+// WithContext ties the broadcaster to ctx: ctx supplies the logger
+// (klog.FromContext), and cancelling it shuts the broadcaster down as
+// Shutdown does, flushing queued events within the shutdown timeout.
+// Calling Shutdown is then optional.
+func WithContext(ctx context.Context) BroadcasterOption {
+	return func(c *config) { c.ctx = ctx }
+}
+
+// WithClock sets the clock that stamps events and drives correlation, and,
+// if it is a clock.Clock (as k8s.io/utils/clock/testing.FakeClock is), the
+// pauses between attempts to write to a sink. client-go stamps events with
+// the real clock and offers no way to change it. A clock in
+// CorrelatorOptions.Clock takes precedence for correlation.
+func WithClock(c clock.PassiveClock) BroadcasterOption {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
+}
+
+// WithMaxTries sets how many times an event is offered to a sink before it
+// is given up on (DefaultMaxTries, client-go's fixed 12). Values below 1 mean
+// 1.
+func WithMaxTries(n int) BroadcasterOption {
+	return func(c *config) { c.maxTries = max(n, 1) }
+}
+
+// WithQueueLength sets the capacity of the queue between recorders and
+// watchers and of each watcher's queue (DefaultQueueLength, as client-go).
+// A recorder never blocks: when the queue is full the event is dropped,
+// logged and counted. Values below 1 mean the default.
+func WithQueueLength(n int) BroadcasterOption {
+	return func(c *config) {
+		if n > 0 {
+			c.queueLength = n
+		}
+	}
+}
+
+// WithShutdownTimeout bounds how long Shutdown spends flushing queued
+// events to the sinks (DefaultShutdownTimeout). ShutdownContext uses its
+// context instead. Values below zero mean zero: no flush beyond one pass.
+func WithShutdownTimeout(d time.Duration) BroadcasterOption {
+	return func(c *config) { c.shutdownTimeout = max(d, 0) }
+}

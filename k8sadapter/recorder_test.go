@@ -1,0 +1,310 @@
+package k8sadapter_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	ref "k8s.io/client-go/tools/reference"
+	"k8s.io/klog/v2"
+	testclocks "k8s.io/utils/clock/testing"
+
+	"github.com/heraldgo/herald/k8sadapter"
+)
+
+// capture returns a handler that keeps every event and a function that
+// returns them.
+func capture() (func(*v1.Event), func() []*v1.Event) {
+	var mu sync.Mutex
+	var got []*v1.Event
+	return func(e *v1.Event) {
+			mu.Lock()
+			got = append(got, e)
+			mu.Unlock()
+		}, func() []*v1.Event {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]*v1.Event(nil), got...)
+		}
+}
+
+// TestEventfBuildsEventsAsClientGo re-expresses client-go's TestEventf: the
+// fields of a recorded event, its name and its log line.
+func TestEventfBuildsEventsAsClientGo(t *testing.T) {
+	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC))
+	testPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "foo", Namespace: "baz", UID: "bar"}}
+	testRef, err := ref.GetPartialReference(scheme.Scheme, testPod, "spec.containers[2]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newBroadcaster(t, k8sadapter.WithClock(clk))
+	handle, events := capture()
+	e.StartEventWatcher(handle)
+	var logs []string
+	var mu sync.Mutex
+	e.StartLogging(func(format string, args ...interface{}) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	})
+	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "eventTest", Host: "node-1"})
+	r.Eventf(testRef, v1.EventTypeNormal, "Started", "some verbose message: %v", 1)
+	r.AnnotatedEventf(testPod, map[string]string{"k": "v"}, v1.EventTypeWarning, "Killed", "some other verbose message: %v", 1)
+	join(t, e)
+
+	ts := metav1.NewTime(clk.Now())
+	name := "foo." + strconv.FormatInt(clk.Now().UnixNano(), 16)
+	want := []*v1.Event{{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "baz"},
+		InvolvedObject: v1.ObjectReference{
+			Kind: "Pod", Name: "foo", Namespace: "baz", UID: "bar", APIVersion: "v1", FieldPath: "spec.containers[2]",
+		},
+		Reason: "Started", Message: "some verbose message: 1",
+		Source: v1.EventSource{Component: "eventTest", Host: "node-1"}, ReportingController: "eventTest", ReportingInstance: "node-1",
+		Count: 1, Type: v1.EventTypeNormal, FirstTimestamp: ts, LastTimestamp: ts,
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "baz", Annotations: map[string]string{"k": "v"}},
+		InvolvedObject: v1.ObjectReference{
+			Kind: "Pod", Name: "foo", Namespace: "baz", UID: "bar", APIVersion: "v1",
+		},
+		Reason: "Killed", Message: "some other verbose message: 1",
+		Source: v1.EventSource{Component: "eventTest", Host: "node-1"}, ReportingController: "eventTest", ReportingInstance: "node-1",
+		Count: 1, Type: v1.EventTypeWarning, FirstTimestamp: ts, LastTimestamp: ts,
+	}}
+	got := events()
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !equalEvents(got[i], want[i]) {
+			t.Errorf("event %d =\n%#v\nwant\n%#v", i, got[i], want[i])
+		}
+	}
+	wantLogs := []string{
+		`Event(v1.ObjectReference{Kind:"Pod", Namespace:"baz", Name:"foo", UID:"bar", APIVersion:"v1", ResourceVersion:"", FieldPath:"spec.containers[2]"}): type: 'Normal' reason: 'Started' some verbose message: 1`,
+		`Event(v1.ObjectReference{Kind:"Pod", Namespace:"baz", Name:"foo", UID:"bar", APIVersion:"v1", ResourceVersion:"", FieldPath:""}): type: 'Warning' reason: 'Killed' some other verbose message: 1`,
+	}
+	if strings.Join(logs, "\n") != strings.Join(wantLogs, "\n") {
+		t.Errorf("StartLogging wrote\n%s\nwant\n%s", strings.Join(logs, "\n"), strings.Join(wantLogs, "\n"))
+	}
+}
+
+func equalEvents(a, b *v1.Event) bool {
+	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+}
+
+func TestStartStructuredLogging(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		lines = append(lines, args)
+		mu.Unlock()
+	}, funcr.Options{Verbosity: 4})
+	e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(klog.NewContext(context.Background(), logger)))
+	e.StartStructuredLogging(3)
+	recorder(e).Event(pod("foo"), v1.EventTypeNormal, "Started", "hello")
+	join(t, e)
+	want := `"msg"="Event occurred" "object"={"name"="foo" "namespace"="baz"} "fieldPath"="" "kind"="Pod" "apiVersion"="v1" "type"="Normal" "reason"="Started" "message"="hello"`
+	if len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Errorf("structured log = %q, want a line containing %q", lines, want)
+	}
+}
+
+func TestClusterScopedObjectGoesToDefaultNamespace(t *testing.T) {
+	e := newBroadcaster(t)
+	handle, events := capture()
+	e.StartEventWatcher(handle)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "u"}}
+	recorder(e).Event(node, v1.EventTypeNormal, "Ready", "ok")
+	join(t, e)
+	got := events()
+	if len(got) != 1 || got[0].Namespace != metav1.NamespaceDefault || got[0].InvolvedObject.Namespace != "" {
+		t.Fatalf("event namespace %q, involved object namespace %q; want %q and none", got[0].Namespace, got[0].InvolvedObject.Namespace, metav1.NamespaceDefault)
+	}
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func TestInvalidObjectNameGetsUUIDEventName(t *testing.T) {
+	e := newBroadcaster(t)
+	handle, events := capture()
+	e.StartEventWatcher(handle)
+	for _, name := range []string{"Bad_Name", "2001:db8::123", strings.Repeat("a", 250)} {
+		recorder(e).Event(&v1.ObjectReference{Kind: "IPAddress", Name: name}, v1.EventTypeNormal, "Allocated", "ok")
+	}
+	join(t, e)
+	for _, ev := range events() {
+		if !uuidRE.MatchString(ev.Name) {
+			t.Errorf("event about %q named %q, want a UUID", ev.InvolvedObject.Name, ev.Name)
+		}
+	}
+}
+
+// TestRefusedInput: what a recorder refuses is logged and counted, never a
+// panic, and nothing reaches the watchers.
+func TestRefusedInput(t *testing.T) {
+	e := newBroadcaster(t)
+	handle, events := capture()
+	e.StartEventWatcher(handle)
+	r := recorder(e)
+	var nilPod *v1.Pod
+	r.Event(nil, v1.EventTypeNormal, "Nil", "no object")
+	r.Event(nilPod, v1.EventTypeNormal, "TypedNil", "typed nil object")
+	r.Event(&unregistered{}, v1.EventTypeNormal, "Unknown", "type unknown to the scheme")
+	r.Event(pod("foo"), "Critical", "BadType", "type other than Normal or Warning")
+	e.NewRecorder(runtime.NewScheme(), v1.EventSource{}).Event(pod("foo"), v1.EventTypeNormal, "EmptyScheme", "x")
+	join(t, e)
+	r.Event(pod("foo"), v1.EventTypeNormal, "Late", "after shutdown")
+	if got := events(); len(got) != 0 {
+		t.Errorf("watchers got %d events, want none", len(got))
+	}
+	s := e.Stats()
+	if s.Recorded != 6 || s.InvalidObject != 4 || s.InvalidType != 1 || s.DroppedClosed != 1 || s.Queued != 0 {
+		t.Errorf("Stats() = %+v, want 6 recorded: 4 invalid objects, 1 invalid type, 1 after shutdown", s)
+	}
+}
+
+type unregistered struct{ metav1.TypeMeta }
+
+func (u *unregistered) DeepCopyObject() runtime.Object { c := *u; return &c }
+
+func TestPastEventfHonoursTheTimestamp(t *testing.T) {
+	e := newBroadcaster(t)
+	handle, events := capture()
+	e.StartEventWatcher(handle)
+	past := metav1.NewTime(time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC))
+	recorder(e).(*k8sadapter.Recorder).PastEventf(pod("foo"), past, v1.EventTypeNormal, "Restored", "from %s", "backup")
+	join(t, e)
+	got := events()
+	if len(got) != 1 || !got[0].FirstTimestamp.Equal(&past) || !got[0].LastTimestamp.Equal(&past) || got[0].Message != "from backup" {
+		t.Fatalf("got %+v, want first and last timestamp %v", got, past)
+	}
+	if want := "foo." + strconv.FormatInt(past.UnixNano(), 16); got[0].Name != want {
+		t.Errorf("name %q, want %q", got[0].Name, want)
+	}
+}
+
+// TestLotsOfEvents is client-go's: 1000 concurrent Eventf calls, a sink that
+// fails each event four times, and a logger; nothing is dropped.
+func TestLotsOfEvents(t *testing.T) {
+	const n = 1000
+	var mu sync.Mutex
+	counts := make(map[int]int)
+	sink := &scriptSink{onCreate: func(_ int, ev *v1.Event) (*v1.Event, error) {
+		i, err := strconv.Atoi(ev.Message)
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		counts[i]++
+		if counts[i] < 5 {
+			return nil, fmt.Errorf("fake error")
+		}
+		return ev, nil
+	}}
+	e := newBroadcaster(t, k8sadapter.WithSleepDuration(0))
+	e.StartRecordingToSink(sink)
+	var logged sync.WaitGroup
+	logged.Add(n)
+	e.StartLogging(func(string, ...interface{}) { logged.Done() })
+	r := recorder(e)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			obj := &v1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("foo-%v", i), Namespace: "baz", UID: "bar", APIVersion: "version"}
+			r.Eventf(obj, v1.EventTypeNormal, "Reason-"+strconv.Itoa(i), "%s", strconv.Itoa(i))
+		})
+	}
+	wg.Wait()
+	logged.Wait()
+	deadline := time.Now().Add(failsafe)
+	for e.Stats().Created < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // bounded poll; the failsafe ends it
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		if counts[i] != 5 {
+			t.Fatalf("event %d attempted %d times, want 5", i, counts[i])
+		}
+	}
+}
+
+// TestEachSinkHasItsOwnCorrelator is client-go's TestMultiSinkCache: a
+// second sink, started after the first stopped, sees the same pattern of
+// creates and patches from scratch.
+func TestEachSinkHasItsOwnCorrelator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newBroadcaster(t)
+		r := recorder(e)
+		script := func() {
+			r.Event(pod("foo"), v1.EventTypeNormal, "Started", "one")
+			r.Event(pod("foo"), v1.EventTypeNormal, "Started", "one")
+			r.Event(pod("foo"), v1.EventTypeNormal, "Killed", "two")
+			r.Event(pod("foo"), v1.EventTypeNormal, "Started", "one")
+			synctest.Wait()
+		}
+		first := &scriptSink{}
+		w := e.StartRecordingToSink(first)
+		script()
+		w.Stop()
+		second := &scriptSink{}
+		e.StartRecordingToSink(second)
+		script()
+		want := "create patch create patch"
+		for i, s := range []*scriptSink{first, second} {
+			if got := strings.Join(verbs(s.snapshot()), " "); got != want {
+				t.Errorf("sink %d calls: %s, want %s", i+1, got, want)
+			}
+		}
+		if c := second.snapshot()[3].event.Count; c != 3 {
+			t.Errorf("second sink's last patch has count %d, want 3", c)
+		}
+	})
+}
+
+func TestStartAfterShutdownReturnsClosedWatch(t *testing.T) {
+	e := newBroadcaster(t)
+	join(t, e)
+	for i, w := range []watch.Interface{
+		e.StartEventWatcher(func(*v1.Event) {}),
+		e.StartRecordingToSink(&scriptSink{}),
+		e.StartLogging(func(string, ...interface{}) {}),
+		e.StartStructuredLogging(0),
+	} {
+		if _, ok := <-w.ResultChan(); ok {
+			t.Errorf("watch %d: ResultChan open after Shutdown", i)
+		}
+		w.Stop()
+		w.Stop()
+	}
+}
+
+// TestDropIn checks at compile time that herald's values satisfy
+// client-go's interfaces, and that a program written against them runs.
+func TestDropIn(t *testing.T) {
+	var b record.EventBroadcaster = newBroadcaster(t)
+	var r record.EventRecorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	handle, events := capture()
+	b.StartEventWatcher(handle)
+	r.Event(pod("foo"), v1.EventTypeNormal, "Started", "hello")
+	b.Shutdown()
+	if len(events()) != 1 {
+		t.Errorf("got %d events, want 1", len(events()))
+	}
+}
