@@ -139,7 +139,7 @@ func (g *gen) event(name, kind, ns, fieldPath, component, host, reason, typ stri
 // events are fed back with UpdateState, as a sink does.
 func TestEventCorrelateMatchesClientGo(t *testing.T) {
 	type variant struct {
-		name string
+		name  string
 		opts  func(c *testclocks.FakeClock) record.CorrelatorOptions
 		group func(*v1.Event) string
 	}

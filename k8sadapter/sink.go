@@ -157,4 +157,6 @@ func (s *sinkWriter) call(f func() (*v1.Event, error)) (got *v1.Event, err error
 // sinkPanic reports a sink call that panicked.
 type sinkPanic struct{ value any }
 
-func (p *sinkPanic) Error() string { return fmt.Sprintf("k8sadapter: event sink panicked: %v", p.value) }
+func (p *sinkPanic) Error() string {
+	return fmt.Sprintf("k8sadapter: event sink panicked: %v", p.value)
+}

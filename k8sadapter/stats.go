@@ -87,7 +87,7 @@ type Stats struct {
 
 // sinkStats are the counters of one sink.
 type sinkStats struct {
-	created, patched, deduplicated, aggregated, spamSkipped            atomic.Uint64
+	created, patched, deduplicated, aggregated, spamSkipped           atomic.Uint64
 	failedConstruction, failedRejected, failedRetries, failedShutdown atomic.Uint64
 	failedPanic, abandoned, retries, nilResponses, correlateErrors    atomic.Uint64
 }
