@@ -1,0 +1,181 @@
+package k8sadapter_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	testclocks "k8s.io/utils/clock/testing"
+
+	"github.com/heraldgo/herald/k8sadapter"
+)
+
+// correlator is what both implementations offer.
+type correlator interface {
+	correlate(*v1.Event) (skip bool, err error)
+}
+
+type anchorCorrelator struct{ c *record.EventCorrelator }
+
+func (a anchorCorrelator) correlate(e *v1.Event) (bool, error) {
+	r, err := a.c.EventCorrelate(e)
+	return r.Skip, err
+}
+
+type heraldCorrelator struct{ c *k8sadapter.EventCorrelator }
+
+func (h heraldCorrelator) correlate(e *v1.Event) (bool, error) {
+	r, err := h.c.EventCorrelate(e)
+	return r.Skip, err
+}
+
+var impls = []struct {
+	name string
+	new  func(clk *testclocks.FakeClock) correlator
+}{
+	{"client-go", func(clk *testclocks.FakeClock) correlator {
+		return anchorCorrelator{record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clk, BurstSize: noSpam})}
+	}},
+	{"herald", func(clk *testclocks.FakeClock) correlator {
+		return heraldCorrelator{k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clk, BurstSize: noSpam})}
+	}},
+}
+
+func benchEvent(obj, msg string) *v1.Event {
+	return &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: obj + ".18ea4cfade9b8953", Namespace: "default"},
+		InvolvedObject: v1.ObjectReference{
+			Kind: "Pod", Namespace: "default", Name: obj, UID: "6f0b2c2e-1f0d-4c1e-9d1a-1a2b3c4d5e6f", APIVersion: "v1",
+			FieldPath: "spec.containers{app}",
+		},
+		Reason: "BackOff", Message: msg, Type: v1.EventTypeWarning,
+		Source:         v1.EventSource{Component: "kubelet", Host: "node-1"},
+		FirstTimestamp: metav1.NewTime(t0), LastTimestamp: metav1.NewTime(t0), Count: 1,
+		ReportingController: "kubelet", ReportingInstance: "node-1",
+	}
+}
+
+// noSpam is a spam burst no benchmark exhausts: the filter still runs, but
+// every event takes the path its benchmark names.
+const noSpam = 1 << 30
+
+// BenchmarkEventCorrelate runs client-go's EventCorrelator and herald's on
+// the same events in the same run. Compare with
+//
+//	benchstat -col /impl out.txt
+func BenchmarkEventCorrelate(b *testing.B) {
+	paths := []struct {
+		name   string
+		events func(n int) []*v1.Event
+	}{
+		// The same event about 100 objects, over and over: a patch each.
+		{"repeat", func(int) []*v1.Event {
+			es := make([]*v1.Event, 100)
+			for i := range es {
+				es[i] = benchEvent(fmt.Sprint("web-", i), "Back-off restarting failed container")
+			}
+			return es
+		}},
+		// A different object each time, more than the caches hold: a
+		// create each.
+		{"new", func(int) []*v1.Event {
+			es := make([]*v1.Event, 1<<14)
+			for i := range es {
+				es[i] = benchEvent(fmt.Sprint("web-", i), "Back-off restarting failed container")
+			}
+			return es
+		}},
+		// Messages that differ on one object: combined, then a patch of
+		// the combined event each time.
+		{"aggregate", func(int) []*v1.Event {
+			es := make([]*v1.Event, 100)
+			for i := range es {
+				es[i] = benchEvent("web-0", fmt.Sprint("pulling image version ", i))
+			}
+			return es
+		}},
+	}
+	for _, p := range paths {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("path=%s/impl=%s", p.name, impl.name), func(b *testing.B) {
+				b.ReportAllocs()
+				clk := testclocks.NewFakeClock(t0)
+				c := impl.new(clk)
+				es := p.events(b.N)
+				i := 0
+				for b.Loop() {
+					if _, err := c.correlate(es[i%len(es)]); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
+	}
+}
+
+// countingSink stores nothing and counts what it is asked to store.
+type countingSink struct{ n atomic.Int64 }
+
+func (s *countingSink) Create(e *v1.Event) (*v1.Event, error) { s.n.Add(1); return e, nil }
+func (s *countingSink) Update(e *v1.Event) (*v1.Event, error) { return e, nil }
+func (s *countingSink) Patch(e *v1.Event, _ []byte) (*v1.Event, error) {
+	s.n.Add(1)
+	return e, nil
+}
+
+// BenchmarkRecordToSink measures the whole path, recorder to an in-memory
+// sink, for client-go's broadcaster and herald's: time per recorded event
+// until the sink has it. Events are about 1000 objects with a few reasons
+// and messages, so that creates, patches and combined events all occur.
+// Both shed load the same way (a full queue drops); the benchmark waits for
+// the sink to receive what was not dropped, and reports drops per event.
+func BenchmarkRecordToSink(b *testing.B) {
+	ctx := klog.NewContext(context.Background(), logr.Discard())
+	objs := make([]*v1.Pod, 1000)
+	for i := range objs {
+		objs[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("web-", i), Namespace: "default", UID: "u"}}
+	}
+	run := func(b *testing.B, bc record.EventBroadcaster, stats func() (dropped int64)) {
+		b.ReportAllocs()
+		sink := &countingSink{}
+		bc.StartRecordingToSink(sink)
+		r := bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: "bench", Host: "node-1"})
+		i := 0
+		for b.Loop() {
+			r.Eventf(objs[i%len(objs)], v1.EventTypeNormal, "Synced", "synced generation %d", i%7)
+			i++
+			if i%500 == 0 {
+				// Let the sink keep up, as a controller's pace would; both
+				// implementations get the same pause points.
+				for sink.n.Load()+stats() < int64(i)-500 {
+					time.Sleep(10 * time.Microsecond)
+				}
+			}
+		}
+		for sink.n.Load()+stats() < int64(i) {
+			time.Sleep(10 * time.Microsecond)
+		}
+		b.ReportMetric(float64(stats())/float64(i), "drops/op")
+		bc.Shutdown()
+	}
+	b.Run("impl=client-go", func(b *testing.B) {
+		bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: noSpam}))
+		run(b, bc, func() int64 { return 0 })
+	})
+	b.Run("impl=herald", func(b *testing.B) {
+		bc := k8sadapter.NewBroadcaster(k8sadapter.WithContext(ctx), k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: noSpam}))
+		run(b, bc, func() int64 {
+			s := bc.Stats()
+			return int64(s.DroppedQueueFull + s.DroppedSinkQueue)
+		})
+	})
+}
