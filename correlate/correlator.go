@@ -2,12 +2,12 @@ package correlate
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-
+	"github.com/heraldgo/herald/internal/lru"
 	"github.com/heraldgo/herald/ratelimit"
 )
 
@@ -24,13 +24,15 @@ type Correlator[T any, K comparable] struct {
 	combine    func(T, time.Time) T
 	spamKey    func(T) K
 	seed       func(T, time.Time) (int, time.Time)
+	keep       func(T) T
+	hash       func(K) uint64
 	maxMembers int
 	window     time.Duration
 	clock      Clock
 
 	mu     sync.Mutex // guards groups, obs, stats
-	groups *simplelru.LRU[K, *groupRecord[K]]
-	obs    *simplelru.LRU[obsKey[K], *Observation[T]]
+	groups *lru.Cache[K, groupRecord[K]]
+	obs    *lru.Cache[obsKey[K], Observation[T]]
 	spam   *ratelimit.Limiter[K]
 	stats  Stats
 }
@@ -41,8 +43,9 @@ type Observation[T any] struct {
 	Count int
 	// First is when the key was first seen.
 	First time.Time
-	// Last is the value recorded when the key was first seen, or the one
-	// given to Stored since: what a repeat should update.
+	// Last is the value recorded when the key was first seen (as
+	// Options.Keep trimmed it), or the one given to Stored since: what a
+	// repeat should update.
 	Last T
 }
 
@@ -114,6 +117,7 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 		combine:    opts.Combine,
 		spamKey:    opts.Spam,
 		seed:       opts.Seed,
+		keep:       opts.Keep,
 		maxMembers: cmpOr(opts.MaxMembers, DefaultMaxMembers),
 		window:     cmpOr(opts.Window, DefaultWindow),
 		clock:      opts.Clock,
@@ -121,9 +125,13 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 	if c.clock == nil {
 		c.clock = systemClock{}
 	}
+	if c.hash = opts.Hash; c.hash == nil {
+		seed := maphash.MakeSeed()
+		c.hash = func(k K) uint64 { return maphash.Comparable(seed, k) }
+	}
 	size := cmpOr(opts.CacheSize, DefaultCacheSize)
-	c.groups, _ = simplelru.NewLRU[K, *groupRecord[K]](size, nil)
-	c.obs, _ = simplelru.NewLRU[obsKey[K], *Observation[T]](size, nil)
+	c.groups = lru.New[K, groupRecord[K]](size)
+	c.obs = lru.New[obsKey[K], Observation[T]](size)
 	if c.spamKey != nil {
 		c.spam = ratelimit.New[K](ratelimit.Options{
 			Limit: cmpOr(opts.Rate, DefaultRate),
@@ -181,8 +189,11 @@ func (c *Correlator[T, K]) Correlate(v T) (res Result[T, K], err error) {
 		res.Key = c.key(v)
 	}
 
-	ok := obsKey[K]{res.Key, res.Combined}
-	if o, hit := c.obs.Get(ok); hit && o.Count > 0 {
+	ok, h := obsKey[K]{res.Key, res.Combined}, c.hash(res.Key)
+	if res.Combined {
+		h = ^h // group and value keys apart, even when equal
+	}
+	if o, hit := c.obs.Get(ok, h); hit && o.Count > 0 {
 		res.Previous = *o
 		o.Count++
 		res.Count, res.First = o.Count, o.First
@@ -192,18 +203,20 @@ func (c *Correlator[T, K]) Correlate(v T) (res Result[T, K], err error) {
 		if c.seed != nil {
 			res.Count, res.First = c.seed(res.Event, now)
 		}
-		fresh := Observation[T]{Count: res.Count, First: res.First, Last: res.Event}
-		if hit {
-			*o = fresh
-		} else {
-			c.obs.Add(ok, &fresh)
+		if !hit {
+			o, _ = c.obs.Add(ok, h)
 		}
+		last := res.Event
+		if c.keep != nil {
+			last = c.keep(last)
+		}
+		*o = Observation[T]{Count: res.Count, First: res.First, Last: last}
 		c.stats.New++
 	}
 
 	if c.spamKey != nil {
 		sk := c.spamKey(res.Event)
-		if !c.spam.AllowAt(sk, c.clock.Now()) {
+		if !c.spam.AllowHashAt(sk, c.hash(sk), c.clock.Now()) {
 			res.Skip = true
 			c.stats.Skipped++
 		}
@@ -218,11 +231,12 @@ func (c *Correlator[T, K]) Correlate(v T) (res Result[T, K], err error) {
 // full adds member m to group g at now and reports whether the group is
 // full, in which case its least recently seen member is forgotten.
 func (c *Correlator[T, K]) full(g, m K, now time.Time) bool {
-	rec, ok := c.groups.Get(g)
-	if !ok {
-		rec = &groupRecord[K]{}
-		c.groups.Add(g, rec)
-	} else if now.Sub(rec.last) > c.window {
+	h := c.hash(g)
+	rec, ok := c.groups.Get(g, h)
+	if !ok || now.Sub(rec.last) > c.window {
+		if !ok {
+			rec, _ = c.groups.Add(g, h) // may recycle an evicted record
+		}
 		clear(rec.members)
 		rec.members = rec.members[:0]
 	}
@@ -250,13 +264,12 @@ func (c *Correlator[T, K]) full(g, m K, now time.Time) bool {
 func (c *Correlator[T, K]) Stored(key K, obs Observation[T]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := obsKey[K]{k: key}
-	if o, ok := c.obs.Peek(k); ok {
-		*o = obs
-		c.obs.Get(k) // most recently used, as client-go's Add makes it
-		return
+	k, h := obsKey[K]{k: key}, c.hash(key)
+	o, ok := c.obs.Get(k, h) // most recently used, as client-go's Add makes it
+	if !ok {
+		o, _ = c.obs.Add(k, h)
 	}
-	c.obs.Add(k, &obs)
+	*o = obs
 }
 
 // Stats returns a snapshot of the Correlator's counters.

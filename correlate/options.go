@@ -50,6 +50,10 @@ type Options[T any, K comparable] struct {
 	// Seed returns the count and first-seen time to record for a key seen
 	// for the first time. nil: 1 and the current time.
 	Seed func(v T, now time.Time) (count int, first time.Time)
+	// Keep returns what to remember of a value as Observation.Last: only
+	// what a later repeat needs (an id, a version), so that the caches do
+	// not hold whole events. nil: the value itself.
+	Keep func(v T) T
 
 	// CacheSize is the number of entries in each cache; beyond it the least
 	// recently used entry is forgotten. Zero: DefaultCacheSize.
@@ -68,4 +72,8 @@ type Options[T any, K comparable] struct {
 	Rate rate.Limit
 	// Clock tells the time. nil: the system clock.
 	Clock Clock
+	// Hash returns a hash of a key, equal for equal keys. A caller whose
+	// keys are large structs can compute it once, from parts it already
+	// hashed, and carry it in the key. nil: hash/maphash.Comparable.
+	Hash func(K) uint64
 }

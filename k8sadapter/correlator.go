@@ -40,9 +40,21 @@ var defaultQPS float32 = 1. / 300.
 //   - A KeyFunc, MessageFunc or SpamKeyFunc that panics is reported as an
 //     error instead of crashing.
 type EventCorrelator struct {
-	c   *correlate.Correlator[*v1.Event, key]
+	c   *correlate.Correlator[item, key]
 	msg record.EventAggregatorMessageFunc
 }
+
+// item is what the generic correlator sees: an event and the hashes of its
+// fields, computed once and shared by every key of the event. What the
+// correlator keeps of an earlier event (Observation.Last) is only its name
+// and resource version, which is all a repeat needs.
+type item struct {
+	e        *v1.Event
+	f        fieldHashes
+	name, rv string
+}
+
+func keep(it item) item { return item{name: it.e.Name, rv: it.e.ResourceVersion} }
 
 // EventCorrelateResult is what EventCorrelate decided for one event, as in
 // client-go.
@@ -93,35 +105,37 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		msg = record.EventAggregatorByReasonMessageFunc
 	}
 	ec := &EventCorrelator{msg: msg}
-	opts := correlate.Options[*v1.Event, key]{
+	opts := correlate.Options[item, key]{
 		Combine:    ec.combine,
 		Seed:       seed,
+		Keep:       keep,
 		CacheSize:  o.LRUCacheSize,
 		MaxMembers: o.MaxEvents,
 		Window:     time.Duration(o.MaxIntervalInSeconds) * time.Second,
 		Burst:      o.BurstSize,
 		Rate:       rate.Limit(o.QPS),
 		Clock:      o.Clock,
-		Spam:       spamKey,
-		Group:      groupByReason,
+		Hash:       hashOf,
+		Spam:       func(it item) key { return spamKey(it.e, &it.f) },
+		Group:      func(it item) (key, key) { return groupByReason(it.e, &it.f) },
 	}
 	if o.QPS < 0 || math.IsInf(float64(o.QPS), 1) {
 		opts.Rate = rate.Inf
 	}
 	if f := o.SpamKeyFunc; f != nil {
-		opts.Spam = func(e *v1.Event) key { return key{custom: f(e)} }
+		opts.Spam = func(it item) key { return customKey(kindCustomSpam, f(it.e)) }
 	}
 	if f := o.KeyFunc; f != nil {
-		opts.Group = func(e *v1.Event) (key, key) {
-			g, m := f(e)
-			return key{custom: g}, key{custom: m}
+		opts.Group = func(it item) (key, key) {
+			g, m := f(it.e)
+			return customKey(kindCustomGroup, g), customKey(kindCustomMember, m)
 		}
 	}
 	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
 		opts.Group = nil
 		opts.MaxMembers, opts.Window = 0, 0
 	}
-	ec.c = correlate.New(eventKey, opts)
+	ec.c = correlate.New(func(it item) key { return eventKey(it.e, &it.f) }, opts)
 	return ec
 }
 
@@ -129,15 +143,15 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 // count and first timestamp. client-go keeps the count as a uint, so a
 // negative count is a large one there; uint32 keeps the same value modulo
 // 2^32, which is all that reaches the int32 Count of the next repeat.
-func seed(e *v1.Event, _ time.Time) (int, time.Time) {
-	return int(uint32(e.Count)), e.FirstTimestamp.Time
+func seed(it item, _ time.Time) (int, time.Time) {
+	return int(uint32(it.e.Count)), it.e.FirstTimestamp.Time
 }
 
 // combine builds the event that stands in for a group of similar events,
 // field for field as client-go's aggregator builds it.
-func (c *EventCorrelator) combine(e *v1.Event, now time.Time) *v1.Event {
-	t := metav1.NewTime(now)
-	return &v1.Event{
+func (c *EventCorrelator) combine(it item, now time.Time) item {
+	e, t := it.e, metav1.NewTime(now)
+	ce := &v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%v.%x", e.InvolvedObject.Name, now.UnixNano()),
 			Namespace: e.Namespace,
@@ -151,6 +165,7 @@ func (c *EventCorrelator) combine(e *v1.Event, now time.Time) *v1.Event {
 		Reason:         e.Reason,
 		Source:         e.Source,
 	}
+	return item{e: ce, f: hashFields(ce)}
 }
 
 // errNilEvent is client-go's error text for a nil event.
@@ -179,7 +194,7 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	if e == nil {
 		return nil, false, errNilEvent
 	}
-	r, err := c.c.Correlate(e)
+	r, err := c.c.Correlate(item{e: e, f: hashFields(e)})
 	if err != nil {
 		cp := *e
 		return &EventCorrelateResult{Event: &cp}, false, fmt.Errorf("k8sadapter: correlate event %s/%s: %w", e.Namespace, e.Name, err)
@@ -187,11 +202,11 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	if r.Skip {
 		return &EventCorrelateResult{Skip: true}, r.Combined, nil
 	}
-	out := *r.Event
+	out := *r.Event.e
 	var patch []byte
 	if p := r.Previous; p.Count > 0 {
-		out.Name = p.Last.Name
-		out.ResourceVersion = p.Last.ResourceVersion
+		out.Name = p.Last.name
+		out.ResourceVersion = p.Last.rv
 		out.FirstTimestamp = metav1.NewTime(p.First)
 		out.Count = int32(r.Count)
 		patch = repeatPatch(&out)
@@ -206,9 +221,10 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 	if e == nil {
 		return
 	}
-	c.c.Stored(eventKey(e), correlate.Observation[*v1.Event]{
+	f := hashFields(e)
+	c.c.Stored(eventKey(e, &f), correlate.Observation[item]{
 		Count: int(e.Count),
 		First: e.FirstTimestamp.Time,
-		Last:  e,
+		Last:  keep(item{e: e}),
 	})
 }

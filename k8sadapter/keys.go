@@ -1,6 +1,7 @@
 package k8sadapter
 
 import (
+	"hash/maphash"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,7 +14,12 @@ import (
 // kind of key fills the fields client-go concatenates for it and leaves the
 // others empty. Being a comparable struct, a key cannot collide across field
 // boundaries as client-go's concatenated strings do ("ab"+"c" = "a"+"bc").
+//
+// h is the key's hash, computed once from the hashes of its fields (see
+// fieldHashes), so that the correlator's caches never hash the strings
+// again; equal keys have equal fields and so equal h.
 type key struct {
+	h                                                 uint64 // first: unequal keys differ here at once
 	component, host                                   string
 	kind, namespace, name, fieldPath, uid, apiVersion string
 	eventType, reason, message                        string
@@ -21,55 +27,95 @@ type key struct {
 	custom                                            string
 }
 
+// hashOf is the correlator's Hash option.
+func hashOf(k key) uint64 { return k.h }
+
+var hashSeed = maphash.MakeSeed()
+
+// fieldHashes are the hashes of the event fields keys are made of.
+type fieldHashes struct {
+	component, host, kind, namespace, name, fieldPath, uid, apiVersion uint64
+	eventType, reason, message, reportingController, reportingInstance uint64
+}
+
+func hashFields(e *v1.Event) fieldHashes {
+	o := &e.InvolvedObject
+	return fieldHashes{
+		component: maphash.String(hashSeed, e.Source.Component), host: maphash.String(hashSeed, e.Source.Host),
+		kind: maphash.String(hashSeed, o.Kind), namespace: maphash.String(hashSeed, o.Namespace),
+		name: maphash.String(hashSeed, o.Name), fieldPath: maphash.String(hashSeed, o.FieldPath),
+		uid: maphash.String(hashSeed, string(o.UID)), apiVersion: maphash.String(hashSeed, o.APIVersion),
+		eventType: maphash.String(hashSeed, e.Type), reason: maphash.String(hashSeed, e.Reason),
+		message: maphash.String(hashSeed, e.Message), reportingController: maphash.String(hashSeed, e.ReportingController),
+		reportingInstance: maphash.String(hashSeed, e.ReportingInstance),
+	}
+}
+
+// mix folds field hashes into one, starting from a constant per kind of
+// key. Order matters, so that fields cannot trade places.
+func mix(kind uint64, fs ...uint64) uint64 {
+	h := kind
+	for _, f := range fs {
+		h = (h ^ f) * 0x9e3779b97f4a7c15
+		h ^= h >> 32
+	}
+	return h
+}
+
+// Kinds of key, to start mix from.
+const (
+	kindEvent uint64 = iota + 1
+	kindSpam
+	kindGroup
+	kindMember
+	kindCustomGroup
+	kindCustomMember
+	kindCustomSpam
+)
+
 // eventKey is client-go's getEventKey: what makes two events identical.
-func eventKey(e *v1.Event) key {
+func eventKey(e *v1.Event, f *fieldHashes) key {
+	o := &e.InvolvedObject
 	return key{
-		component:  e.Source.Component,
-		host:       e.Source.Host,
-		kind:       e.InvolvedObject.Kind,
-		namespace:  e.InvolvedObject.Namespace,
-		name:       e.InvolvedObject.Name,
-		fieldPath:  e.InvolvedObject.FieldPath,
-		uid:        string(e.InvolvedObject.UID),
-		apiVersion: e.InvolvedObject.APIVersion,
-		eventType:  e.Type,
-		reason:     e.Reason,
-		message:    e.Message,
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
+		uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type, reason: e.Reason, message: e.Message,
+		h: mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
+			f.eventType, f.reason, f.message),
 	}
 }
 
 // spamKey is client-go's getSpamKey: one token bucket per source and object.
-func spamKey(e *v1.Event) key {
+func spamKey(e *v1.Event, f *fieldHashes) key {
+	o := &e.InvolvedObject
 	return key{
-		component:  e.Source.Component,
-		host:       e.Source.Host,
-		kind:       e.InvolvedObject.Kind,
-		namespace:  e.InvolvedObject.Namespace,
-		name:       e.InvolvedObject.Name,
-		uid:        string(e.InvolvedObject.UID),
-		apiVersion: e.InvolvedObject.APIVersion,
-		eventType:  e.Type,
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type,
+		h:         mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType),
 	}
 }
 
 // groupByReason is client-go's EventAggregatorByReasonFunc: events that
 // differ only in message (and field path) form a group; the message tells
 // its members apart.
-func groupByReason(e *v1.Event) (group, member key) {
+func groupByReason(e *v1.Event, f *fieldHashes) (group, member key) {
+	o := &e.InvolvedObject
 	group = key{
-		component:           e.Source.Component,
-		host:                e.Source.Host,
-		kind:                e.InvolvedObject.Kind,
-		namespace:           e.InvolvedObject.Namespace,
-		name:                e.InvolvedObject.Name,
-		uid:                 string(e.InvolvedObject.UID),
-		apiVersion:          e.InvolvedObject.APIVersion,
-		eventType:           e.Type,
-		reason:              e.Reason,
-		reportingController: e.ReportingController,
-		reportingInstance:   e.ReportingInstance,
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type, reason: e.Reason,
+		reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
+		h: mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
+			f.reason, f.reportingController, f.reportingInstance),
 	}
-	return group, key{message: e.Message}
+	return group, key{message: e.Message, h: mix(kindMember, f.message)}
+}
+
+// customKey wraps a string from a user's key function.
+func customKey(kind uint64, s string) key {
+	return key{custom: s, h: mix(kind, maphash.String(hashSeed, s))}
 }
 
 // eventName is client-go's util.GenerateEventName without fmt and regular

@@ -27,7 +27,7 @@ import (
 // HTML-escaped, with each invalid UTF-8 byte turned into U+FFFD. A fuzz test
 // checks identity with client-go's own computation.
 func repeatPatch(e *v1.Event) []byte {
-	buf := make([]byte, 0, 64+len(e.Message))
+	buf := make([]byte, 0, 96+len(e.Message)) // room for every field: one allocation
 	buf = append(buf, '{')
 	sep := false
 	if e.Count != 0 {
@@ -45,9 +45,7 @@ func repeatPatch(e *v1.Event) []byte {
 		if t.IsZero() {
 			buf = append(buf, "null"...)
 		} else {
-			buf = append(buf, '"')
-			buf = t.UTC().AppendFormat(buf, time.RFC3339)
-			buf = append(buf, '"')
+			buf = appendRFC3339(buf, t)
 		}
 		sep = true
 	}
@@ -63,6 +61,19 @@ func repeatPatch(e *v1.Event) []byte {
 
 // appendJSONString appends s as client-go's patch carries it.
 func appendJSONString(buf []byte, s string) []byte {
+	// Fast path: printable ASCII that encoding/json writes as is.
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		buf = append(buf, '"')
+		buf = append(buf, s...)
+		return append(buf, '"')
+	}
 	if !utf8.ValidString(s) {
 		// Rare: reproduce the decode and encode round trip exactly.
 		once, _ := json.Marshal(s)
@@ -72,4 +83,25 @@ func appendJSONString(buf []byte, s string) []byte {
 	}
 	b, _ := json.Marshal(s)
 	return append(buf, b...)
+}
+
+// appendRFC3339 appends t as metav1.Time marshals it: quoted RFC 3339 in
+// UTC, to the second. Years outside 0-9999 take time's own formatting.
+func appendRFC3339(buf []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		buf = append(buf, '"')
+		buf = t.AppendFormat(buf, time.RFC3339)
+		return append(buf, '"')
+	}
+	hour, min, sec := t.Clock()
+	buf = append(buf, '"',
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+min/10), byte('0'+min%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), 'Z', '"')
+	return buf
 }
