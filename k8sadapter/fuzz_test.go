@@ -1,0 +1,79 @@
+package k8sadapter_test
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	testclocks "k8s.io/utils/clock/testing"
+
+	"github.com/heraldgo/herald/k8sadapter"
+)
+
+func fuzzEvent(component, host, name, fieldPath, reason, message string) *v1.Event {
+	return &v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "e", Namespace: "ns"},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: name, FieldPath: fieldPath, UID: "u", APIVersion: "v1"},
+		Source:         v1.EventSource{Component: component, Host: host},
+		Reason:         reason, Message: message, Type: v1.EventTypeNormal, Count: 1,
+		FirstTimestamp: metav1.NewTime(t0), LastTimestamp: metav1.NewTime(t0),
+	}
+}
+
+// FuzzEventKeyFieldBoundary moves the boundary between two adjacent key
+// fields: the events are different, so the second must not count as a
+// repeat of the first (client-go's concatenated keys say it does).
+func FuzzEventKeyFieldBoundary(f *testing.F) {
+	f.Add("web-0", "spec.containers{app}", uint8(2))
+	f.Add("kubelet", "node-1", uint8(3))
+	f.Fuzz(func(t *testing.T, left, right string, shift uint8) {
+		k := int(shift) % (len(left) + 1)
+		if k == 0 {
+			return
+		}
+		pairs := [][2]*v1.Event{
+			{fuzzEvent("c", "h", left, right, "R", "m"), fuzzEvent("c", "h", left[:len(left)-k], left[len(left)-k:]+right, "R", "m")},
+			{fuzzEvent(left, right, "n", "", "R", "m"), fuzzEvent(left[:len(left)-k], left[len(left)-k:]+right, "n", "", "R", "m")},
+			{fuzzEvent("c", "h", "n", "", left, right), fuzzEvent("c", "h", "n", "", left[:len(left)-k], left[len(left)-k:]+right)},
+		}
+		for _, p := range pairs {
+			c := k8sadapter.NewEventCorrelator(testclocks.NewFakeClock(t0))
+			c.EventCorrelate(p[0])
+			r, err := c.EventCorrelate(p[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Event.Count != 1 {
+				t.Fatalf("%+v counted as a repeat of %+v", p[1].InvolvedObject, p[0].InvolvedObject)
+			}
+		}
+	})
+}
+
+// FuzzEventCorrelateMatchesClientGo sends an arbitrary event twice, a
+// moment apart, to client-go's correlator and herald's: the decisions, the
+// events and the patches must be the same, whatever the fields hold (where
+// client-go's concatenated keys are not fooled: the fields here are fixed
+// per position, so boundaries never shift).
+func FuzzEventCorrelateMatchesClientGo(f *testing.F) {
+	f.Add("kubelet", "node-1", "web-0", "spec.containers{app}", "BackOff", "Back-off <restarting> & \"failed\"", int32(1), int64(3))
+	f.Add("", "", "", "", "", "", int32(0), int64(0))
+	f.Add("a", "b", "Bad_Name", "", "R", "\xff\xfe", int32(-3), int64(601))
+	f.Fuzz(func(t *testing.T, component, host, name, fieldPath, reason, message string, count int32, gap int64) {
+		ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+		anchor := record.NewEventCorrelator(ac)
+		herald := k8sadapter.NewEventCorrelator(hc)
+		e := fuzzEvent(component, host, name, fieldPath, reason, message)
+		e.Count = count
+		for i := range 3 {
+			want, _ := anchor.EventCorrelate(e.DeepCopy())
+			got, _ := herald.EventCorrelate(e.DeepCopy())
+			sameResult(t, i, e, want, got)
+			d := time.Duration(gap%1000) * time.Second
+			ac.Step(d)
+			hc.Step(d)
+		}
+	})
+}

@@ -1,0 +1,25 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/heraldgo/herald/ratelimit"
+)
+
+// Each source may send 3 at once, then one every 10 seconds.
+func ExampleLimiter_AllowAt() {
+	l := ratelimit.New[string](ratelimit.Options{Limit: 0.1, Burst: 3})
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		fmt.Println(i, l.AllowAt("node-1", now))
+	}
+	fmt.Println("10 s later:", l.AllowAt("node-1", now.Add(10*time.Second)))
+	// Output:
+	// 0 true
+	// 1 true
+	// 2 true
+	// 3 false
+	// 4 false
+	// 10 s later: true
+}
