@@ -14,7 +14,7 @@ import (
 )
 
 // payload is the value fanned out: a pointer, as Kubernetes events are.
-type payload struct{ seq int }
+type payload struct{ _ int }
 
 func (*payload) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 func (p *payload) DeepCopyObject() runtime.Object { c := *p; return &c }

@@ -10,11 +10,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/heraldgo/herald/k8sadapter"
 )
@@ -269,6 +271,33 @@ func TestShutdownFlushes(t *testing.T) {
 		}
 		if s := e.Stats(); s.Created != 1000 || s.Queued != 1000 || s.Recorded != 1000 {
 			t.Errorf("Stats() = %+v", s)
+		}
+	})
+}
+
+// TestContextCancelShutsDown: cancelling the WithContext context shuts the
+// broadcaster down as Shutdown does, flush included.
+func TestContextCancelShutsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+		sink := &scriptSink{}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(ctx))
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		for i := range 10 {
+			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
+		}
+		cancel()
+		synctest.Wait() // the shutdown the cancel started has finished
+		if got := len(sink.snapshot()); got != 10 {
+			t.Errorf("sink got %d events, want 10 (flushed)", got)
+		}
+		r.Event(pod("late"), v1.EventTypeNormal, "Late", "after cancel")
+		if s := e.Stats(); s.DroppedClosed != 1 || s.Created != 10 {
+			t.Errorf("Stats() = %+v, want 10 created and 1 refused after shutdown", s)
+		}
+		if w := e.StartEventWatcher(func(*v1.Event) {}); w == nil {
+			t.Error("StartEventWatcher after cancel returned nil")
 		}
 	})
 }
