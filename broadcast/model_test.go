@@ -23,7 +23,19 @@ import (
 //   - after Shutdown every call reports ErrClosed and the counters add up.
 func TestRandomizedModel(t *testing.T) {
 	for seed := range uint64(12) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runModel(t, seed) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runModel(t, seed, 3, 600, 4) })
+	}
+}
+
+// TestStress is the model test at scale: 8 publishers and 50 watchers
+// joining, reading, stopping and joining again, Shutdown in the middle.
+// Sized to finish in a few seconds on 2 cores under the race detector.
+func TestStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	for seed := range uint64(2) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runModel(t, 1000+seed, 8, 2500, 50) })
 	}
 }
 
@@ -37,14 +49,13 @@ type modelWatch struct {
 	dropped uint64
 }
 
-func runModel(t *testing.T, seed uint64) {
-	const publishers, attempts, actors = 3, 600, 4
+func runModel(t *testing.T, seed uint64, publishers, attempts, actors int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	b := broadcast.New[modelMsg](broadcast.Options{
 		QueueLength:         1 + rng.IntN(8),
 		IncomingQueueLength: 1 + rng.IntN(4),
 	})
-	var started, completed [publishers]atomic.Int64
+	started, completed := make([]atomic.Int64, publishers), make([]atomic.Int64, publishers)
 	accepted := make([][]bool, publishers)
 	var refused atomic.Uint64
 	shutdownAt := int64(rng.IntN(publishers * attempts))

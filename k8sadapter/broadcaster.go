@@ -110,7 +110,7 @@ func (e *EventBroadcaster) StartEventWatcher(handler func(*v1.Event)) watch.Inte
 		e.logger.Error(nil, "Unable start event watcher: nil handler (will not retry!)")
 		return watch.NewEmptyWatch()
 	}
-	h, w := e.start(func(ev *v1.Event) {
+	h, w := e.start(nil, func(ev *v1.Event) {
 		defer func() {
 			if r := recover(); r != nil {
 				e.handlerPan.Add(1)
@@ -138,7 +138,7 @@ func (e *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Int
 		return watch.NewEmptyWatch()
 	}
 	s := &sinkWriter{e: e, sink: sink, corr: NewEventCorrelatorWithOptions(e.correlatorOptions())}
-	h, w := e.start(s.record)
+	h, w := e.start(&s.stats, s.record)
 	if w != nil {
 		e.mu.Lock()
 		e.sinks = append(e.sinks, &s.stats)
@@ -193,7 +193,7 @@ func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSo
 // start registers a watcher and starts the goroutine that runs handle for
 // each of its events. It returns client-go's empty watch once shutdown has
 // begun.
-func (e *EventBroadcaster) start(handle func(*v1.Event)) (watch.Interface, *broadcast.Watcher[*v1.Event]) {
+func (e *EventBroadcaster) start(stats *sinkStats, handle func(*v1.Event)) (watch.Interface, *broadcast.Watcher[*v1.Event]) {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -208,7 +208,7 @@ func (e *EventBroadcaster) start(handle func(*v1.Event)) (watch.Interface, *broa
 	}
 	e.live++
 	e.mu.Unlock()
-	h := &watcherHandle{w: w, result: make(chan watch.Event)}
+	h := &Handle{w: w, result: make(chan watch.Event), sink: stats}
 	go func() {
 		defer e.exited()
 		defer close(h.result)
@@ -234,19 +234,36 @@ func (e *EventBroadcaster) closeAllDoneLocked() {
 	}
 }
 
-// watcherHandle is the watch.Interface of a started watcher.
-type watcherHandle struct {
+// Handle is the watch.Interface that StartEventWatcher, StartLogging,
+// StartStructuredLogging and StartRecordingToSink return (type-assert to
+// reach Stats). It is safe for concurrent use.
+type Handle struct {
 	w      *broadcast.Watcher[*v1.Event]
 	result chan watch.Event
+	sink   *sinkStats // nil unless StartRecordingToSink
 }
 
 // Stop ends the watcher: nothing more is queued for it; what was queued is
 // still handled. It is idempotent.
-func (h *watcherHandle) Stop() { h.w.Stop() }
+func (h *Handle) Stop() { h.w.Stop() }
 
 // ResultChan delivers nothing (the events go to the handler) and is closed
 // once the watcher's goroutine has handled its last event.
-func (h *watcherHandle) ResultChan() <-chan watch.Event { return h.result }
+func (h *Handle) ResultChan() <-chan watch.Event { return h.result }
+
+// Stats returns this watcher's own counters: for a sink, the sink fields
+// of Stats (Created, Patched, … DroppedSinkQueue); for a handler,
+// DroppedWatcherQueue and nothing else.
+func (h *Handle) Stats() Stats {
+	var s Stats
+	if h.sink == nil {
+		s.DroppedWatcherQueue = h.w.Dropped()
+		return s
+	}
+	h.sink.addTo(&s)
+	s.DroppedSinkQueue = h.w.Dropped()
+	return s
+}
 
 // Shutdown stops the broadcaster and flushes: every event recorded before
 // it is handed to every started sink and handler (an event that fails gets
