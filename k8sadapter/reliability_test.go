@@ -90,8 +90,8 @@ func (s *faultySink) answer(e *v1.Event, patch bool) (*v1.Event, error) {
 	return out, nil
 }
 
-func (s *faultySink) Create(e *v1.Event) (*v1.Event, error)            { return s.answer(e, false) }
-func (s *faultySink) Update(e *v1.Event) (*v1.Event, error)            { return s.answer(e, false) }
+func (s *faultySink) Create(e *v1.Event) (*v1.Event, error)          { return s.answer(e, false) }
+func (s *faultySink) Update(e *v1.Event) (*v1.Event, error)          { return s.answer(e, false) }
 func (s *faultySink) Patch(e *v1.Event, _ []byte) (*v1.Event, error) { return s.answer(e, true) }
 
 // accounted checks the invariant of Stats for one sink: every event queued
