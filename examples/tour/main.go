@@ -135,7 +135,7 @@ func correlateAlerts(out io.Writer) error {
 		alert         Alert
 		count, seen   int
 		skipped       int
-		combined, new bool
+		combined bool
 	}
 	records := map[Alert]*line{}
 	var order []Alert
