@@ -132,10 +132,10 @@ func correlateAlerts(out io.Writer) error {
 	}
 
 	type line struct {
-		alert         Alert
-		count, seen   int
-		skipped       int
-		combined bool
+		alert       Alert
+		count, seen int
+		skipped     int
+		combined    bool
 	}
 	records := map[Alert]*line{}
 	var order []Alert
