@@ -9,39 +9,10 @@ import (
 // BenchmarkCorrelate measures the three paths of the pipeline on a plain
 // struct. The Kubernetes comparison with client-go is in k8sadapter.
 func BenchmarkCorrelate(b *testing.B) {
-	b.Run("path=repeat", func(b *testing.B) {
-		b.ReportAllocs()
-		c := newCorrelator(newClock(), nil)
-		events := make([]event, 100)
-		for i := range events {
-			events[i] = base
-			events[i].Object = fmt.Sprint("pod-", i)
-		}
-		i := 0
-		for b.Loop() {
-			if _, err := c.Correlate(events[i%len(events)]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
-	b.Run("path=new", func(b *testing.B) {
-		b.ReportAllocs()
-		clk := newClock()
-		c := newCorrelator(clk, nil)
-		events := make([]event, 1<<14) // more than the caches hold: always new
-		for i := range events {
-			events[i] = base
-			events[i].Object = fmt.Sprint("pod-", i)
-		}
-		i := 0
-		for b.Loop() {
-			if _, err := c.Correlate(events[i%len(events)]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
+	// The same event about 100 objects: a repeat each time.
+	b.Run("path=repeat", func(b *testing.B) { benchEvents(b, objects(100)) })
+	// More objects than the caches hold: a new key each time.
+	b.Run("path=new", func(b *testing.B) { benchEvents(b, objects(1<<14)) })
 	b.Run("path=combine", func(b *testing.B) {
 		b.ReportAllocs()
 		clk := newClock()
@@ -56,4 +27,25 @@ func BenchmarkCorrelate(b *testing.B) {
 			i++
 		}
 	})
+}
+
+func objects(n int) []event {
+	events := make([]event, n)
+	for i := range events {
+		events[i] = base
+		events[i].Object = fmt.Sprint("pod-", i)
+	}
+	return events
+}
+
+func benchEvents(b *testing.B, events []event) {
+	b.ReportAllocs()
+	c := newCorrelator(newClock(), nil)
+	i := 0
+	for b.Loop() {
+		if _, err := c.Correlate(events[i%len(events)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }
