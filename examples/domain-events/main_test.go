@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRun runs the example and checks the lines its comments promise.
+func TestRun(t *testing.T) {
+	var out strings.Builder
+	if err := run(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"published 45 events; audit read 45 (Block: none lost)",
+		"dashboard (queue 4, DropOldest) kept events [42 43 44 45] and dropped 41 older ones",
+		"backup   disk full",
+		"x6",
+		"(combined from similar events): timeout after 35s",
+		"sync     connection refused                                   x10  (skipped 5)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
