@@ -15,6 +15,16 @@ import (
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
+// Recording events as a controller does, with herald in place of
+// client-go's broadcaster: repeats become one event with a count, and
+// Shutdown flushes them to the apiserver.
+func Example() {
+	ExampleNewBroadcaster()
+	// Output:
+	// BackOff 3 Back-off restarting failed container
+	// created 1 patched 2
+}
+
 // The one-line switch: k8sadapter.NewBroadcaster where a controller had
 // record.NewBroadcaster; the rest is client-go's API.
 func ExampleNewBroadcaster() {

@@ -7,6 +7,20 @@ import (
 	"github.com/heraldgo/herald/ratelimit"
 )
 
+// One bucket per source: a noisy source is limited, a quiet one is not.
+func Example() {
+	l := ratelimit.New[string](ratelimit.Options{Limit: 1.0 / 60, Burst: 2}) // 2 at once, then 1 a minute
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, source := range []string{"noisy", "noisy", "noisy", "quiet"} {
+		fmt.Println(source, l.AllowAt(source, now))
+	}
+	// Output:
+	// noisy true
+	// noisy true
+	// noisy false
+	// quiet true
+}
+
 // Each source may send 3 at once, then one every 10 seconds.
 func ExampleLimiter_AllowAt() {
 	l := ratelimit.New[string](ratelimit.Options{Limit: 0.1, Burst: 3})
