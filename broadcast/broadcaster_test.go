@@ -790,3 +790,37 @@ func TestFullPolicyString(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppingWatcherNeverSlowsOthers: a watcher that never reads, under
+// DropNewest or DropOldest, neither blocks publishers nor costs a reading
+// watcher a value; its losses are counted.
+func TestDroppingWatcherNeverSlowsOthers(t *testing.T) {
+	for _, policy := range []broadcast.FullPolicy{broadcast.DropNewest, broadcast.DropOldest} {
+		t.Run(policy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := broadcast.New[int](broadcast.Options{QueueLength: 4, IncomingQueueLength: 2})
+				idle, _ := b.WatchWith(broadcast.WatchOptions{Full: policy})
+				reader := watchT(t, b)
+				var got []int
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					for v := range reader.All() {
+						got = append(got, v)
+					}
+				}()
+				const n = 1000
+				publish(t, b, seq(0, n)...) // would hang here if the idle watcher held the distributor
+				shutdown(t, b)
+				<-done
+				if len(got) != n {
+					t.Errorf("reading watcher got %d values, want %d", len(got), n)
+				}
+				if d := idle.Dropped(); d != n-4 {
+					t.Errorf("idle watcher Dropped() = %d, want %d", d, n-4)
+				}
+				idle.Stop()
+			})
+		})
+	}
+}

@@ -42,7 +42,7 @@ func (s *faultySink) answer(e *v1.Event, patch bool) (*v1.Event, error) {
 	n, r, lat := s.calls, s.rng.IntN(100), time.Duration(s.rng.IntN(3))*time.Millisecond
 	fault := ""
 	switch {
-	case n == s.hangAt:
+	case s.hangAt > 0 && n == s.hangAt:
 		fault = "hang"
 	case r < 60:
 	case r < 68:
