@@ -20,7 +20,7 @@ import (
 type noMeta struct{}
 
 func (noMeta) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-func (noMeta) DeepCopyObject() runtime.Object    { return noMeta{} }
+func (noMeta) DeepCopyObject() runtime.Object   { return noMeta{} }
 
 // TestBadInput feeds the public API what a careless caller might: each
 // case must end in its documented outcome (refused and counted, or
