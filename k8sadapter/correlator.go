@@ -210,6 +210,12 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		out.FirstTimestamp = metav1.NewTime(p.First)
 		out.Count = int32(r.Count)
 		patch = repeatPatch(&out)
+		if out.Count == 0 && !r.Combined {
+			// The int32 count wrapped to 0 (an event that arrived with a
+			// negative count): client-go remembers that 0, so its next
+			// occurrence counts as new. Remember it the same way.
+			c.c.Stored(r.Key, correlate.Observation[item]{First: p.First, Last: p.Last})
+		}
 	}
 	return &EventCorrelateResult{Event: &out, Patch: patch}, r.Combined, nil
 }
