@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/lifecycle"
 )
 
 // Compile-time proof of the drop-in promise.
@@ -29,16 +30,10 @@ type EventBroadcaster struct {
 	logger klog.Logger
 	timers clock.Clock // pauses between sink attempts
 
-	stopping  chan struct{} // closed when shutdown begins
-	abort     chan struct{} // closed when a shutdown deadline passed
-	abortOnce sync.Once
-	stopCtx   func() bool // releases the WithContext hook
+	life    *lifecycle.Group // the watcher goroutines and the shutdown
+	stopCtx func() bool      // releases the WithContext hook
 
-	mu         sync.Mutex // guards the fields down to watchers
-	closing    bool       // shutdown began
-	live       int        // watcher goroutines running
-	allDone    chan struct{}
-	allClosed  bool
+	mu         sync.Mutex // guards the fields down to sinkQueues
 	sinks      []*sinkStats
 	watchers   []*broadcast.Watcher[*v1.Event] // non-sink watchers, for their drop counts
 	sinkQueues []*broadcast.Watcher[*v1.Event]
@@ -75,12 +70,10 @@ func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 		timers = clock.RealClock{}
 	}
 	e := &EventBroadcaster{
-		cfg:      cfg,
-		logger:   klog.FromContext(ctx),
-		timers:   timers,
-		stopping: make(chan struct{}),
-		abort:    make(chan struct{}),
-		allDone:  make(chan struct{}),
+		cfg:    cfg,
+		logger: klog.FromContext(ctx),
+		timers: timers,
+		life:   lifecycle.New(),
 		b: broadcast.New[*v1.Event](broadcast.Options{
 			QueueLength:         cfg.queueLength,
 			IncomingQueueLength: cfg.queueLength,
@@ -194,44 +187,25 @@ func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSo
 // each of its events. It returns client-go's empty watch once shutdown has
 // begun.
 func (e *EventBroadcaster) start(stats *sinkStats, handle func(*v1.Event)) (watch.Interface, *broadcast.Watcher[*v1.Event]) {
-	e.mu.Lock()
-	if e.closing {
-		e.mu.Unlock()
+	if !e.life.Add() {
 		e.logger.Error(broadcast.ErrClosed, "Unable start event watcher (will not retry!)")
 		return watch.NewEmptyWatch(), nil
 	}
 	w, err := e.b.Watch()
-	if err != nil { // cannot happen while closing is false; kept for safety
-		e.mu.Unlock()
+	if err != nil { // shutdown began meanwhile
+		e.life.Done()
 		e.logger.Error(err, "Unable start event watcher (will not retry!)")
 		return watch.NewEmptyWatch(), nil
 	}
-	e.live++
-	e.mu.Unlock()
 	h := &Handle{w: w, result: make(chan watch.Event), sink: stats}
 	go func() {
-		defer e.exited()
+		defer e.life.Done()
 		defer close(h.result)
 		for ev := range w.All() {
 			handle(ev)
 		}
 	}()
 	return h, w
-}
-
-// exited records the end of a watcher goroutine.
-func (e *EventBroadcaster) exited() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.live--
-	e.closeAllDoneLocked()
-}
-
-func (e *EventBroadcaster) closeAllDoneLocked() {
-	if e.closing && e.live == 0 && !e.allClosed {
-		e.allClosed = true
-		close(e.allDone)
-	}
 }
 
 // Handle is the watch.Interface that StartEventWatcher, StartLogging,
@@ -289,34 +263,16 @@ func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
 		panic("k8sadapter: nil Context")
 	}
-	e.mu.Lock()
-	if !e.closing {
-		e.closing = true
-		close(e.stopping)
-		if e.stopCtx != nil {
-			e.stopCtx()
-		}
+	if e.life.Begin() && e.stopCtx != nil {
+		e.stopCtx()
 	}
-	e.mu.Unlock()
 	// The watchers drop rather than block, so this returns at once: every
 	// queued event is now in some watcher's queue.
-	if err := e.b.Shutdown(ctx); err == nil {
-		e.mu.Lock()
-		e.closeAllDoneLocked()
-		e.mu.Unlock()
-		select {
-		case <-e.allDone:
-			return nil
-		case <-ctx.Done():
-		}
-		select {
-		case <-e.allDone:
-			return nil
-		default:
-		}
+	if err := e.b.Shutdown(ctx); err != nil {
+		e.life.Abort()
+		return err
 	}
-	e.abortOnce.Do(func() { close(e.abort) })
-	return ctx.Err()
+	return e.life.Wait(ctx)
 }
 
 // Stats returns a snapshot of the broadcaster's counters.
@@ -342,42 +298,6 @@ func (e *EventBroadcaster) Stats() Stats {
 		s.DroppedWatcherQueue += w.Dropped()
 	}
 	return s
-}
-
-// stoppingNow reports whether shutdown has begun.
-func (e *EventBroadcaster) stoppingNow() bool {
-	select {
-	case <-e.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-// aborted reports whether a shutdown deadline has passed.
-func (e *EventBroadcaster) aborted() bool {
-	select {
-	case <-e.abort:
-		return true
-	default:
-		return false
-	}
-}
-
-// pause waits d on the broadcaster's clock. It reports false if shutdown
-// began first.
-func (e *EventBroadcaster) pause(d time.Duration) bool {
-	if d <= 0 {
-		return !e.stoppingNow()
-	}
-	t := e.timers.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-e.stopping:
-		return false
-	}
 }
 
 // burstLog lets a repeated condition be logged once per interval, with the

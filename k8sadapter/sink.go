@@ -38,7 +38,7 @@ const (
 // copies it before anything is changed.
 func (s *sinkWriter) record(ev *v1.Event) {
 	e := s.e
-	if e.aborted() {
+	if e.life.Aborted() {
 		s.stats.abandoned.Add(1)
 		return
 	}
@@ -82,7 +82,7 @@ func (s *sinkWriter) record(ev *v1.Event) {
 		if tries == 1 {
 			delay = time.Duration(float64(delay) * rand.Float64())
 		}
-		if e.stoppingNow() || !e.pause(delay) {
+		if e.life.IsStopping() || !e.life.Pause(e.timers, delay) {
 			s.stats.failedShutdown.Add(1)
 			e.logger.Error(nil, "Unable to write event (broadcaster is shut down)", "event", klog.KObj(ev))
 			return
