@@ -7,6 +7,8 @@
 // A Cache is not safe for concurrent use; its owner locks.
 package lru
 
+import "iter"
+
 // Cache maps keys to values, keeping at most Size entries; adding one more
 // evicts the least recently used. Its zero value is not usable; create one
 // with New.
@@ -81,6 +83,31 @@ func (c *Cache[K, V]) Add(key K, h uint64) (v *V, recycled bool) {
 	c.head.next.prev = e
 	c.head.next = e
 	return &e.val, recycled
+}
+
+// Remove deletes key, whose hash is h, and reports whether it was present.
+func (c *Cache[K, V]) Remove(key K, h uint64) bool {
+	for e := c.byHash[h]; e != nil; e = e.chain {
+		if e.key == key {
+			c.unlink(e)
+			c.n--
+			return true
+		}
+	}
+	return false
+}
+
+// All returns the entries, most recently used first, with pointers to
+// their values. The cache must not be changed during the iteration
+// (collect keys to Remove, then remove them).
+func (c *Cache[K, V]) All() iter.Seq2[K, *V] {
+	return func(yield func(K, *V) bool) {
+		for e := c.head.next; e != &c.head; e = e.next {
+			if !yield(e.key, &e.val) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of entries.

@@ -1,7 +1,9 @@
 package lru_test
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/heraldgo/herald/internal/lru"
@@ -126,4 +128,27 @@ func TestNewPanicsOnSize(t *testing.T) {
 		}
 	}()
 	lru.New[int, int](0)
+}
+
+func TestRemoveAndAll(t *testing.T) {
+	c := lru.New[string, int](4)
+	for i, k := range []string{"a", "b", "c"} {
+		add(c, k, uint64(i%2), i) // a and c share a hash
+	}
+	if !c.Remove("a", 0) || c.Remove("a", 0) {
+		t.Error("Remove: want true, then false")
+	}
+	var keys []string
+	for k, v := range c.All() {
+		keys = append(keys, fmt.Sprint(k, "=", *v))
+	}
+	if got := strings.Join(keys, " "); got != "c=2 b=1" {
+		t.Errorf("All() = %s, want c=2 b=1 (most recent first)", got)
+	}
+	if v, ok := get(c, "c", 0); !ok || v != 2 {
+		t.Error("c lost when a, on its hash chain, was removed")
+	}
+	if c.Len() != 2 {
+		t.Errorf("Len = %d, want 2", c.Len())
+	}
 }
