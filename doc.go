@@ -18,6 +18,9 @@
 //     Events: a drop-in replacement for client-go's record.NewBroadcaster
 //     that stores the same events, never starts a goroutine per event,
 //     flushes on Shutdown and counts every event it drops.
+//   - k8sadapter/events: the same for the newer events.k8s.io/v1 API and
+//     client-go's tools/events (series of isomorphic events), with one
+//     writer goroutine instead of one per event and a bounded cache.
 //
 // The generic packages (broadcast, ratelimit, correlate) import nothing
 // from Kubernetes; only k8sadapter does.

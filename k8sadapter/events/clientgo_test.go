@@ -172,6 +172,10 @@ func TestBurstGoroutinesStayFlat(t *testing.T) {
 	}
 
 	baseline := runtime.NumGoroutine()
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	heapBefore := ms.HeapAlloc
 	herald := events.NewBroadcaster(newSink())
 	if err := herald.StartRecordingToSinkWithContext(quiet); err != nil {
 		t.Fatal(err)
@@ -185,7 +189,6 @@ func TestBurstGoroutinesStayFlat(t *testing.T) {
 	if got := st.Queued + st.DroppedQueueFull; got != n {
 		t.Errorf("herald accounted for %d of %d events: %+v", got, n, st)
 	}
-	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	heraldHeap := ms.HeapAlloc
@@ -203,6 +206,6 @@ func TestBurstGoroutinesStayFlat(t *testing.T) {
 	}
 	cancel()
 	anchor.Shutdown()
-	t.Logf("goroutines before %d; peak during a burst of %d events: herald %d, client-go %d; herald queued %d, dropped at the full queue %d (counted); heap after herald's burst %d KiB",
-		baseline, n, heraldPeak, anchorPeak, st.Queued, st.DroppedQueueFull, heraldHeap>>10)
+	t.Logf("goroutines before %d; peak during a burst of %d events: herald %d, client-go %d; herald queued %d, dropped at the full queue %d (counted); heap %d KiB before, %d KiB after herald's burst",
+		baseline, n, heraldPeak, anchorPeak, st.Queued, st.DroppedQueueFull, heapBefore>>10, heraldHeap>>10)
 }

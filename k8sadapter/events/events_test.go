@@ -428,3 +428,33 @@ func TestContextEndStopsRecording(t *testing.T) {
 		}
 	})
 }
+
+// TestSeriesAlreadyExistsIsRetried: the create that follows a series patch
+// on a vanished event can meet the first occurrence's create, still in
+// flight; client-go retries that AlreadyExists, and so does herald.
+func TestSeriesAlreadyExistsIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSink()
+		s.onCreate = func(n int, _ *eventsv1.Event) error {
+			switch n {
+			case 1: // the first occurrence's create is lost
+				return &rest.RequestConstructionError{Err: errors.New("lost")}
+			case 2: // the series' create races it
+				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, "x")
+			}
+			return nil
+		}
+		e, r := start(t, s)
+		r.Eventf(pod("foo"), nil, v1.EventTypeNormal, "Started", "Starting", "x")
+		r.Eventf(pod("foo"), nil, v1.EventTypeNormal, "Started", "Starting", "x")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		calls, stored := s.snapshot()
+		if verbs(calls) != "create patch create patch create" || len(stored) != 1 || stored[0].Series.Count != 2 {
+			t.Errorf("calls %q stored %+v; want the series created on the second attempt", verbs(calls), stored)
+		}
+		if st := e.Stats(); st.Retries != 1 || st.Created != 1 {
+			t.Errorf("Stats() = %+v", st)
+		}
+	})
+}
