@@ -263,16 +263,12 @@ func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
 		panic("k8sadapter: nil Context")
 	}
-	if e.life.Begin() && e.stopCtx != nil {
-		e.stopCtx()
+	if e.stopCtx != nil {
+		e.stopCtx() // no longer needed; harmless if it already ran
 	}
-	// The watchers drop rather than block, so this returns at once: every
-	// queued event is now in some watcher's queue.
-	if err := e.b.Shutdown(ctx); err != nil {
-		e.life.Abort()
-		return err
-	}
-	return e.life.Wait(ctx)
+	// The watchers drop rather than block, so the flush returns at once:
+	// every queued event is then in some watcher's queue.
+	return e.life.Shutdown(ctx, e.b.Shutdown)
 }
 
 // Stats returns a snapshot of the broadcaster's counters.

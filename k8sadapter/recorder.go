@@ -8,8 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldgo/herald/internal/kube"
 )
 
 // Compile-time proof that a Recorder is what client-go's NewRecorder returns.
@@ -68,7 +69,7 @@ func (r *Recorder) WithLogger(logger klog.Logger) record.EventRecorderLogger {
 func (r *Recorder) generate(object runtime.Object, annotations map[string]string, at time.Time, eventtype, reason, message string) {
 	e := r.e
 	e.recorded.Add(1)
-	ref, err := r.reference(object)
+	ref, err := kube.Reference(r.scheme, object)
 	if err != nil {
 		e.invalidObject.Add(1)
 		r.logger.Error(err, "Could not construct reference, will not report event", "object", object, "eventType", eventtype, "reason", reason, "message", message)
@@ -98,17 +99,6 @@ func (r *Recorder) generate(object runtime.Object, annotations map[string]string
 			r.logger.Error(nil, "Unable to record event: too many queued events, dropped event", "event", klog.KObj(ev), "droppedSinceLastReport", n)
 		}
 	}
-}
-
-// reference is client-go's reference.GetReference, which panics on some
-// inputs (a typed nil object, for one); those become errors here.
-func (r *Recorder) reference(object runtime.Object) (ref *v1.ObjectReference, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ref, err = nil, fmt.Errorf("k8sadapter: cannot reference %T: %v", object, p)
-		}
-	}()
-	return reference.GetReference(r.scheme, object)
 }
 
 // makeEvent is client-go's makeEvent with the time given.

@@ -1,7 +1,6 @@
 package k8sadapter
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldgo/herald/internal/kube"
 )
 
 // sinkWriter writes the events of one watcher to one sink, one at a time,
@@ -99,12 +100,12 @@ func (s *sinkWriter) write(ev *v1.Event, patch []byte) outcome {
 	var err error
 	update := ev.Count > 1
 	if update {
-		got, err = s.call(func() (*v1.Event, error) { return s.sink.Patch(ev, patch) })
+		got, err = kube.Call(func() (*v1.Event, error) { return s.sink.Patch(ev, patch) })
 	}
 	created := !update || util.IsKeyNotFoundError(err)
 	if created {
 		ev.ResourceVersion = "" // a create must not carry one
-		got, err = s.call(func() (*v1.Event, error) { return s.sink.Create(ev) })
+		got, err = kube.Call(func() (*v1.Event, error) { return s.sink.Create(ev) })
 	}
 	if err == nil {
 		if got != nil {
@@ -134,7 +135,7 @@ func (s *sinkWriter) write(ev *v1.Event, patch []byte) outcome {
 			logger.Error(err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
 		}
 		return failedRejected
-	case *sinkPanic:
+	case *kube.SinkPanic:
 		logger.Error(err, "Event sink panicked (will not retry!)", "event", klog.KObj(ev))
 		return failedPanic
 	}
@@ -142,21 +143,4 @@ func (s *sinkWriter) write(ev *v1.Event, patch []byte) outcome {
 	// all) are worth another attempt.
 	logger.Error(err, "Unable to write event (may retry after sleeping)", "event", klog.KObj(ev))
 	return retry
-}
-
-// call runs one sink call, turning a panic into a *sinkPanic error.
-func (s *sinkWriter) call(f func() (*v1.Event, error)) (got *v1.Event, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			got, err = nil, &sinkPanic{value: p}
-		}
-	}()
-	return f()
-}
-
-// sinkPanic reports a sink call that panicked.
-type sinkPanic struct{ value any }
-
-func (p *sinkPanic) Error() string {
-	return fmt.Sprintf("k8sadapter: event sink panicked: %v", p.value)
 }

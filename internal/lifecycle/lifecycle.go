@@ -91,6 +91,18 @@ func (g *Group) Wait(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// Shutdown is the whole shutdown an adapter runs: Begin, then flush (which
+// delivers what is queued to the goroutines and must return at once or at
+// ctx's end), then Wait. On a flush error it aborts and returns that error.
+func (g *Group) Shutdown(ctx context.Context, flush func(context.Context) error) error {
+	g.Begin()
+	if err := flush(ctx); err != nil {
+		g.Abort()
+		return err
+	}
+	return g.Wait(ctx)
+}
+
 // Abort marks the shutdown as cut short.
 func (g *Group) Abort() { g.abortOnce.Do(func() { close(g.abort) }) }
 

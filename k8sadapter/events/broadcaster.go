@@ -199,12 +199,7 @@ func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
 		panic("events: nil Context")
 	}
-	e.life.Begin()
-	if err := e.b.Shutdown(ctx); err != nil {
-		e.life.Abort()
-		return err
-	}
-	return e.life.Wait(ctx)
+	return e.life.Shutdown(ctx, e.b.Shutdown)
 }
 
 // Stats returns a snapshot of the broadcaster's counters.

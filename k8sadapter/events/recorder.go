@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record/util"
-	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldgo/herald/internal/kube"
 )
 
 // Compile-time proof that a Recorder is what client-go's NewRecorder
@@ -36,7 +37,7 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 	clk := e.cfg.clock
 	timestamp := metav1.MicroTime{Time: clk.Now()}
 	message := fmt.Sprintf(note, args...)
-	refRegarding, err := r.reference(regarding)
+	refRegarding, err := kube.Reference(r.scheme, regarding)
 	if err != nil {
 		e.invalidObject.Add(1)
 		r.logger.Error(err, "Could not construct reference, will not report event", "object", regarding, "eventType", eventtype, "reason", reason, "message", message)
@@ -44,7 +45,7 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 	}
 	var refRelated *v1.ObjectReference
 	if related != nil {
-		if refRelated, err = r.reference(related); err != nil {
+		if refRelated, err = kube.Reference(r.scheme, related); err != nil {
 			r.logger.V(9).Info("Could not construct reference", "object", related, "err", err)
 		}
 	}
@@ -88,15 +89,4 @@ func (r *Recorder) WithLogger(logger klog.Logger) clientevents.EventRecorderLogg
 	c := *r
 	c.logger = logger
 	return &c
-}
-
-// reference is client-go's reference.GetReference, with its panics (on a
-// typed nil object, for one) turned into errors.
-func (r *Recorder) reference(object runtime.Object) (ref *v1.ObjectReference, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ref, err = nil, fmt.Errorf("events: cannot reference %T: %v", object, p)
-		}
-	}()
-	return reference.GetReference(r.scheme, object)
 }

@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/kube"
 	"github.com/heraldgo/herald/internal/lru"
 )
 
@@ -186,7 +186,7 @@ func (wr *writer) countFailure(err error) {
 	switch err.(type) {
 	case *rest.RequestConstructionError:
 		wr.failedConstruction.Add(1)
-	case *sinkPanic:
+	case *kube.SinkPanic:
 		wr.failedPanic.Add(1)
 	default:
 		wr.failedRejected.Add(1)
@@ -206,12 +206,12 @@ func (wr *writer) write(ctx context.Context, ev *eventsv1.Event) (created bool, 
 			logger.Error(perr, "Unable to calculate diff, no merge is possible")
 			return false, &rest.RequestConstructionError{Err: perr}, false
 		}
-		got, err = wr.call(func() (*eventsv1.Event, error) { return wr.e.sink.Patch(ctx, ev, patch) })
+		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Patch(ctx, ev, patch) })
 	}
 	if !series || util.IsKeyNotFoundError(err) {
 		ev.ResourceVersion = ""
 		created = true
-		got, err = wr.call(func() (*eventsv1.Event, error) { return wr.e.sink.Create(ctx, ev) })
+		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Create(ctx, ev) })
 	}
 	if err == nil {
 		if got == nil {
@@ -234,27 +234,13 @@ func (wr *writer) write(ctx context.Context, ev *eventsv1.Event) (created bool, 
 			logger.Error(err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
 		}
 		return created, err, false
-	case *sinkPanic:
+	case *kube.SinkPanic:
 		logger.Error(err, "Event sink panicked (will not retry!)", "event", klog.KObj(ev))
 		return created, err, false
 	}
 	logger.Error(err, "Unable to write event (may retry after sleeping)")
 	return created, err, true
 }
-
-// call runs one sink call, turning a panic into a *sinkPanic error.
-func (wr *writer) call(f func() (*eventsv1.Event, error)) (got *eventsv1.Event, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			got, err = nil, &sinkPanic{value: p}
-		}
-	}()
-	return f()
-}
-
-type sinkPanic struct{ value any }
-
-func (p *sinkPanic) Error() string { return fmt.Sprintf("events: event sink panicked: %v", p.value) }
 
 // seriesPatch is client-go's createPatchBytesForSeries: the strategic merge
 // patch from the event without its series to the event. It runs once per

@@ -1,0 +1,37 @@
+package kube_test
+
+import (
+	"errors"
+	"testing"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/heraldgo/herald/internal/kube"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestReference(t *testing.T) {
+	ref, err := kube.Reference(scheme.Scheme, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "b"}})
+	if err != nil || ref.Name != "a" || ref.Kind != "Pod" {
+		t.Errorf("Reference(pod) = %+v, %v", ref, err)
+	}
+	var typedNil *v1.Pod
+	if _, err := kube.Reference(scheme.Scheme, typedNil); err == nil {
+		t.Error("Reference(typed nil) did not fail")
+	}
+}
+
+func TestCall(t *testing.T) {
+	if got, err := kube.Call(func() (int, error) { return 7, nil }); got != 7 || err != nil {
+		t.Errorf("Call = %d, %v", got, err)
+	}
+	_, err := kube.Call(func() (int, error) { panic("boom") })
+	var p *kube.SinkPanic
+	if !errors.As(err, &p) || p.Value != "boom" {
+		t.Errorf("Call(panicking) error = %v, want a *SinkPanic", err)
+	}
+}
