@@ -246,11 +246,7 @@ func (h *Handle) Stats() Stats {
 // stuck in a sink call that never returns. What the timeout cut short is
 // counted in Stats.Abandoned and logged. Shutdown is idempotent.
 func (e *EventBroadcaster) Shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.shutdownTimeout)
-	defer cancel()
-	if err := e.ShutdownContext(ctx); err != nil {
-		e.logger.Error(err, "Event broadcaster shutdown did not flush every event in time", "timeout", e.cfg.shutdownTimeout)
-	}
+	lifecycle.ShutdownWithin(e.cfg.shutdownTimeout, e.ShutdownContext, e.logger)
 }
 
 // ShutdownContext is Shutdown bounded by ctx instead of the shutdown

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -101,6 +102,16 @@ func (g *Group) Shutdown(ctx context.Context, flush func(context.Context) error)
 		return err
 	}
 	return g.Wait(ctx)
+}
+
+// ShutdownWithin runs shutdown with a context that ends after d, and logs
+// its error: the body of the adapters' argument-less Shutdown.
+func ShutdownWithin(d time.Duration, shutdown func(context.Context) error, logger klog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		logger.Error(err, "Event broadcaster shutdown did not flush every event in time", "timeout", d)
+	}
 }
 
 // Abort marks the shutdown as cut short.

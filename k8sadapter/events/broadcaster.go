@@ -185,11 +185,7 @@ func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, reportingControll
 // its final count, within the shutdown timeout; then every goroutine has
 // ended, except one stuck in a sink call that never returns.
 func (e *EventBroadcaster) Shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.shutdownTimeout)
-	defer cancel()
-	if err := e.ShutdownContext(ctx); err != nil {
-		e.logger.Error(err, "Event broadcaster shutdown did not flush every event in time", "timeout", e.cfg.shutdownTimeout)
-	}
+	lifecycle.ShutdownWithin(e.cfg.shutdownTimeout, e.ShutdownContext, e.logger)
 }
 
 // ShutdownContext is Shutdown bounded by ctx. It returns ctx.Err() if ctx
