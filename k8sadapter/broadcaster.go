@@ -210,7 +210,8 @@ func (e *EventBroadcaster) start(stats *sinkStats, handle func(*v1.Event)) (watc
 
 // Handle is the watch.Interface that StartEventWatcher, StartLogging,
 // StartStructuredLogging and StartRecordingToSink return (type-assert to
-// reach Stats). It is safe for concurrent use.
+// reach Stats). It is safe for concurrent use; only the Start… methods
+// make one.
 type Handle struct {
 	w      *broadcast.Watcher[*v1.Event]
 	result chan watch.Event

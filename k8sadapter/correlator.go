@@ -30,7 +30,9 @@ var defaultQPS float32 = 1. / 300.
 // EventCorrelator is client-go's record.EventCorrelator on herald's generic
 // correlator: for the same events and clock it returns the same events, the
 // same patches byte for byte and the same skips, much faster (it builds the
-// patch without a JSON diff). It is safe for concurrent use.
+// patch without a JSON diff). It is safe for concurrent use; its zero value
+// is not usable: create one with NewEventCorrelator or
+// NewEventCorrelatorWithOptions.
 //
 // Differences from client-go, on purpose:
 //   - Keys are structs, so fields never run into each other ("ab"+"c" and

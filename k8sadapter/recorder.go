@@ -20,7 +20,7 @@ var _ record.EventRecorderLogger = (*Recorder)(nil)
 // client-go's recorder does, into its EventBroadcaster. Its methods never
 // block and never start a goroutine; they return once the event is queued,
 // or logged and counted as refused. Get one from EventBroadcaster.NewRecorder;
-// it is safe for concurrent use.
+// it is safe for concurrent use. Its zero value is not usable.
 type Recorder struct {
 	e      *EventBroadcaster
 	scheme *runtime.Scheme

@@ -21,7 +21,8 @@ var _ clientevents.EventRecorderLogger = (*Recorder)(nil)
 // Recorder records events.k8s.io/v1 events for one reporting controller.
 // Eventf never blocks and never starts a goroutine (client-go's starts one
 // per event): the event is queued, or refused, logged and counted. It is
-// safe for concurrent use.
+// safe for concurrent use. Its zero value is not usable: get one from
+// EventBroadcaster.NewRecorder.
 type Recorder struct {
 	e                    *EventBroadcaster
 	scheme               *runtime.Scheme
