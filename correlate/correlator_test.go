@@ -3,57 +3,77 @@ package correlate_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/time/rate"
 
 	"github.com/heraldgo/herald/correlate"
 )
 
 // event is a generic stand-in for a Kubernetes event: the fields client-go
-// keys on, by kind of key.
+// keys on, and the time it happened, which is in no key.
 type event struct {
 	Source, Object, FieldPath, Reason, Message string
+	At                                         time.Time
 }
 
+// key is the key type of every key function here.
 type key struct {
 	Source, Object, FieldPath, Reason, Message string
 }
 
-func eventKey(e event) key { return key(e) }
+// eventKey: an event repeats when all its fields but the time are equal.
+func eventKey(e event) key {
+	return key{Source: e.Source, Object: e.Object, FieldPath: e.FieldPath, Reason: e.Reason, Message: e.Message}
+}
 
 // byReason groups events that differ only in message (and field path), as
-// client-go's EventAggregatorByReasonFunc does.
-func byReason(e event) (key, key) {
+// client-go's EventAggregatorByReasonFunc does; the message is the member.
+func byReason(e event) (group, member key) {
 	return key{Source: e.Source, Object: e.Object, Reason: e.Reason}, key{Message: e.Message}
 }
 
 // perObject is client-go's default spam key: source and object.
 func perObject(e event) key { return key{Source: e.Source, Object: e.Object} }
 
-func combine(e event, _ time.Time) event {
+// perReason is the custom spam key of client-go's TestEventSpamFilter.
+func perReason(e event) key { return key{Source: e.Source, Object: e.Object, Reason: e.Reason} }
+
+// combine builds the stand-in as client-go does: the triggering event with
+// the combined message, happening now.
+func combine(e event, now time.Time) event {
 	e.Message = correlate.CombinedPrefix + e.Message
+	e.At = now
 	return e
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct{ t time.Time }
+// seedAt seeds a new key as client-go does: from the event itself.
+func seedAt(e event, _ time.Time) (int, time.Time) { return 1, e.At }
 
-func (c *fakeClock) Now() time.Time       { return c.t }
-func (c *fakeClock) Step(d time.Duration) { c.t = c.t.Add(d) }
-func newClock() *fakeClock                { return &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// intervalClock advances by a fixed step on every reading, as client-go's
-// SimpleIntervalClock does.
+func newClock() *fakeClock { return &fakeClock{now: t0} }
+
+// intervalClock advances by step on every reading, as client-go's
+// SimpleIntervalClock does, and counts its readings.
 type intervalClock struct {
-	t    time.Time
-	step time.Duration
+	t     time.Time
+	step  time.Duration
+	reads int
 }
 
-func (c *intervalClock) Now() time.Time { c.t = c.t.Add(c.step); return c.t }
+func (c *intervalClock) Now() time.Time {
+	c.t = c.t.Add(c.step)
+	c.reads++
+	return c.t
+}
 
+// newCorrelator returns client-go's configuration on the event type, with
+// tweak applied to the options.
 func newCorrelator(clk correlate.Clock, tweak func(*correlate.Options[event, key])) *correlate.Correlator[event, key] {
 	opts := correlate.Options[event, key]{Group: byReason, Combine: combine, Spam: perObject, Clock: clk}
 	if tweak != nil {
@@ -62,7 +82,7 @@ func newCorrelator(clk correlate.Clock, tweak func(*correlate.Options[event, key
 	return correlate.New(eventKey, opts)
 }
 
-func mustCorrelate(t *testing.T, c *correlate.Correlator[event, key], e event) correlate.Result[event, key] {
+func mustCorrelate(t testing.TB, c *correlate.Correlator[event, key], e event) correlate.Result[event, key] {
 	t.Helper()
 	r, err := c.Correlate(e)
 	if err != nil {
@@ -71,59 +91,93 @@ func mustCorrelate(t *testing.T, c *correlate.Correlator[event, key], e event) c
 	return r
 }
 
-func similar(n int) []event {
-	var es []event
-	for i := range n {
-		es = append(es, event{Source: "kubelet", Object: "pod/web-0", Reason: "Failed", Message: fmt.Sprintf("message %d", i)})
-	}
-	return es
+// outcome is the part of a Result most tests check.
+type outcome struct {
+	Count          int
+	Combined, Skip bool
+	Message        string // of Result.Event
+}
+
+func outcomeOf(r correlate.Result[event, key]) outcome {
+	return outcome{Count: r.Count, Combined: r.Combined, Skip: r.Skip, Message: r.Event.Message}
 }
 
 func repeat(e event, n int) []event {
-	var es []event
-	for range n {
-		es = append(es, e)
+	es := make([]event, n)
+	for i := range es {
+		es[i] = e
 	}
 	return es
 }
 
-var base = event{Source: "kubelet", Object: "pod/web-0", FieldPath: "spec.containers{app}", Reason: "BackOff", Message: "back-off restarting"}
+// similar returns n events like e, with messages made distinct the way
+// client-go's makeSimilarEvents makes them.
+func similar(n int, e event) []event {
+	es := repeat(e, n)
+	for i := range es {
+		es[i].Message = fmt.Sprintf("%s-%d-%s", e.Message, i, e.Message)
+	}
+	return es
+}
 
-// TestClientGoScenarios re-expresses client-go's TestEventCorrelator: the
-// previous events, then one more event, and what the correlator decides
-// for it. The clock advances by interval on every reading.
+// unique returns n events with nothing in common, as client-go's
+// makeUniqueEvents does.
+func unique(n int) []event {
+	es := make([]event, n)
+	for i := range es {
+		es[i] = event{Source: "kubelet", Object: fmt.Sprint("ns-", i, "/pod-", i), Reason: fmt.Sprint("reason-", i), Message: fmt.Sprint("message-", i)}
+	}
+	return es
+}
+
+var (
+	base         = event{Source: "kubelet", Object: "pod/web-0", FieldPath: "spec.containers{app}", Reason: "BackOff", Message: "back-off restarting"}
+	similarEvent = event{Source: "kubelet", Object: "my-ns/my-pod", FieldPath: "spec.containers{container1}", Reason: "similar", Message: "similar message"}
+)
+
+// TestClientGoScenarios re-expresses client-go's TestEventCorrelator. As
+// there, the clock advances by interval on every reading, including the
+// test's own reading that stamps each event, and whatever is not skipped is
+// fed back with Stored, as client-go's test calls UpdateState.
 func TestClientGoScenarios(t *testing.T) {
+	first := event{Source: "kubelet", Object: "my-ns/my-pod", FieldPath: "spec.containers{mycontainer}", Reason: "first", Message: "i am first"}
+	duplicate := event{Source: "kubelet", Object: "my-ns/my-pod", FieldPath: "spec.containers{mycontainer}", Reason: "duplicate", Message: "me again"}
+	uniq := event{Source: "kubelet", Object: "my-ns/my-pod", FieldPath: "spec.containers{mycontainer}", Reason: "unique", Message: "snowflake"}
+	otherContainer := similarEvent
+	otherContainer.FieldPath = "spec.containers{container2}"
+	combined := correlate.CombinedPrefix + similarEvent.Message
+
 	tests := []struct {
-		name      string
-		previous  []event
-		next      event
-		interval  time.Duration
-		wantCount int
-		combined  bool
-		skip      bool
+		name     string
+		previous []event
+		next     event
+		interval time.Duration
+		want     outcome
 	}{
-		{"single", nil, base, time.Second, 1, false, false},
-		{"the same event twice", []event{base}, base, time.Second, 2, false, false},
-		{"11 identical 30 s apart are counted, not combined", repeat(base, 10), base, 30 * time.Second, 11, false, false},
-		{"27 identical 1 s apart: the last is spam", repeat(base, 26), base, time.Second, 27, false, true},
-		{"30 unique, then a new one", similar(30), event{Source: "kubelet", Object: "pod/other", Reason: "New", Message: "x"}, time.Second, 1, false, false},
-		{"9 similar, then one more: combined", similar(9), similar(10)[9], time.Second, 1, true, false},
-		{"10 similar, then one more: combined again", similar(10), similar(11)[10], time.Second, 2, true, false},
-		{"a different member key is not combined", []event{base}, func() event { e := base; e.FieldPath = "spec.containers{sidecar}"; return e }(), time.Second, 1, false, false},
-		{"9 similar spaced beyond the window are not combined", similar(9), similar(10)[9], 601 * time.Second / 2, 1, false, false},
+		{"create a single event", nil, first, 5 * time.Second, outcome{Count: 1, Message: first.Message}},
+		{"the same event just counts", repeat(duplicate, 1), duplicate, 5 * time.Second, outcome{Count: 2, Message: duplicate.Message}},
+		{"the same event just counts, even beyond MaxMembers", repeat(duplicate, 10), duplicate, 30 * time.Second, outcome{Count: 11, Message: duplicate.Message}},
+		{"the same event too often is spam", repeat(duplicate, 26), duplicate, time.Second, outcome{Count: 27, Skip: true, Message: duplicate.Message}},
+		{"many unique events, then a new one", unique(30), uniq, 5 * time.Second, outcome{Count: 1, Message: uniq.Message}},
+		{"similar events combine", similar(9, similarEvent), similarEvent, 5 * time.Second, outcome{Count: 1, Combined: true, Message: combined}},
+		{"similar events many times count the combined one", similar(10, similarEvent), similarEvent, 5 * time.Second, outcome{Count: 2, Combined: true, Message: combined}},
+		{"events from different containers do not combine", repeat(otherContainer, 1), similarEvent, 5 * time.Second, outcome{Count: 1, Message: similarEvent.Message}},
+		{"similar events further apart than Window do not combine", similar(9, similarEvent), similarEvent, 600 * time.Second, outcome{Count: 1, Message: similarEvent.Message}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCorrelator(&intervalClock{t: time.Unix(1000, 0), step: tc.interval}, nil)
+			clk := &intervalClock{t: t0, step: tc.interval}
+			c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.Seed = seedAt })
 			for _, e := range tc.previous {
-				mustCorrelate(t, c, e)
+				e.At = clk.Now()
+				if r := mustCorrelate(t, c, e); !r.Skip {
+					c.Stored(eventKey(r.Event), correlate.Observation[event]{Count: r.Count, First: r.First, Last: r.Event})
+				}
 			}
-			r := mustCorrelate(t, c, tc.next)
-			if r.Count != tc.wantCount || r.Combined != tc.combined || r.Skip != tc.skip {
-				t.Errorf("Correlate(%v) = count %d, combined %v, skip %v; want %d, %v, %v", tc.next, r.Count, r.Combined, r.Skip, tc.wantCount, tc.combined, tc.skip)
-			}
-			if tc.combined && r.Event.Message != correlate.CombinedPrefix+tc.next.Message {
-				t.Errorf("combined message %q", r.Event.Message)
+			next := tc.next
+			next.At = clk.Now()
+			if diff := cmp.Diff(tc.want, outcomeOf(mustCorrelate(t, c, next))); diff != "" {
+				t.Errorf("Correlate(%v) mismatch (-want +got):\n%s", tc.next, diff)
 			}
 		})
 	}
@@ -134,35 +188,87 @@ func TestClientGoScenarios(t *testing.T) {
 // another reason; a key with the reason lets it through but still refuses
 // the same reason with another message.
 func TestSpamKeyChoice(t *testing.T) {
-	first := event{Source: "kubelet", Object: "pod/web-0", Reason: "Started", Message: "a"}
-	otherReason := event{Source: "kubelet", Object: "pod/web-0", Reason: "Killed", Message: "a"}
-	otherMessage := event{Source: "kubelet", Object: "pod/web-0", Reason: "Started", Message: "b"}
+	original := event{Source: "kubelet", Object: "my-ns/my-pod", Reason: "original", Message: "i am first"}
+	otherReason := event{Source: "kubelet", Object: "my-ns/my-pod", Reason: "duplicate", Message: "me again"}
+	otherMessage := event{Source: "kubelet", Object: "my-ns/my-pod", Reason: "original", Message: "me again"}
 	tests := []struct {
 		name string
 		spam func(event) key
 		next event
 		skip bool
 	}{
-		{"by object: another reason is spam", perObject, otherReason, true},
-		{"by object and reason: another reason passes", func(e event) key { return key{Source: e.Source, Object: e.Object, Reason: e.Reason} }, otherReason, false},
-		{"by object and reason: same reason, another message is spam", func(e event) key { return key{Source: e.Source, Object: e.Object, Reason: e.Reason} }, otherMessage, true},
+		{"default key, same object: spam", perObject, otherReason, true},
+		{"key with reason, another reason: passes", perReason, otherReason, false},
+		{"key with reason, same reason, another message: spam", perReason, otherMessage, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) { o.Spam, o.Burst = tc.spam, 1 })
-			if r := mustCorrelate(t, c, first); r.Skip {
-				t.Fatal("first event skipped")
+			clk := &intervalClock{t: t0, step: time.Second}
+			c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.Spam, o.Burst = tc.spam, 1 })
+			r := mustCorrelate(t, c, original)
+			if r.Skip {
+				t.Fatalf("Correlate(%v).Skip = true, want false (a full bucket)", original)
 			}
-			if r := mustCorrelate(t, c, tc.next); r.Skip != tc.skip {
-				t.Errorf("Skip = %v, want %v", r.Skip, tc.skip)
+			c.Stored(eventKey(r.Event), correlate.Observation[event]{Count: r.Count, First: r.First, Last: r.Event})
+			if got := mustCorrelate(t, c, tc.next).Skip; got != tc.skip {
+				t.Errorf("Correlate(%v).Skip = %v, want %v", tc.next, got, tc.skip)
 			}
 		})
 	}
 }
 
+// TestClockReadings pins how Correlate reads the clock, which decides its
+// results with clocks that advance on every reading: once for grouping,
+// Combine and Seed, and once more for the spam bucket, only with a spam
+// filter.
+func TestClockReadings(t *testing.T) {
+	for _, withSpam := range []bool{false, true} {
+		t.Run(fmt.Sprint("spam=", withSpam), func(t *testing.T) {
+			clk := &intervalClock{t: t0, step: time.Second}
+			var combineAt, seedAt []time.Time
+			c := newCorrelator(clk, func(o *correlate.Options[event, key]) {
+				o.MaxMembers = 2
+				o.Combine = func(e event, now time.Time) event { combineAt = append(combineAt, now); return e }
+				o.Seed = func(_ event, now time.Time) (int, time.Time) { seedAt = append(seedAt, now); return 1, now }
+				if !withSpam {
+					o.Spam = nil
+				}
+			})
+			perCall := 1
+			if withSpam {
+				perCall = 2
+			}
+			es := similar(2, base)
+			mustCorrelate(t, c, es[0]) // new, alone: read 1
+			mustCorrelate(t, c, es[1]) // combined, new: read 1+perCall
+			if got, want := clk.reads, 2*perCall; got != want {
+				t.Errorf("2 Correlate calls read the clock %d times, want %d", got, want)
+			}
+			second := t0.Add(time.Duration(perCall+1) * time.Second)
+			if want := []time.Time{t0.Add(time.Second), second}; !cmp.Equal(seedAt, want) {
+				t.Errorf("Seed got times %v, want the first reading of each call %v", seedAt, want)
+			}
+			if want := []time.Time{second}; !cmp.Equal(combineAt, want) {
+				t.Errorf("Combine got times %v, want %v", combineAt, want)
+			}
+		})
+	}
+
+	// The bucket is taken at the second reading: with one token per 2 s
+	// and readings 1 s apart, the second call's spam reading is 2 s after
+	// the first's, so a token is back. Had both steps read the clock once,
+	// only 1 s would have passed.
+	clk := &intervalClock{t: t0, step: time.Second}
+	c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.Burst, o.Rate = 1, 0.5 })
+	mustCorrelate(t, c, base)
+	if r := mustCorrelate(t, c, base); r.Skip {
+		t.Error("second call skipped: the spam bucket did not use its own clock reading")
+	}
+}
+
 // TestSkippedStillCount is client-go's probe: 30 identical events at one
-// instant, 25 pass and 5 are skipped; after 301 s the next passes with a
-// count of 32 that includes the skipped ones.
+// instant, 25 pass and 5 are skipped (and a 31st); after 301 s the next
+// passes with a count of 32 that includes the skipped ones.
 func TestSkippedStillCount(t *testing.T) {
 	clk := newClock()
 	c := newCorrelator(clk, nil)
@@ -177,77 +283,145 @@ func TestSkippedStillCount(t *testing.T) {
 	if passed != 25 || skipped != 6 {
 		t.Fatalf("31 at one instant: %d passed, %d skipped; want 25, 6", passed, skipped)
 	}
-	clk.Step(301 * time.Second)
+	clk.Advance(301 * time.Second)
 	r := mustCorrelate(t, c, base)
-	if r.Skip || r.Count != 32 {
-		t.Errorf("after 301 s: skip %v, count %d; want false, 32", r.Skip, r.Count)
+	if got, want := outcomeOf(r), (outcome{Count: 32, Message: base.Message}); got != want {
+		t.Errorf("after 301 s: Correlate = %+v, want %+v", got, want)
 	}
-	if s := c.Stats(); s.Correlated != 32 || s.Skipped != 6 || s.New != 1 || s.Repeats != 31 {
-		t.Errorf("Stats() = %+v", s)
+	want := correlate.Stats{Correlated: 32, New: 1, Repeats: 31, Skipped: 6}
+	if diff := cmp.Diff(want, c.Stats()); diff != "" {
+		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 	}
 }
 
 // TestTwelveMessages is client-go's probe: 12 distinct messages 1 s apart;
-// 0-8 stand alone, 9 is combined (count 1), 10 and 11 count on it.
+// 0-8 stand alone, 9 is combined (count 1), 10 and 11 count on it, and
+// their Previous is the stand-in first recorded.
 func TestTwelveMessages(t *testing.T) {
 	clk := newClock()
 	c := newCorrelator(clk, nil)
-	for i, e := range similar(12) {
-		clk.Step(time.Second)
-		r := mustCorrelate(t, c, e)
-		wantCombined, wantCount := i >= 9, 1
-		if i >= 9 {
-			wantCount = i - 8
+	es := similar(12, base)
+	group, _ := byReason(base)
+	var standIn event
+	for i, e := range es {
+		clk.Advance(time.Second)
+		got := mustCorrelate(t, c, e)
+		want := correlate.Result[event, key]{Event: e, Key: eventKey(e), Count: 1, First: clk.Now()}
+		switch {
+		case i == 9:
+			standIn = combine(e, clk.Now())
+			want = correlate.Result[event, key]{Event: standIn, Key: group, Combined: true, Count: 1, First: clk.Now()}
+		case i > 9:
+			want = correlate.Result[event, key]{
+				Event: combine(e, clk.Now()), Key: group, Combined: true, Count: i - 8, First: standIn.At,
+				Previous: correlate.Observation[event]{Count: i - 9, First: standIn.At, Last: standIn},
+			}
 		}
-		if r.Combined != wantCombined || r.Count != wantCount {
-			t.Errorf("message %d: combined %v count %d, want %v %d", i, r.Combined, r.Count, wantCombined, wantCount)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("message %d: Correlate mismatch (-want +got):\n%s", i, diff)
 		}
-		if wantCombined && r.Previous.Count > 0 && r.Previous.Last.Message != correlate.CombinedPrefix+"message 9" {
-			t.Errorf("message %d: the repeat must update the stand-in created first, got %q", i, r.Previous.Last.Message)
-		}
+	}
+	if got, want := c.Stats().Combined, uint64(3); got != want {
+		t.Errorf("Stats().Combined = %d, want %d", got, want)
 	}
 }
 
+// TestWindowEdge: a group lives while the gap since its last member is at
+// most Window; one nanosecond more starts it afresh.
 func TestWindowEdge(t *testing.T) {
-	for _, tc := range []struct {
+	tests := []struct {
 		gap      time.Duration
 		combined bool
-	}{{600 * time.Second, true}, {601 * time.Second, false}} {
+	}{
+		{600 * time.Second, true},
+		{600*time.Second + time.Nanosecond, false},
+		{601 * time.Second, false},
+	}
+	for _, tc := range tests {
 		t.Run(tc.gap.String(), func(t *testing.T) {
 			clk := newClock()
 			c := newCorrelator(clk, nil)
-			es := similar(10)
+			es := similar(10, base)
 			for _, e := range es[:9] {
 				mustCorrelate(t, c, e)
 			}
-			clk.Step(tc.gap)
-			if r := mustCorrelate(t, c, es[9]); r.Combined != tc.combined {
-				t.Errorf("10th similar event %v after the 9th: combined %v, want %v", tc.gap, r.Combined, tc.combined)
+			clk.Advance(tc.gap)
+			if got := mustCorrelate(t, c, es[9]).Combined; got != tc.combined {
+				t.Errorf("10th similar event %v after the 9th: Combined = %v, want %v", tc.gap, got, tc.combined)
 			}
 		})
 	}
 }
 
+// TestWindowSlides: members 1 s apart keep a group alive for longer than
+// Window in total, as client-go's sliding window does.
+func TestWindowSlides(t *testing.T) {
+	clk := newClock()
+	c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.Window = 5 * time.Second; o.Rate = rate.Inf })
+	es := similar(10, base)
+	for _, e := range es[:9] {
+		clk.Advance(time.Second)
+		mustCorrelate(t, c, e)
+	}
+	clk.Advance(time.Second)
+	if r := mustCorrelate(t, c, es[9]); !r.Combined {
+		t.Error("10 members 1 s apart with a 5 s window: not combined, want combined")
+	}
+}
+
 // TestLeastRecentlySeenMemberIsForgotten pins herald's deterministic choice
 // where client-go picks at random: when a group is full, the member seen
-// longest ago is forgotten, so a repeat of it combines again while a repeat
-// of a recent member is counted on its own.
+// longest ago is forgotten, so a repeat of it fills the group again while a
+// repeat of a recent member is counted on its own.
 func TestLeastRecentlySeenMemberIsForgotten(t *testing.T) {
-	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) { o.MaxMembers = 3; o.Rate = rate.Inf })
-	es := similar(4)
-	mustCorrelate(t, c, es[0])
-	mustCorrelate(t, c, es[1])
-	mustCorrelate(t, c, es[0]) // es[0] is now more recent than es[1]
-	if r := mustCorrelate(t, c, es[2]); !r.Combined {
-		t.Fatal("third distinct member did not combine")
+	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) { o.MaxMembers = 3; o.Spam = nil })
+	es := similar(3, base)
+	steps := []struct {
+		e    event
+		want outcome
+	}{
+		{es[0], outcome{Count: 1, Message: es[0].Message}},
+		{es[1], outcome{Count: 1, Message: es[1].Message}},
+		{es[0], outcome{Count: 2, Message: es[0].Message}},                              // es[0] is now more recent than es[1]
+		{es[2], outcome{Count: 1, Combined: true, Message: combine(es[2], t0).Message}}, // full: es[1] is forgotten
+		{es[1], outcome{Count: 2, Combined: true, Message: combine(es[1], t0).Message}}, // a new member again; es[0] is forgotten
+		{es[2], outcome{Count: 1, Message: es[2].Message}},                              // remembered: counted on its own
+		{es[0], outcome{Count: 3, Combined: true, Message: combine(es[0], t0).Message}},
 	}
-	// es[1] was forgotten: seeing it again fills the group again.
-	if r := mustCorrelate(t, c, es[1]); !r.Combined || r.Count != 2 {
-		t.Errorf("forgotten member: combined %v count %d, want true 2", r.Combined, r.Count)
+	for i, s := range steps {
+		if got := outcomeOf(mustCorrelate(t, c, s.e)); got != s.want {
+			t.Errorf("step %d: Correlate(%q) = %+v, want %+v", i, s.e.Message, got, s.want)
+		}
 	}
-	// es[2] is remembered: it is counted on its own key.
-	if r := mustCorrelate(t, c, es[2]); r.Combined || r.Count != 1 {
-		t.Errorf("remembered member: combined %v count %d, want false 1", r.Combined, r.Count)
+}
+
+// TestGroupKeyApartFromEventKey: an event whose key equals its group's key
+// (no field path, no message) is still counted apart from the group.
+func TestGroupKeyApartFromEventKey(t *testing.T) {
+	clk := newClock()
+	c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.MaxMembers = 2 })
+	bare := event{Source: "kubelet", Object: "pod/web-0", Reason: "Failed"}
+	group, _ := byReason(bare)
+	if eventKey(bare) != group {
+		t.Fatalf("test bug: eventKey(%v) = %v, want it equal to the group key %v", bare, eventKey(bare), group)
+	}
+	withMessage := bare
+	withMessage.Message = "m"
+	steps := []struct {
+		e       event
+		advance time.Duration
+		want    outcome
+	}{
+		{bare, 0, outcome{Count: 1}},
+		{withMessage, 0, outcome{Count: 1, Combined: true, Message: correlate.CombinedPrefix + "m"}}, // not 2: the group key is apart
+		{bare, 0, outcome{Count: 2, Combined: true, Message: correlate.CombinedPrefix}},
+		{bare, 601 * time.Second, outcome{Count: 2}}, // the group starts afresh; bare counts on its own key
+	}
+	for i, s := range steps {
+		clk.Advance(s.advance)
+		if got := outcomeOf(mustCorrelate(t, c, s.e)); got != s.want {
+			t.Errorf("step %d: Correlate(%+v) = %+v, want %+v", i, s.e, got, s.want)
+		}
 	}
 }
 
@@ -256,101 +430,219 @@ func TestEvictionForgetsCountAndBucket(t *testing.T) {
 	a := event{Source: "s", Object: "a", Reason: "R", Message: "m"}
 	b := event{Source: "s", Object: "b", Reason: "R", Message: "m"}
 	d := event{Source: "s", Object: "d", Reason: "R", Message: "m"}
-	mustCorrelate(t, c, a)
-	if r := mustCorrelate(t, c, a); r.Count != 2 || !r.Skip {
-		t.Fatalf("repeat: count %d skip %v, want 2 true (burst 1)", r.Count, r.Skip)
+	steps := []struct {
+		e    event
+		want outcome
+	}{
+		{a, outcome{Count: 1, Message: "m"}},
+		{a, outcome{Count: 2, Skip: true, Message: "m"}}, // burst 1
+		{b, outcome{Count: 1, Message: "m"}},
+		{d, outcome{Count: 1, Message: "m"}}, // a is the least recently used: forgotten
+		{a, outcome{Count: 1, Message: "m"}}, // new again, with a full bucket
 	}
-	mustCorrelate(t, c, b)
-	mustCorrelate(t, c, d) // a is the least recently used: forgotten
-	r := mustCorrelate(t, c, a)
-	if r.Count != 1 || r.Skip || r.Previous.Count != 0 {
-		t.Errorf("after eviction: count %d skip %v previous %d, want a new key with a full bucket", r.Count, r.Skip, r.Previous.Count)
+	for i, s := range steps {
+		if got := outcomeOf(mustCorrelate(t, c, s.e)); got != s.want {
+			t.Errorf("step %d: Correlate(%v) = %+v, want %+v", i, s.e.Object, got, s.want)
+		}
 	}
-}
-
-func TestStoredReplacesTheObservation(t *testing.T) {
-	clk := newClock()
-	c := newCorrelator(clk, nil)
-	mustCorrelate(t, c, base)
-	stored := base
-	stored.Message = "as the sink stored it"
-	first := clk.Now().Add(-time.Hour)
-	c.Stored(eventKey(base), correlate.Observation[event]{Count: 7, First: first, Last: stored})
-	r := mustCorrelate(t, c, base)
-	if r.Count != 8 || !r.First.Equal(first) || r.Previous.Last != stored {
-		t.Errorf("after Stored: count %d first %v last %v; want 8, %v, %v", r.Count, r.First, r.Previous.Last, first, stored)
+	if got, want := c.Stats().Evicted, uint64(2); got != want { // a, then b
+		t.Errorf("Stats().Evicted = %d, want %d", got, want)
 	}
 }
 
-func TestSeed(t *testing.T) {
-	at := time.Unix(42, 0)
-	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) {
-		o.Seed = func(event, time.Time) (int, time.Time) { return 5, at }
-	})
-	if r := mustCorrelate(t, c, base); r.Count != 5 || !r.First.Equal(at) {
-		t.Errorf("first occurrence: count %d first %v, want 5 %v", r.Count, r.First, at)
-	}
-	if r := mustCorrelate(t, c, base); r.Count != 6 {
-		t.Errorf("repeat: count %d, want 6", r.Count)
-	}
-}
-
-func TestPanickingFunctionsAreErrors(t *testing.T) {
-	boom := func(e event) bool { return e.Message == "boom" }
-	tests := map[string]func(*correlate.Options[event, key]){
-		"group": func(o *correlate.Options[event, key]) {
-			o.Group = func(e event) (key, key) {
-				if boom(e) {
-					panic("group")
-				}
-				return byReason(e)
+// TestEvictedGroupStartsAfresh: a group forgotten from the cache loses its
+// members.
+func TestEvictedGroupStartsAfresh(t *testing.T) {
+	tests := []struct {
+		cacheSize int
+		combined  bool
+	}{{3, true}, {2, false}}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint("CacheSize=", tc.cacheSize), func(t *testing.T) {
+			c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) { o.CacheSize, o.MaxMembers, o.Spam = tc.cacheSize, 2, nil })
+			es := similar(2, base)
+			mustCorrelate(t, c, es[0])
+			for _, reason := range []string{"Other", "Another"} { // two more groups
+				e := base
+				e.Reason = reason
+				mustCorrelate(t, c, e)
 			}
-		},
-		"spam": func(o *correlate.Options[event, key]) {
-			o.Spam = func(e event) key {
-				if boom(e) {
-					panic("spam")
-				}
-				return perObject(e)
-			}
-		},
-		"seed": func(o *correlate.Options[event, key]) {
-			o.Seed = func(e event, now time.Time) (int, time.Time) {
-				if boom(e) {
-					panic("seed")
-				}
-				return 1, now
-			}
-		},
-	}
-	for name, tweak := range tests {
-		t.Run(name, func(t *testing.T) {
-			c := newCorrelator(newClock(), tweak)
-			bad := base
-			bad.Message = "boom"
-			if _, err := c.Correlate(bad); !errors.Is(err, correlate.ErrPanic) {
-				t.Errorf("Correlate(panicking) error = %v, want ErrPanic", err)
-			}
-			if r := mustCorrelate(t, c, base); r.Count != 1 {
-				t.Errorf("after a panic: count %d, want 1 (still usable)", r.Count)
-			}
-			if s := c.Stats(); s.Panics != 1 {
-				t.Errorf("Stats().Panics = %d, want 1", s.Panics)
+			if got := mustCorrelate(t, c, es[1]).Combined; got != tc.combined {
+				t.Errorf("second member after two other groups: Combined = %v, want %v", got, tc.combined)
 			}
 		})
 	}
 }
 
+func TestDefaultCacheSize(t *testing.T) {
+	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) { o.Group, o.Spam = nil, nil })
+	for i := range correlate.DefaultCacheSize + 1 {
+		e := base
+		e.Object = fmt.Sprint("pod-", i)
+		mustCorrelate(t, c, e)
+	}
+	if got := c.Stats().Evicted; got != 1 {
+		t.Errorf("%d keys: Stats().Evicted = %d, want 1", correlate.DefaultCacheSize+1, got)
+	}
+}
+
+func TestStored(t *testing.T) {
+	stored := base
+	stored.Message = "as the sink stored it"
+	first := t0.Add(-time.Hour)
+	tests := []struct {
+		name   string
+		before []event // correlated before Stored
+		obs    correlate.Observation[event]
+		want   correlate.Result[event, key]
+	}{
+		{
+			name:   "replaces a remembered key",
+			before: []event{base, base},
+			obs:    correlate.Observation[event]{Count: 7, First: first, Last: stored},
+			want: correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 8, First: first,
+				Previous: correlate.Observation[event]{Count: 7, First: first, Last: stored}},
+		},
+		{
+			name: "adds an unknown key",
+			obs:  correlate.Observation[event]{Count: 3, First: first, Last: stored},
+			want: correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 4, First: first,
+				Previous: correlate.Observation[event]{Count: 3, First: first, Last: stored}},
+		},
+		{
+			name:   "a zero count makes the next occurrence new",
+			before: []event{base},
+			obs:    correlate.Observation[event]{Last: stored},
+			want:   correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 1, First: t0},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCorrelator(newClock(), nil)
+			for _, e := range tc.before {
+				mustCorrelate(t, c, e)
+			}
+			c.Stored(eventKey(base), tc.obs)
+			if diff := cmp.Diff(tc.want, mustCorrelate(t, c, base)); diff != "" {
+				t.Errorf("Correlate after Stored(%+v) mismatch (-want +got):\n%s", tc.obs, diff)
+			}
+		})
+	}
+}
+
+func TestSeedAndKeep(t *testing.T) {
+	at := time.Unix(42, 0)
+	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) {
+		o.Seed = func(event, time.Time) (int, time.Time) { return 5, at }
+		o.Keep = func(e event) event { return event{Object: e.Object} }
+	})
+	if got := mustCorrelate(t, c, base); got.Count != 5 || !got.First.Equal(at) {
+		t.Errorf("first occurrence: Count, First = %d, %v; want 5, %v", got.Count, got.First, at)
+	}
+	want := correlate.Observation[event]{Count: 5, First: at, Last: event{Object: base.Object}}
+	if diff := cmp.Diff(want, mustCorrelate(t, c, base).Previous); diff != "" {
+		t.Errorf("repeat: Previous mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// boomClock panics on its second reading when armed.
+type boomClock struct {
+	reads int
+	armed *bool
+}
+
+func (c *boomClock) Now() time.Time {
+	if c.reads++; c.reads == 2 && *c.armed {
+		panic("clock exploded")
+	}
+	return t0
+}
+
+// TestPanickingFunctionsAreErrors arms each function to panic, correlates
+// an event, disarms it and correlates the same event again: the first call
+// is an ErrPanic error, and the second finds nothing of the first counted.
+func TestPanickingFunctionsAreErrors(t *testing.T) {
+	type setup func(o *correlate.Options[event, key], key *func(event) key, explode func(what string), armed *bool)
+	tests := []struct {
+		name     string
+		setup    setup
+		combined bool // the event is combined
+	}{
+		{"key", func(o *correlate.Options[event, key], k *func(event) key, explode func(string), _ *bool) {
+			*k = func(e event) key { explode("key"); return eventKey(e) }
+		}, false},
+		{"group", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
+			o.Group = func(e event) (key, key) { explode("group"); return byReason(e) }
+		}, false},
+		{"combine", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
+			o.MaxMembers = 1 // every event is combined
+			o.Combine = func(e event, now time.Time) event { explode("combine"); return e }
+		}, true},
+		{"spam", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
+			o.Spam = func(e event) key { explode("spam"); return perObject(e) }
+		}, false},
+		{"seed", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
+			o.Seed = func(e event, now time.Time) (int, time.Time) { explode("seed"); return 1, now }
+		}, false},
+		{"keep", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
+			o.Keep = func(e event) event { explode("keep"); return e }
+		}, false},
+		{"hash", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
+			o.Hash = func(key) uint64 { explode("hash"); return 0 } // 0: every key collides, still correct
+		}, false},
+		{"clock", func(o *correlate.Options[event, key], _ *func(event) key, _ func(string), armed *bool) {
+			o.Clock = &boomClock{armed: armed} // the spam reading panics
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			armed := true
+			explode := func(what string) {
+				if armed {
+					panic(what + " exploded")
+				}
+			}
+			opts := correlate.Options[event, key]{Group: byReason, Spam: perObject, Burst: 1, Clock: newClock()}
+			k := eventKey
+			tc.setup(&opts, &k, explode, &armed)
+			c := correlate.New(k, opts)
+
+			r, err := c.Correlate(base)
+			if !errors.Is(err, correlate.ErrPanic) || !strings.Contains(fmt.Sprint(err), tc.name+" exploded") {
+				t.Fatalf("Correlate with a panicking %s: error = %v, want ErrPanic with the panic value", tc.name, err)
+			}
+			if diff := cmp.Diff(correlate.Result[event, key]{}, r); diff != "" {
+				t.Errorf("Correlate with a panicking %s returned a result (-want +got):\n%s", tc.name, diff)
+			}
+
+			armed = false
+			r = mustCorrelate(t, c, base)
+			if r.Count != 1 || r.Skip || r.Combined != tc.combined {
+				t.Errorf("the same event after the panic: Count, Skip, Combined = %d, %v, %v; want 1, false, %v (nothing counted, a full spam bucket)",
+					r.Count, r.Skip, r.Combined, tc.combined)
+			}
+			want := correlate.Stats{Correlated: 1, New: 1, Panics: 1}
+			if tc.combined {
+				want.Combined = 1
+			}
+			if got := c.Stats(); got != want {
+				t.Errorf("Stats() = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestConcurrentCorrelate runs 8 goroutines on 10 keys: the counts are
+// exact. Run it with -race.
 func TestConcurrentCorrelate(t *testing.T) {
 	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) { o.Rate = rate.Inf })
-	const goroutines, each = 8, 500
+	const goroutines, each, keys = 8, 500, 10
 	var wg sync.WaitGroup
-	for g := range goroutines {
+	for range goroutines {
 		wg.Go(func() {
 			for i := range each {
 				e := base
-				e.Object = fmt.Sprint("pod-", i%10)
-				_ = g
+				e.Object = fmt.Sprint("pod-", i%keys)
 				if _, err := c.Correlate(e); err != nil {
 					t.Error(err)
 				}
@@ -358,28 +650,43 @@ func TestConcurrentCorrelate(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i := range 10 {
+	for i := range keys {
 		e := base
 		e.Object = fmt.Sprint("pod-", i)
-		if r := mustCorrelate(t, c, e); r.Count != goroutines*each/10+1 {
-			t.Errorf("pod-%d count %d, want %d", i, r.Count, goroutines*each/10+1)
+		if got, want := mustCorrelate(t, c, e).Count, goroutines*each/keys+1; got != want {
+			t.Errorf("pod-%d: Count = %d, want %d", i, got, want)
 		}
+	}
+	want := correlate.Stats{Correlated: goroutines*each + keys, New: keys, Repeats: goroutines * each}
+	if got := c.Stats(); got != want {
+		t.Errorf("Stats() = %+v, want %+v", got, want)
 	}
 }
 
 func TestNewPanicsOnProgrammerErrors(t *testing.T) {
-	for name, f := range map[string]func(){
-		"nil key":        func() { correlate.New[event, key](nil, correlate.Options[event, key]{}) },
-		"negative cache": func() { correlate.New(eventKey, correlate.Options[event, key]{CacheSize: -1}) },
-		"negative rate":  func() { correlate.New(eventKey, correlate.Options[event, key]{Rate: -1}) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if p := recover(); p == nil {
-					t.Error("no panic")
-				}
+	tests := []struct {
+		name string
+		key  func(event) key
+		opts correlate.Options[event, key]
+		want string
+	}{
+		{"nil key", nil, correlate.Options[event, key]{}, "correlate: nil key function"},
+		{"negative CacheSize", eventKey, correlate.Options[event, key]{CacheSize: -1}, "correlate: negative Options.CacheSize"},
+		{"negative MaxMembers", eventKey, correlate.Options[event, key]{MaxMembers: -1}, "correlate: negative Options.MaxMembers"},
+		{"negative Window", eventKey, correlate.Options[event, key]{Window: -1}, "correlate: negative Options.Window"},
+		{"negative Burst", eventKey, correlate.Options[event, key]{Burst: -1}, "correlate: negative Options.Burst"},
+		{"negative Rate", eventKey, correlate.Options[event, key]{Rate: -1}, "correlate: negative Options.Rate"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := func() (p any) {
+				defer func() { p = recover() }()
+				correlate.New(tc.key, tc.opts)
+				return nil
 			}()
-			f()
+			if got != tc.want {
+				t.Errorf("New panicked with %v, want %q", got, tc.want)
+			}
 		})
 	}
 }

@@ -6,29 +6,42 @@
 // # Usage
 //
 //	c := correlate.New(func(a Alert) Alert { return a }, correlate.Options[Alert, Alert]{
-//		Group: func(a Alert) (group, member Alert) { // same alert, different message
-//			return Alert{Service: a.Service, Check: a.Check}, Alert{Message: a.Message}
-//		},
 //		Spam: func(a Alert) Alert { return Alert{Service: a.Service} },
 //	})
 //	r, _ := c.Correlate(alert)
 //	switch {
-//	case r.Skip: // over the service's rate
-//	case r.Count > 1: // a repeat: update the earlier record to r.Count
-//	default: // new: record r.Event (maybe a group's combined stand-in)
+//	case r.Skip: // the service is over its rate: record nothing
+//	case r.Count > 1: // a repeat: update the record of r.Previous.Last to r.Count
+//	default: // new: record r.Event
 //	}
+//
+// # Pipeline
+//
+// Each Correlate call groups, counts and filters, in client-go's order (see
+// Correlator.Correlate). A value the spam filter skips is still counted, so
+// the next recorded repeat carries it. Correlator.Stored feeds back what the
+// sink stored.
 //
 // # Keys
 //
 // Keys are values of a comparable type K; a struct of the fields that
 // matter is the natural choice. Struct keys cannot collide across field
-// boundaries, as concatenated strings do.
+// boundaries, as concatenated strings do. A group key never collides with
+// an event key either, even when they are equal values.
 //
 // # Defaults
 //
 // The zero numbers of Options take client-go's values: caches of 4096
-// entries, groups combined at 10 distinct members within 600 s, spam buckets
-// of 25 tokens refilled at one per 300 s.
+// entries, groups combined at 10 distinct members within 600 s, spam
+// buckets of 25 tokens refilled at one per 300 s.
+//
+// # Differences from client-go
+//
+// When a full group must forget a member, client-go picks one at random;
+// a Correlator forgets the least recently seen, so results are
+// reproducible. A key function that panics makes Correlate return an error
+// wrapping ErrPanic instead of crashing. Groups, spam filter and the
+// number of a group's members can be configured or turned off.
 //
 // # Concurrency
 //

@@ -2,7 +2,7 @@ package correlate
 
 import "errors"
 
-// ErrPanic is wrapped by the error Correlate returns when one of the
-// functions of Options, or the key function, panicked. The Correlator
-// stays usable.
+// ErrPanic is wrapped by the error Correlate returns when the key function,
+// a function of Options or the clock panicked; the error's message includes
+// the panic value. The Correlator stays usable.
 var ErrPanic = errors.New("correlate: key function panicked")

@@ -7,27 +7,44 @@ import (
 	"github.com/heraldgo/herald/correlate"
 )
 
+// fakeClock is a Clock that moves only when told to.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time          { return c.now }
+func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+
 // Alert is a plain domain event: nothing about it is Kubernetes.
 type Alert struct {
 	Service, Check, Severity, Message string
 }
 
+// alertKey: an alert repeats when every field is the same.
+func alertKey(a Alert) Alert { return a }
+
+// alertGroup: alerts about one check that differ only in message are
+// similar.
+func alertGroup(a Alert) (group, member Alert) {
+	return Alert{Service: a.Service, Check: a.Check, Severity: a.Severity}, Alert{Message: a.Message}
+}
+
+// alertSpam: each service has its own token bucket.
+func alertSpam(a Alert) Alert { return Alert{Service: a.Service} }
+
+// alertCombine: the stand-in for a group says so in its message.
+func alertCombine(a Alert, _ time.Time) Alert {
+	a.Message = correlate.CombinedPrefix + a.Message
+	return a
+}
+
 // Repeats are counted, ten distinct messages about one check are combined
 // into one alert, and a service that floods is skipped.
 func Example() {
-	clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c := correlate.New(func(a Alert) Alert { return a }, correlate.Options[Alert, Alert]{
-		// Alerts about one check that differ only in message are similar.
-		Group: func(a Alert) (group, member Alert) {
-			return Alert{Service: a.Service, Check: a.Check, Severity: a.Severity}, Alert{Message: a.Message}
-		},
-		Combine: func(a Alert, _ time.Time) Alert {
-			a.Message = correlate.CombinedPrefix + a.Message
-			return a
-		},
-		// Each service may raise 25 alerts at once, then one every 5 minutes.
-		Spam:  func(a Alert) Alert { return Alert{Service: a.Service} },
-		Clock: clock,
+	clock := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := correlate.New(alertKey, correlate.Options[Alert, Alert]{
+		Group:   alertGroup,
+		Combine: alertCombine,
+		Spam:    alertSpam, // 25 alerts at once per service, then one every 5 minutes
+		Clock:   clock,
 	})
 	show := func(a Alert) {
 		r, _ := c.Correlate(a)
@@ -45,8 +62,8 @@ func Example() {
 	show(disk)
 	show(disk) // the same alert again: a count, not a new record
 
-	for i := range 10 { // ten different messages about one check
-		clock.t = clock.t.Add(time.Second)
+	for i := range 11 { // different messages about one check
+		clock.Advance(time.Second)
 		show(Alert{Service: "api", Check: "latency", Severity: "critical", Message: fmt.Sprintf("p99 %dms", 500+i)})
 	}
 
@@ -58,6 +75,8 @@ func Example() {
 		}
 	}
 	fmt.Println("flood: skipped", skipped, "of 30")
+	clock.Advance(5 * time.Minute)
+	show(flood) // a token again: recorded, with the skipped ones counted
 	// Output:
 	// record  disk 91% full
 	// repeat  disk 91% full: count 2
@@ -71,10 +90,12 @@ func Example() {
 	// record  p99 507ms
 	// record  p99 508ms
 	// record  (combined from similar events): p99 509ms
+	// repeat  (combined from similar events): p99 510ms: count 2
 	// flood: skipped 5 of 30
+	// repeat  job failed: count 31
 }
 
-// A correlator that only counts exact repeats needs nothing but a key.
+// A Correlator that only counts exact repeats needs nothing but a key.
 func ExampleNew() {
 	type job struct{ Name, Status string }
 	c := correlate.New(func(j job) job { return j }, correlate.Options[job, job]{})
@@ -86,4 +107,28 @@ func ExampleNew() {
 	// 1
 	// 2
 	// 3
+}
+
+// The sink assigns an id when it creates a record; Stored tells the
+// Correlator, so that repeats know which record to update.
+func ExampleCorrelator_Stored() {
+	type record struct{ ID, Subject string }
+	c := correlate.New(func(r record) string { return r.Subject }, correlate.Options[record, string]{})
+	nextID := 100
+	for range 3 {
+		r, _ := c.Correlate(record{Subject: "backup failed"})
+		if r.Previous.Count == 0 { // new: create it
+			nextID++
+			created := r.Event
+			created.ID = fmt.Sprint("rec-", nextID)
+			c.Stored(r.Key, correlate.Observation[record]{Count: r.Count, First: r.First, Last: created})
+			fmt.Println("create", created.ID)
+			continue
+		}
+		fmt.Printf("update %s: count %d\n", r.Previous.Last.ID, r.Count)
+	}
+	// Output:
+	// create rec-101
+	// update rec-101: count 2
+	// update rec-101: count 3
 }

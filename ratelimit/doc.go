@@ -1,24 +1,32 @@
-// Package ratelimit holds token buckets: one per key, bounded in number, for
-// filtering floods per source; and one alone, for pacing writes to a sink.
+// Package ratelimit holds token buckets: a Limiter keeps one per key,
+// bounded in number, to hold back a source that floods; a Throttle is one
+// bucket alone, to pace writes to a sink.
 //
 // # Usage
 //
 //	l := ratelimit.New[string](ratelimit.Options{Limit: 1.0 / 300, Burst: 25})
 //	if !l.AllowAt(source, time.Now()) {
-//		// over its rate: skip
+//		// source is over its rate: skip this one
+//	}
+//
+//	t := ratelimit.NewThrottle(100, 10) // 100 writes a second, 10 at once
+//	if err := t.Wait(ctx); err != nil {
+//		return err // ctx ended first
 //	}
 //
 // # Time
 //
-// Limiter takes the current time as an argument, so that a fake clock, or
-// testing/synctest, decides what time it is. A bucket refills continuously
-// at Limit tokens per second up to Burst (golang.org/x/time/rate).
+// Limiter.AllowAt and Throttle.AllowAt take the current time as an
+// argument, so that a fake clock decides what time it is. Throttle.Wait
+// reads the time package's clock, so testing/synctest controls it. A bucket
+// refills continuously at its limit, in tokens per second, up to its burst
+// (golang.org/x/time/rate).
 //
 // # Memory
 //
-// A Limiter keeps at most Size keys. Adding one more forgets the least
-// recently used; a forgotten key comes back with a full bucket, as in
-// client-go's spam filter.
+// A Limiter keeps at most Options.Size keys. Adding one more forgets the
+// least recently used; a forgotten key comes back with a full bucket, as in
+// client-go's event spam filter.
 //
 // # Concurrency
 //

@@ -37,3 +37,18 @@ func ExampleLimiter_AllowAt() {
 	// 4 false
 	// 10 s later: true
 }
+
+// A sink takes 2 writes at once, then one every half second.
+func ExampleThrottle_AllowAt() {
+	t := ratelimit.NewThrottle(2, 2)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, 0, 0, 250 * time.Millisecond, 500 * time.Millisecond} {
+		fmt.Println(at, t.AllowAt(now.Add(at)))
+	}
+	// Output:
+	// 0s true
+	// 0s true
+	// 0s false
+	// 250ms false
+	// 500ms true
+}

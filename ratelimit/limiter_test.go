@@ -3,7 +3,9 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,141 +17,327 @@ import (
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func TestBurstThenRefill(t *testing.T) {
-	l := ratelimit.New[string](ratelimit.Options{}) // 25 burst, 1 per 300 s
-	for i := range 25 {
-		if !l.AllowAt("pod/a", t0) {
-			t.Fatalf("call %d refused within the burst", i)
-		}
-	}
-	if l.AllowAt("pod/a", t0) {
-		t.Fatal("26th call at the same instant allowed")
-	}
-	if !l.AllowAt("pod/b", t0) {
-		t.Fatal("another key shares the bucket")
-	}
-	if l.AllowAt("pod/a", t0.Add(299*time.Second)) {
-		t.Error("allowed before a token was refilled (299 s)")
-	}
-	if !l.AllowAt("pod/a", t0.Add(300*time.Second)) {
-		t.Error("refused once a token was refilled (300 s)")
-	}
+// call is one AllowAt call at t0+at and the answer it must get.
+type call struct {
+	key  string
+	at   time.Duration
+	want bool
 }
 
-func TestEvictedKeyComesBackFull(t *testing.T) {
-	l := ratelimit.New[int](ratelimit.Options{Burst: 1, Size: 2})
-	l.AllowAt(1, t0)
-	if l.AllowAt(1, t0) {
-		t.Fatal("burst 1 allowed twice")
+// times repeats c n times.
+func times(n int, c call) []call {
+	cs := make([]call, n)
+	for i := range cs {
+		cs[i] = c
 	}
-	l.AllowAt(2, t0)
-	l.AllowAt(3, t0) // evicts 1, the least recently used
-	if got := l.Len(); got != 2 {
-		t.Errorf("Len() = %d, want 2", got)
-	}
-	if got := l.Evicted(); got != 1 {
-		t.Errorf("Evicted() = %d, want 1", got)
-	}
-	if !l.AllowAt(1, t0) {
-		t.Error("evicted key did not come back with a full bucket")
-	}
+	return cs
 }
 
-func TestRecentlyUsedKeyIsKept(t *testing.T) {
-	l := ratelimit.New[int](ratelimit.Options{Burst: 1, Size: 2})
-	l.AllowAt(1, t0)
-	l.AllowAt(2, t0)
-	l.AllowAt(1, t0) // 1 is now the most recently used
-	l.AllowAt(3, t0) // evicts 2
-	if l.AllowAt(1, t0) {
-		t.Error("key 1 was evicted instead of the least recently used")
+func TestLimiterAllowAt(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  ratelimit.Options
+		calls []call
+	}{
+		{
+			name: "defaults: a burst of 25, then one token per 300 s",
+			opts: ratelimit.Options{},
+			calls: append(times(25, call{"a", 0, true}), []call{
+				{"a", 0, false},
+				{"a", 299 * time.Second, false},
+				{"a", 300 * time.Second, true},
+				{"a", 300 * time.Second, false},
+				{"a", 900 * time.Second, true}, // 600 s: two tokens
+				{"a", 900 * time.Second, true},
+				{"a", 900 * time.Second, false},
+			}...),
+		},
+		{
+			name: "each key has its own bucket",
+			opts: ratelimit.Options{Burst: 1},
+			calls: []call{
+				{"a", 0, true},
+				{"a", 0, false},
+				{"b", 0, true},
+				{"b", 0, false},
+			},
+		},
+		{
+			name: "refill at exact times, capped at the burst",
+			opts: ratelimit.Options{Limit: 1, Burst: 2},
+			calls: []call{
+				{"a", 0, true},
+				{"a", 0, true},
+				{"a", 0, false},
+				{"a", 999 * time.Millisecond, false},
+				{"a", time.Second, true},
+				{"a", time.Second, false},
+				{"a", 5 * time.Second, true}, // 4 s idle: still only 2 tokens
+				{"a", 5 * time.Second, true},
+				{"a", 5 * time.Second, false},
+			},
+		},
+		{
+			name:  "rate.Inf never limits",
+			opts:  ratelimit.Options{Limit: rate.Inf, Burst: 1},
+			calls: times(100, call{"a", 0, true}),
+		},
+		{
+			name: "an evicted key comes back with a full bucket",
+			opts: ratelimit.Options{Burst: 1, Size: 2},
+			calls: []call{
+				{"a", 0, true},
+				{"a", 0, false},
+				{"b", 0, true},
+				{"c", 0, true}, // evicts a, the least recently used
+				{"a", 0, true},
+			},
+		},
+		{
+			name: "a key in use is kept, the least recently used goes",
+			opts: ratelimit.Options{Burst: 1, Size: 2},
+			calls: []call{
+				{"a", 0, true},
+				{"b", 0, true},
+				{"a", 0, false}, // a is now more recent than b
+				{"c", 0, true},  // evicts b
+				{"a", 0, false},
+				{"b", 0, true},
+			},
+		},
 	}
-}
-
-func TestInfiniteLimit(t *testing.T) {
-	l := ratelimit.New[int](ratelimit.Options{Limit: rate.Inf, Burst: 1})
-	for range 100 {
-		if !l.AllowAt(1, t0) {
-			t.Fatal("rate.Inf refused")
-		}
-	}
-}
-
-func TestConcurrentAllow(t *testing.T) {
-	l := ratelimit.New[int](ratelimit.Options{Burst: 100})
-	var mu sync.Mutex
-	allowed := 0
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 50 {
-				if l.AllowAt(7, t0) {
-					mu.Lock()
-					allowed++
-					mu.Unlock()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ratelimit.New[string](tc.opts)
+			for i, c := range tc.calls {
+				if got := l.AllowAt(c.key, t0.Add(c.at)); got != c.want {
+					t.Errorf("call %d: AllowAt(%q, t0+%v) = %v, want %v", i, c.key, c.at, got, c.want)
 				}
 			}
 		})
 	}
+}
+
+func TestLenAndEvicted(t *testing.T) {
+	l := ratelimit.New[int](ratelimit.Options{Size: 3})
+	tests := []struct {
+		keys        []int
+		wantLen     int
+		wantEvicted uint64
+	}{
+		{nil, 0, 0},
+		{[]int{1, 2}, 2, 0},
+		{[]int{1, 2, 2, 1}, 2, 0}, // known keys: nothing added
+		{[]int{3}, 3, 0},
+		{[]int{4, 5, 6, 7}, 3, 4},
+		{[]int{6, 7}, 3, 4},
+	}
+	for _, tc := range tests {
+		for _, k := range tc.keys {
+			l.AllowAt(k, t0)
+		}
+		if got, gotEv := l.Len(), l.Evicted(); got != tc.wantLen || gotEv != tc.wantEvicted {
+			t.Errorf("after keys %v: Len() = %d, Evicted() = %d; want %d, %d", tc.keys, got, gotEv, tc.wantLen, tc.wantEvicted)
+		}
+	}
+}
+
+// TestAllowHashAtCollisions gives every key the same hash: keys must still
+// have their own buckets, and eviction must still forget the right one.
+func TestAllowHashAtCollisions(t *testing.T) {
+	l := ratelimit.New[string](ratelimit.Options{Burst: 1, Size: 2})
+	for i, c := range []call{
+		{"a", 0, true},
+		{"b", 0, true},
+		{"a", 0, false},
+		{"b", 0, false},
+		{"c", 0, true}, // evicts a
+		{"b", 0, false},
+		{"a", 0, true}, // a full bucket again; evicts c
+		{"b", 0, false},
+		{"c", 0, true}, // evicts a
+	} {
+		if got := l.AllowHashAt(c.key, 0, t0); got != c.want {
+			t.Errorf("call %d: AllowHashAt(%q, 0, t0) = %v, want %v", i, c.key, got, c.want)
+		}
+	}
+	if got, want := l.Evicted(), uint64(3); got != want {
+		t.Errorf("Evicted() = %d, want %d", got, want)
+	}
+}
+
+// TestConcurrentAllow runs 8 goroutines on one key at one instant: exactly
+// the burst is allowed. Other goroutines churn a small cache meanwhile, for
+// the race detector.
+func TestConcurrentAllow(t *testing.T) {
+	const burst, goroutines, each = 100, 8, 50
+	l := ratelimit.New[int](ratelimit.Options{Burst: burst, Size: 16})
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if l.AllowAt(-1, t0) {
+					allowed.Add(1)
+				}
+				l.AllowAt(g*each+i, t0) // churn: forces evictions
+			}
+		})
+	}
 	wg.Wait()
-	if allowed != 100 {
-		t.Errorf("allowed %d of 400 at one instant, want the burst, 100", allowed)
+	if got := allowed.Load(); got != burst {
+		t.Errorf("%d goroutines × %d calls at one instant: %d allowed, want %d", goroutines, each, got, burst)
+	}
+	if got := l.Len(); got > 16 {
+		t.Errorf("Len() = %d, want at most Size 16", got)
 	}
 }
 
 func TestNewPanicsOnNegativeOptions(t *testing.T) {
-	for _, opts := range []ratelimit.Options{{Limit: -1}, {Burst: -1}, {Size: -1}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("New(%+v) did not panic", opts)
-				}
-			}()
-			ratelimit.New[int](opts)
-		}()
+	tests := []struct {
+		opts ratelimit.Options
+		want string
+	}{
+		{ratelimit.Options{Limit: -1}, "ratelimit: negative Options.Limit"},
+		{ratelimit.Options{Burst: -1}, "ratelimit: negative Options.Burst"},
+		{ratelimit.Options{Size: -1}, "ratelimit: negative Options.Size"},
+	}
+	for _, tc := range tests {
+		got := panicValue(func() { ratelimit.New[int](tc.opts) })
+		if got != tc.want {
+			t.Errorf("New(%+v) panicked with %v, want %q", tc.opts, got, tc.want)
+		}
 	}
 }
 
-func TestThrottleWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		th := ratelimit.NewThrottle(10, 1) // 10 per second, no burst
-		start := time.Now()
-		for range 5 {
-			if err := th.Wait(context.Background()); err != nil {
-				t.Fatal(err)
+// panicValue returns what f panics with, or nil.
+func panicValue(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
+}
+
+func TestThrottleAllowAt(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit rate.Limit
+		burst int
+		calls []call // key unused
+	}{
+		{"10 per second, burst 2", 10, 2, []call{
+			{"", 0, true},
+			{"", 0, true},
+			{"", 0, false},
+			{"", 99 * time.Millisecond, false},
+			{"", 100 * time.Millisecond, true},
+			{"", 100 * time.Millisecond, false},
+		}},
+		{"zero burst means 1", 10, 0, []call{
+			{"", 0, true},
+			{"", 0, false},
+			{"", 100 * time.Millisecond, true},
+		}},
+		{"zero limit never throttles", 0, 0, times(1000, call{"", 0, true})},
+		{"rate.Inf never throttles", rate.Inf, 1, times(1000, call{"", 0, true})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			th := ratelimit.NewThrottle(tc.limit, tc.burst)
+			for i, c := range tc.calls {
+				if got := th.AllowAt(t0.Add(c.at)); got != c.want {
+					t.Errorf("call %d: AllowAt(t0+%v) = %v, want %v", i, c.at, got, c.want)
+				}
 			}
-		}
-		if got, want := time.Since(start), 400*time.Millisecond; got != want {
-			t.Errorf("5 writes at 10/s took %v, want %v", got, want)
-		}
-	})
+		})
+	}
+}
+
+// TestThrottleWait checks when each write proceeds, in a synctest bubble
+// where waiting takes no real time.
+func TestThrottleWait(t *testing.T) {
+	tests := []struct {
+		limit rate.Limit
+		burst int
+		want  []time.Duration // when each Wait returns
+	}{
+		{10, 1, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}},
+		{10, 3, []time.Duration{0, 0, 0, 100 * time.Millisecond, 200 * time.Millisecond}},
+		{0, 0, []time.Duration{0, 0, 0, 0}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("limit=%v,burst=%d", tc.limit, tc.burst), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				th := ratelimit.NewThrottle(tc.limit, tc.burst)
+				start := time.Now()
+				for i, want := range tc.want {
+					if err := th.Wait(context.Background()); err != nil {
+						t.Fatalf("Wait %d = %v, want nil", i, err)
+					}
+					if got := time.Since(start); got != want {
+						t.Errorf("Wait %d returned at %v, want %v", i, got, want)
+					}
+				}
+			})
+		})
+	}
 }
 
 func TestThrottleWaitEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		th := ratelimit.NewThrottle(0.001, 1) // one per 1000 s
-		th.Wait(context.Background())
+		if err := th.Wait(context.Background()); err != nil {
+			t.Fatalf("first Wait = %v, want nil (a full bucket)", err)
+		}
+
+		// Cancelled while waiting.
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- th.Wait(ctx) }()
-		synctest.Wait()
+		synctest.Wait() // Wait is blocked on its timer
 		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Wait = %v, want context.Canceled", err)
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Wait cancelled while waiting = %v, want context.Canceled unwrapped", err)
 		}
-		short, cancel2 := context.WithTimeout(context.Background(), time.Second)
-		defer cancel2()
-		if err := th.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Wait beyond the deadline = %v, want DeadlineExceeded", err)
+
+		// A deadline the wait would outlast: at once, and no token taken.
+		short, cancelShort := context.WithTimeout(context.Background(), time.Second)
+		defer cancelShort()
+		start := time.Now()
+		if err := th.Wait(short); err != context.DeadlineExceeded {
+			t.Errorf("Wait beyond the deadline = %v, want context.DeadlineExceeded", err)
+		}
+		if got := time.Since(start); got != 0 {
+			t.Errorf("Wait beyond the deadline took %v, want 0", got)
+		}
+		if err := th.Wait(context.Background()); err != nil {
+			t.Fatalf("Wait = %v, want nil", err)
+		}
+		if got, want := time.Since(start), 1000*time.Second; got != want {
+			t.Errorf("next write after %v, want %v (the refused Wait took no token)", got, want)
+		}
+
+		// An ended context wins even over an available token.
+		ended, cancelEnded := context.WithCancel(context.Background())
+		cancelEnded()
+		free := ratelimit.NewThrottle(0, 0)
+		if err := free.Wait(ended); !errors.Is(err, context.Canceled) {
+			t.Errorf("Wait(cancelled ctx) = %v, want context.Canceled", err)
 		}
 	})
 }
 
-func TestThrottleUnlimited(t *testing.T) {
-	th := ratelimit.NewThrottle(0, 0)
-	for range 1000 {
-		if !th.AllowAt(t0) {
-			t.Fatal("zero limit throttled")
+func TestNewThrottlePanicsOnNegativeInput(t *testing.T) {
+	tests := []struct {
+		limit rate.Limit
+		burst int
+		want  string
+	}{
+		{-1, 1, "ratelimit: negative throttle limit"},
+		{1, -1, "ratelimit: negative throttle burst"},
+	}
+	for _, tc := range tests {
+		if got := panicValue(func() { ratelimit.NewThrottle(tc.limit, tc.burst) }); got != tc.want {
+			t.Errorf("NewThrottle(%v, %d) panicked with %v, want %q", tc.limit, tc.burst, got, tc.want)
 		}
 	}
 }

@@ -7,19 +7,24 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Throttle paces writes to a sink: at most limit per second on average,
-// with bursts of up to burst. It is safe for concurrent use; its zero value
-// is not usable: create one with NewThrottle.
+// Throttle is a single token bucket that paces writes to a sink: at most
+// limit per second on average, with bursts of up to burst.
+//
+// A Throttle is safe for concurrent use and starts no goroutines. Its zero
+// value is not usable: create one with NewThrottle.
 type Throttle struct {
 	l *rate.Limiter
 }
 
-// NewThrottle returns a Throttle. A zero limit means no limit. It panics on
-// a negative limit or burst. A positive limit with a zero burst means a
-// burst of 1.
+// NewThrottle returns a Throttle that starts with a full bucket. A zero
+// limit means rate.Inf: every write may proceed at once. A zero burst means
+// 1. It panics if limit or burst is negative.
 func NewThrottle(limit rate.Limit, burst int) *Throttle {
-	if limit < 0 || burst < 0 {
-		panic("ratelimit: negative throttle limit or burst")
+	switch {
+	case limit < 0:
+		panic("ratelimit: negative throttle limit")
+	case burst < 0:
+		panic("ratelimit: negative throttle burst")
 	}
 	if limit == 0 {
 		limit = rate.Inf
@@ -27,17 +32,22 @@ func NewThrottle(limit rate.Limit, burst int) *Throttle {
 	return &Throttle{l: rate.NewLimiter(limit, max(burst, 1))}
 }
 
-// Wait blocks until a write may proceed. It returns ctx.Err() if ctx ends
-// first, or at once if the wait would outlast ctx's deadline.
+// Wait blocks until a write may proceed and takes its token. If ctx ends
+// first, Wait returns ctx.Err(). If ctx has a deadline that the wait would
+// outlast, Wait returns context.DeadlineExceeded at once, without waiting
+// and without taking a token, as rate.Limiter.Wait does.
 func (t *Throttle) Wait(ctx context.Context) error {
 	if err := t.l.Wait(ctx); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		return context.DeadlineExceeded // the wait would outlast the deadline
+		// The only other failure, with a burst of at least 1, is a wait
+		// that would outlast ctx's deadline.
+		return context.DeadlineExceeded
 	}
 	return nil
 }
 
-// AllowAt reports whether a write may proceed at now, taking a token if so.
+// AllowAt reports whether a write may proceed at time now, taking a token
+// if so. It never blocks.
 func (t *Throttle) AllowAt(now time.Time) bool { return t.l.AllowN(now, 1) }

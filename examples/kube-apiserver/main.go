@@ -1,6 +1,7 @@
 // Command kube-apiserver records events through herald into a real
-// kube-apiserver (with its etcd) started in this process, and prints what
-// the apiserver stored. It needs nothing but Go modules:
+// kube-apiserver, with its etcd, started in this process, and prints what
+// the apiserver stored, as kubectl get events would. It needs nothing but
+// Go modules:
 //
 //	cd examples/kube-apiserver && go run .
 package main
@@ -11,13 +12,15 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -29,96 +32,165 @@ import (
 )
 
 func main() {
-	if err := run(os.Stdout); err != nil {
+	// The apiserver logs a great deal through klog's global logger;
+	// herald logs to the logger of its WithContext context instead.
+	klog.SetLogger(logr.Discard())
+	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	ctx := klog.NewContext(context.Background(), logger)
+	if err := run(ctx, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kube-apiserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out io.Writer) error {
-	quiet()
-	fmt.Fprintln(out, "starting etcd and kube-apiserver on loopback...")
+// run starts etcd and the apiserver, runs the demo against them and stops
+// them.
+func run(ctx context.Context, out io.Writer) error {
+	fmt.Fprintln(out, "Starting etcd and kube-apiserver on loopback...")
 	start := time.Now()
 	s, err := apiserver.Start()
 	if err != nil {
 		return err
 	}
 	defer s.Stop()
-	fmt.Fprintf(out, "apiserver up in %v at %s\n\n", time.Since(start).Round(100*time.Millisecond), s.Config.Host)
+	fmt.Fprintf(out, "apiserver ready in %v at %s\n\n", time.Since(start).Round(100*time.Millisecond), s.Config.Host)
+	return demo(ctx, out, s.Client, "demo")
+}
 
-	ctx := context.Background()
-	if err := createNamespace(ctx, s.Client, "demo"); err != nil {
-		return err
-	}
-
-	// A controller's event setup, with herald in place of record.NewBroadcaster.
-	broadcaster := k8sadapter.NewBroadcaster(k8sadapter.WithContext(klog.NewContext(ctx, logr.Discard())))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.Client.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "demo-controller", Host: "node-1"})
-	Script(recorder, "demo", func() {})
-	broadcaster.Shutdown() // flushes every recorded event to the apiserver
-
-	list, err := s.Client.CoreV1().Events("demo").List(ctx, metav1.ListOptions{})
+// demo creates namespace ns and the controller's pods in it, records the
+// controller's events through herald, and prints what the apiserver stored
+// and herald's counters. herald logs to the logger of ctx.
+func demo(ctx context.Context, out io.Writer, client kubernetes.Interface, ns string) error {
+	pods, err := createPods(ctx, client, ns)
 	if err != nil {
 		return err
 	}
-	PrintEvents(out, list.Items)
-	st := broadcaster.Stats()
-	fmt.Fprintf(out, "\nrecorded %d: created %d, patched %d (repeats %d, combined %d), spam-skipped %d, dropped %d, failed %d\n",
-		st.Recorded, st.Created, st.Patched, st.Deduplicated, st.Aggregated, st.SpamSkipped,
-		st.DroppedQueueFull+st.DroppedSinkQueue+st.DroppedClosed,
-		st.FailedConstruction+st.FailedRejected+st.FailedRetries+st.FailedShutdown+st.FailedPanic+st.Abandoned)
+
+	// A controller's event setup, with herald in place of
+	// record.NewBroadcaster().
+	broadcaster := k8sadapter.NewBroadcaster(k8sadapter.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	c := controller{recorder: broadcaster.NewRecorder(scheme.Scheme, source), pods: pods}
+	c.crashLoop()
+	c.pullImage()
+	c.flood()
+	broadcaster.Shutdown() // returns once every recorded event reached the apiserver
+
+	list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	printEvents(out, list.Items, time.Now())
+	fmt.Fprintln(out)
+	printStats(out, broadcaster.Stats())
 	return nil
 }
 
-// Script records what a small controller would: a pod crash-looping
-// (repeats), an image pulled with 12 different messages (combined), a flood
-// about one pod (the spam filter). It calls tick before each event, for a
-// fake clock to advance.
-func Script(r record.EventRecorder, namespace string, tick func()) {
-	pod := func(name string) *v1.Pod {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID(namespace + "-" + name)}}
+// source is the event source of the controller's recorder.
+var source = v1.EventSource{Component: "demo-controller", Host: "node-1"}
+
+// pods are the objects the controller records events about.
+type pods struct {
+	crashing, pulling, probed *v1.Pod
+}
+
+// createPods creates namespace ns and the controller's pods in it: events
+// are stored in the namespace of their object, which must exist.
+func createPods(ctx context.Context, client kubernetes.Interface, ns string) (pods, error) {
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return pods{}, err
 	}
-	crash := pod("checkout-7d9f")
+	create := func(name, image string) (*v1.Pod, error) {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: image}}},
+		}
+		return client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	}
+	var p pods
+	var err error
+	if p.crashing, err = create("checkout-7d9f", "registry.example/checkout:1.4"); err != nil {
+		return pods{}, err
+	}
+	if p.pulling, err = create("search-5c2b", "registry.example/search:2.0"); err != nil {
+		return pods{}, err
+	}
+	if p.probed, err = create("cart-0", "registry.example/cart:0.9"); err != nil {
+		return pods{}, err
+	}
+	return p, nil
+}
+
+// controller records the events a small controller would about its pods:
+// a crash loop, an image pulled layer by layer, a failing probe.
+type controller struct {
+	recorder record.EventRecorder
+	pods     pods
+	// tick, if not nil, is called before each event, for a fake clock
+	// to move as a real one would.
+	tick func()
+}
+
+func (c controller) eventf(pod *v1.Pod, eventtype, reason, messageFmt string, args ...any) {
+	if c.tick != nil {
+		c.tick()
+	}
+	c.recorder.Eventf(pod, eventtype, reason, messageFmt, args...)
+}
+
+// crashLoop records the same event 8 times: the apiserver keeps one event
+// with count 8.
+func (c controller) crashLoop() {
 	for range 8 {
-		tick()
-		r.Event(crash, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
-	}
-	pull := pod("search-5c2b")
-	for i := range 12 {
-		tick()
-		r.Eventf(pull, v1.EventTypeNormal, "Pulling", "Pulling image layer %d of 12", i+1)
-	}
-	flood := pod("cart-0")
-	for range 40 {
-		tick()
-		r.Event(flood, v1.EventTypeWarning, "Unhealthy", "Readiness probe failed")
+		c.eventf(c.pods.crashing, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container app in pod %s", c.pods.crashing.Name)
 	}
 }
 
-// PrintEvents prints events like kubectl get events.
-func PrintEvents(out io.Writer, events []v1.Event) {
-	sort.Slice(events, func(i, j int) bool {
+// pullImage records 12 events that differ only in their message: from the
+// tenth different message about one object and reason within ten
+// minutes, they are combined into one "(combined from similar events)"
+// event.
+func (c controller) pullImage() {
+	for i := range 12 {
+		c.eventf(c.pods.pulling, v1.EventTypeNormal, "Pulling", "Pulling image layer %d of 12", i+1)
+	}
+}
+
+// flood records a failing probe 40 times in a tight loop: the spam filter
+// lets 25 events about one object through, then one every five minutes.
+func (c controller) flood() {
+	for range 40 {
+		c.eventf(c.pods.probed, v1.EventTypeWarning, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")
+	}
+}
+
+// printEvents prints events as kubectl get events does, most recently seen
+// last, with the count.
+func printEvents(out io.Writer, events []v1.Event, now time.Time) {
+	sort.SliceStable(events, func(i, j int) bool {
 		a, b := events[i], events[j]
-		if a.InvolvedObject.Name != b.InvolvedObject.Name {
-			return a.InvolvedObject.Name < b.InvolvedObject.Name
+		if !a.LastTimestamp.Equal(&b.LastTimestamp) {
+			return a.LastTimestamp.Before(&b.LastTimestamp)
 		}
-		return a.Message < b.Message
+		return a.Name < b.Name
 	})
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tTYPE\tREASON\tOBJECT\tCOUNT\tMESSAGE")
+	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "LAST SEEN\tTYPE\tREASON\tOBJECT\tCOUNT\tMESSAGE")
 	for _, e := range events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\tpod/%s\t%d\t%s\n", e.Namespace, e.Type, e.Reason, e.InvolvedObject.Name, e.Count, e.Message)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", duration.HumanDuration(now.Sub(e.LastTimestamp.Time)),
+			e.Type, e.Reason, strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, e.Count, e.Message)
 	}
 	tw.Flush()
 }
 
-func createNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
-	_, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	return err
-}
-
-// quiet keeps klog's global output (the apiserver's) out of the demo.
-func quiet() {
-	klog.SetLogger(logr.Discard())
+// printStats prints herald's counters, which add up: every recorded event
+// was written, counted into another, skipped, dropped or failed.
+func printStats(out io.Writer, st k8sadapter.Stats) {
+	dropped := st.DroppedQueueFull + st.DroppedClosed + st.DroppedSinkQueue
+	failed := st.FailedConstruction + st.FailedRejected + st.FailedRetries + st.FailedShutdown + st.FailedPanic
+	fmt.Fprintf(out, "herald: recorded %d, queued %d\n", st.Recorded, st.Queued)
+	fmt.Fprintf(out, "  created %d + patched %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
+		st.Created, st.Patched, st.SpamSkipped, dropped, failed, st.Abandoned)
+	fmt.Fprintf(out, "  written as repeats (count > 1) %d, as combined events %d; retries %d\n",
+		st.Deduplicated, st.Aggregated, st.Retries)
 }

@@ -1,11 +1,22 @@
-// Package apiserver starts a real kube-apiserver in the current process,
+// Package apiserver runs a real kube-apiserver in the current process,
 // backed by an embedded etcd, both on loopback ports they pick, with their
 // data in a temporary directory. It needs nothing but Go modules: no
-// binaries, no containers.
+// binaries, no containers, no cluster.
+//
+//	s, err := apiserver.Start()
+//	if err != nil { … }
+//	defer s.Stop()
+//	pods, err := s.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+//
+// The apiserver is k8s.io/kubernetes' own test server
+// (cmd/kube-apiserver/app/testing), with a static administrator token and
+// without the ServiceAccount admission plugin, so that pods can be created
+// without a controller manager. No controllers run: a deleted namespace
+// stays Terminating, pods are never scheduled.
 package apiserver
 
 import (
-	"context"
+	"crypto/rand"
 	"fmt"
 	"net/url"
 	"os"
@@ -21,35 +32,38 @@ import (
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
 
-// Server is a running etcd and kube-apiserver.
+// Server is a running etcd and kube-apiserver. Its zero value is not
+// usable: get one from Start. Its methods are not safe for concurrent use
+// with each other; its Client and Config are.
 type Server struct {
-	// Config reaches the apiserver as an administrator.
+	// Config reaches the apiserver as an administrator. It stays valid
+	// across StopAPIServer and StartAPIServer.
 	Config *rest.Config
 	// Client is a clientset on Config.
 	Client kubernetes.Interface
 
-	dir      string
+	dir      string // removed by Stop
 	etcd     *embed.Etcd
 	etcdURL  string
 	token    string // a static administrator token, valid across restarts
 	proxy    *proxy // the fixed address clients use
-	tb       *tb
+	tb       *tb    // the harness of the running apiserver, nil while stopped
 	teardown kubeapiservertesting.TearDownFunc
 	stopOnce sync.Once
 }
 
 // Start starts etcd, then the apiserver, and returns once the apiserver
-// answers. Stop must be called.
+// serves requests (about 3 s). Every Server must be stopped with Stop.
 //
 // Clients reach the apiserver through a proxy on a fixed loopback address
-// with a static token, so that Config stays valid when the apiserver is
-// stopped and started again (StopAPIServer, StartAPIServer).
+// with a static token, so that Config and Client stay valid when the
+// apiserver is stopped and started again (StopAPIServer, StartAPIServer).
 func Start() (*Server, error) {
 	dir, err := os.MkdirTemp("", "herald-apiserver-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, token: fmt.Sprintf("herald-%d", time.Now().UnixNano())}
+	s := &Server{dir: dir, token: rand.Text()}
 	tokens := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(s.token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		os.RemoveAll(dir)
@@ -64,9 +78,23 @@ func Start() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.StartAPIServer(); err != nil {
+	s.Config = &rest.Config{
+		Host:        "https://" + s.proxy.addr(),
+		BearerToken: s.token,
+		// The apiserver makes a new self-signed certificate at each
+		// start; the connection never leaves loopback.
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		// No client-side throttling: the server's own speed is what
+		// the tests are about.
+		QPS:   1000,
+		Burst: 1000,
+	}
+	if s.Client, err = kubernetes.NewForConfig(s.Config); err == nil {
+		err = s.StartAPIServer()
+	}
+	if err != nil {
 		s.proxy.close()
-		s.etcd.Close()
+		s.stopEtcd()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -77,10 +105,9 @@ func (s *Server) startEtcd() error {
 	cfg := embed.NewConfig()
 	cfg.Dir = filepath.Join(s.dir, "etcd")
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop()) // quiet, also at shutdown
-	client, _ := url.Parse("http://127.0.0.1:0")
-	peer, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+	loopback := []url.URL{{Scheme: "http", Host: "127.0.0.1:0"}}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = loopback, loopback
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = loopback, loopback
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -93,51 +120,66 @@ func (s *Server) startEtcd() error {
 		return fmt.Errorf("etcd not ready after a minute")
 	}
 	s.etcd = e
-	s.etcdURL = e.Clients[0].Addr().String()
+	s.etcdURL = "http://" + e.Clients[0].Addr().String()
 	return nil
+}
+
+func (s *Server) stopEtcd() {
+	s.etcd.Close()
+	<-s.etcd.Server.StopNotify()
+}
+
+// flags are the apiserver's command-line flags beyond the test server's.
+func (s *Server) flags() []string {
+	return []string{
+		"--token-auth-file=" + filepath.Join(s.dir, "tokens.csv"),
+		// Pods need a service account otherwise, which only a
+		// controller manager would create.
+		"--disable-admission-plugins=ServiceAccount",
+		// Lists read etcd directly. With the watch cache, every
+		// consistent list leaves a goroutine behind for 3 s (the
+		// cache's blockTimeout), also after the server stopped.
+		"--watch-cache=false",
+	}
 }
 
 // StartAPIServer starts the apiserver on the running etcd. Start calls it;
 // call it again after StopAPIServer to restart the apiserver on the same
-// data.
+// data. It returns once the apiserver serves requests.
 func (s *Server) StartAPIServer() error {
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
-	storage.Transport.ServerList = []string{"http://" + s.etcdURL}
-	s.tb = newTB(filepath.Join(s.dir, "apiserver"))
+	storage.Transport.ServerList = []string{s.etcdURL}
+	// Token authentication only: the test server's client-certificate
+	// setup makes client-go start a certificate-rotation loop that
+	// nothing can stop.
+	opts := &kubeapiservertesting.TestServerInstanceOptions{EnableCertAuth: false}
+	h := newTB(filepath.Join(s.dir, "apiserver"))
 	var server kubeapiservertesting.TestServer
-	err := s.tb.run(func() {
+	err := h.run(func() {
 		var err error
-		flags := []string{"--disable-admission-plugins=ServiceAccount", "--token-auth-file=" + filepath.Join(s.dir, "tokens.csv")}
-		server, err = kubeapiservertesting.StartTestServer(s.tb, nil, flags, storage)
-		if err != nil {
-			s.tb.Fatal(err)
+		if server, err = kubeapiservertesting.StartTestServer(h, opts, s.flags(), storage); err != nil {
+			h.Fatal(err)
 		}
 	})
 	if err != nil {
-		s.tb.cleanup()
+		h.cleanup()
 		return fmt.Errorf("start apiserver: %w", err)
 	}
-	s.teardown = server.TearDownFn
 	backend, err := url.Parse(server.ClientConfig.Host)
 	if err != nil {
+		server.TearDownFn()
+		h.cleanup()
 		return err
 	}
+	s.tb, s.teardown = h, server.TearDownFn
 	s.proxy.setBackend(backend.Host)
-	if s.Config == nil {
-		s.Config = &rest.Config{
-			Host:            "https://" + s.proxy.addr(),
-			BearerToken:     s.token,
-			TLSClientConfig: rest.TLSClientConfig{Insecure: true}, // a new self-signed certificate at each start
-			QPS:             1000,
-			Burst:           1000,
-		}
-		s.Client, err = kubernetes.NewForConfig(s.Config)
-	}
-	return err
+	return nil
 }
 
-// StopAPIServer stops the apiserver and leaves etcd running. Clients get
-// connection errors until StartAPIServer.
+// StopAPIServer stops the apiserver and leaves etcd running. From the
+// moment it is called, clients get connection errors (requests in flight
+// are cut) until StartAPIServer. It does nothing if the apiserver is not
+// running.
 func (s *Server) StopAPIServer() {
 	s.proxy.setBackend("")
 	if s.teardown != nil {
@@ -150,27 +192,13 @@ func (s *Server) StopAPIServer() {
 	}
 }
 
-// Stop stops the apiserver and etcd and removes their data.
+// Stop stops the apiserver and etcd, waits for their goroutines and
+// removes their data. It is idempotent.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
 		s.StopAPIServer()
 		s.proxy.close()
-		s.etcd.Close()
-		<-s.etcd.Server.StopNotify()
+		s.stopEtcd()
 		os.RemoveAll(s.dir)
 	})
-}
-
-// WaitReady polls until the apiserver serves requests or ctx ends.
-func (s *Server) WaitReady(ctx context.Context) error {
-	for {
-		if _, err := s.Client.Discovery().ServerVersion(); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -8,8 +8,13 @@ import (
 
 // proxy forwards TCP connections on a fixed loopback address to the
 // apiserver's current address, so that clients keep working when the
-// apiserver is stopped and started again on another port. While no
-// apiserver runs, connections are refused, as a down server's would be.
+// apiserver is stopped and started again (on another port: the test server
+// picks a free one). While no apiserver runs, connections are accepted and
+// closed at once, which clients see as a transport error, as with a server
+// that is down.
+//
+// newProxy starts one goroutine, the accept loop, and each connection two
+// more, which copy bytes each way; close ends them all and waits for them.
 type proxy struct {
 	ln net.Listener
 	wg sync.WaitGroup

@@ -4,29 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 )
 
-// tb is the small part of testing.TB the apiserver's test harness needs,
-// so that it also runs outside a test (the demo's main).
+// tb is the part of testing.TB that k8s.io/kubernetes' test server needs
+// (ktesting.TB), so that it also runs outside a test: in the demo's main,
+// and once per process in TestMain. Fatal ends the goroutine that run
+// started; logs are discarded (the server logs through klog as well).
 type tb struct {
-	dir string
+	dir string // holds TempDir's directories
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the fields below
 	cleanups []func()
-	failed   bool
 	msgs     []string
+	failed   bool
 	tmp      int
 }
 
 func newTB(dir string) *tb {
-	_ = os.MkdirAll(dir, 0o755)
 	return &tb{dir: dir}
 }
 
-// run calls f on a goroutine of its own, so that Fatal can end it, and
-// reports what failed.
+// run calls f on a goroutine of its own, so that Fatal can end it with
+// runtime.Goexit, waits for it and reports what failed.
 func (t *tb) run(f func()) error {
 	done := make(chan struct{})
 	go func() {
@@ -37,12 +40,12 @@ func (t *tb) run(f func()) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.failed {
-		return errors.New(fmt.Sprint(t.msgs))
+		return errors.New(strings.Join(t.msgs, "; "))
 	}
 	return nil
 }
 
-// cleanup runs the registered cleanups, last first.
+// cleanup runs the registered cleanups, last first, as testing does.
 func (t *tb) cleanup() {
 	t.mu.Lock()
 	fs := t.cleanups
@@ -53,45 +56,10 @@ func (t *tb) cleanup() {
 	}
 }
 
-func (t *tb) Attr(string, string) {}
-func (t *tb) Chdir(string)        { panic("apiserver: Chdir is not supported") }
 func (t *tb) Cleanup(f func()) {
 	t.mu.Lock()
-	t.cleanups = append(t.cleanups, f)
-	t.mu.Unlock()
-}
-func (t *tb) Error(args ...any) { t.fail(fmt.Sprint(args...)) }
-func (t *tb) Errorf(format string, args ...any) {
-	t.fail(fmt.Sprintf(format, args...))
-}
-func (t *tb) Fail()    { t.fail("") }
-func (t *tb) FailNow() { t.fail(""); runtime.Goexit() }
-func (t *tb) Failed() bool {
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.failed
-}
-func (t *tb) Fatal(args ...any) { t.fail(fmt.Sprint(args...)); runtime.Goexit() }
-func (t *tb) Fatalf(format string, args ...any) {
-	t.fail(fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (t *tb) Helper()                       {}
-func (t *tb) Log(...any)                    {}
-func (t *tb) Logf(string, ...any)           {}
-func (t *tb) Name() string                  { return "herald-apiserver" }
-func (t *tb) Setenv(key, value string)      { _ = os.Setenv(key, value) }
-func (t *tb) Skip(args ...any)              { t.Fatal(args...) }
-func (t *tb) Skipf(format string, a ...any) { t.Fatalf(format, a...) }
-func (t *tb) SkipNow()                      { t.FailNow() }
-func (t *tb) Skipped() bool                 { return false }
-func (t *tb) TempDir() string {
-	t.mu.Lock()
-	t.tmp++
-	d := fmt.Sprintf("%s/tmp%d", t.dir, t.tmp)
-	t.mu.Unlock()
-	_ = os.MkdirAll(d, 0o755)
-	return d
+	t.cleanups = append(t.cleanups, f)
 }
 
 func (t *tb) fail(msg string) {
@@ -101,4 +69,58 @@ func (t *tb) fail(msg string) {
 	if msg != "" {
 		t.msgs = append(t.msgs, msg)
 	}
+}
+
+func (t *tb) Error(args ...any)                 { t.fail(fmt.Sprint(args...)) }
+func (t *tb) Errorf(format string, args ...any) { t.fail(fmt.Sprintf(format, args...)) }
+func (t *tb) Fail()                             { t.fail("") }
+func (t *tb) FailNow()                          { t.fail(""); runtime.Goexit() }
+func (t *tb) Fatal(args ...any)                 { t.fail(fmt.Sprint(args...)); runtime.Goexit() }
+func (t *tb) Fatalf(format string, args ...any) {
+	t.fail(fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (t *tb) Skip(args ...any)                 { t.Fatal(args...) }
+func (t *tb) Skipf(format string, args ...any) { t.Fatalf(format, args...) }
+func (t *tb) SkipNow()                         { t.FailNow() }
+func (t *tb) Skipped() bool                    { return false }
+
+func (t *tb) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+func (t *tb) Attr(string, string) {}
+func (t *tb) Helper()             {}
+func (t *tb) Log(...any)          {}
+func (t *tb) Logf(string, ...any) {}
+func (t *tb) Name() string        { return "apiserver" }
+func (t *tb) Chdir(string)        { panic("apiserver: Chdir is not supported") }
+
+// Setenv sets an environment variable until cleanup, as testing does.
+func (t *tb) Setenv(key, val string) {
+	old, had := os.LookupEnv(key)
+	if err := os.Setenv(key, val); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if had {
+			os.Setenv(key, old)
+		} else {
+			os.Unsetenv(key)
+		}
+	})
+}
+
+// TempDir returns a new directory under dir, removed with it.
+func (t *tb) TempDir() string {
+	t.mu.Lock()
+	t.tmp++
+	d := filepath.Join(t.dir, fmt.Sprint("tmp", t.tmp))
+	t.mu.Unlock()
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
