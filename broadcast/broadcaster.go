@@ -17,15 +17,16 @@ type Broadcaster[T any] struct {
 	incap int        // incoming queue capacity
 	full  FullPolicy // default watcher policy
 
-	mu         sync.Mutex    // guards the fields down to idle
-	queue      []T           // published, not yet taken by the distributor; len <= incap
-	enqueued   uint64        // values accepted so far: the sequence number of the next one
-	pending    []*Watcher[T] // registered, not yet taken by the distributor
-	stops      []*Watcher[T] // Stop requests the distributor has not handled yet
-	closed     bool          // Shutdown has begun
-	idle       bool          // the distributor is parked on wake
-	pubWaiters int           // publishers parked on pubSpace
-	inDropped  uint64        // TryPublish calls refused for a full incoming queue
+	mu         sync.Mutex      // guards the fields down to idle
+	queue      []T             // published, not yet taken by the distributor; len <= incap
+	enqueued   uint64          // values accepted so far: the sequence number of the next one
+	pending    []*Watcher[T]   // registered, not yet taken by the distributor
+	stops      []*Watcher[T]   // Stop requests the distributor has not handled yet
+	flushes    []chan struct{} // Flush calls waiting for the values queued before them
+	closed     bool            // Shutdown has begun
+	idle       bool            // the distributor is parked on wake
+	pubWaiters int             // publishers parked on pubSpace
+	inDropped  uint64          // TryPublish calls refused for a full incoming queue
 
 	wake     chan struct{} // cap 1: work for the distributor
 	pubSpace chan struct{} // cap 1: room in the incoming queue
@@ -253,6 +254,39 @@ func (b *Broadcaster[T]) signalPublisherLocked() {
 	}
 }
 
+// Flush returns once every value queued before the call has been placed in,
+// or by its policy dropped from, the queue of every watcher registered
+// before the call. It does not wait for watchers to read their values. It
+// returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
+// completed. Flush never delays publishers or other watchers. It panics on
+// a nil ctx.
+func (b *Broadcaster[T]) Flush(ctx context.Context) error {
+	if ctx == nil {
+		panic("broadcast: nil Context")
+	}
+	select {
+	case <-b.done:
+		return ErrClosed
+	default:
+	}
+	f := make(chan struct{})
+	b.mu.Lock()
+	b.flushes = append(b.flushes, f)
+	wake := b.wakeLocked()
+	b.mu.Unlock()
+	if wake {
+		signal(b.wake)
+	}
+	select {
+	case <-f:
+		return nil
+	case <-b.done: // everything queued was delivered or counted as abandoned
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Shutdown stops the broadcaster. Watch, Publish and TryPublish return
 // ErrClosed from the moment it begins; every value queued before is still
 // delivered; then every watcher is closed (its queued values stay readable)
@@ -316,7 +350,7 @@ func (b *Broadcaster[T]) run(spare []T) {
 	aborted := false
 	for !aborted {
 		b.mu.Lock()
-		for !b.closed && len(b.queue) == 0 && len(b.pending) == 0 && len(b.stops) == 0 {
+		for !b.closed && len(b.queue) == 0 && len(b.pending) == 0 && len(b.stops) == 0 && len(b.flushes) == 0 {
 			b.idle = true
 			b.mu.Unlock()
 			<-b.wake
@@ -327,6 +361,8 @@ func (b *Broadcaster[T]) run(spare []T) {
 		b.queue = spare
 		regs := b.pending
 		b.pending = regSpare
+		flushes := b.flushes
+		b.flushes = nil
 		last := b.closed // nothing can be queued after this round
 		if len(batch) > 0 {
 			b.signalPublisherLocked()
@@ -360,6 +396,11 @@ func (b *Broadcaster[T]) run(spare []T) {
 			}
 		}
 		b.handleStops()
+		// Every value queued before these Flush calls was in this batch or
+		// an earlier one, and is now placed or dropped.
+		for _, f := range flushes {
+			close(f)
+		}
 
 		clear(batch)
 		spare = batch[:0]
@@ -390,6 +431,13 @@ func (b *Broadcaster[T]) run(spare []T) {
 		b.closeWatcher(w)
 	}
 	b.active = nil
+	b.mu.Lock()
+	flushes := b.flushes
+	b.flushes = nil
+	b.mu.Unlock()
+	for _, f := range flushes {
+		close(f) // what they waited for was delivered or counted as abandoned
+	}
 }
 
 // compact removes closed watchers from the active list.
@@ -554,6 +602,7 @@ func (b *Broadcaster[T]) deliverChan(w *Watcher[T], ch chan T, vals []T) bool {
 func (b *Broadcaster[T]) count(w *Watcher[T], delivered, dropped int) {
 	if delivered > 0 {
 		b.delivered.Add(uint64(delivered))
+		w.delivered.Add(uint64(delivered))
 	}
 	if dropped <= 0 {
 		return

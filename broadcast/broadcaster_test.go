@@ -824,3 +824,24 @@ func TestDroppingWatcherNeverSlowsOthers(t *testing.T) {
 		})
 	}
 }
+
+func TestFlushPlacesEverythingQueuedBefore(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{QueueLength: 1000})
+	t.Cleanup(func() { b.Shutdown(context.Background()) })
+	w, _ := b.Watch()
+	for i := range 500 {
+		if err := b.Publish(t.Context(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush() = %v, want nil", err)
+	}
+	if got := w.Delivered(); got != 500 {
+		t.Errorf("Delivered() after Flush = %d, want 500", got)
+	}
+	b.Shutdown(t.Context())
+	if err := b.Flush(t.Context()); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("Flush() after Shutdown = %v, want ErrClosed", err)
+	}
+}

@@ -24,10 +24,11 @@ type Watcher[T any] struct {
 	full  FullPolicy
 	start uint64 // sequence number of the first value owed to it; set under b.mu
 
-	stopOnce sync.Once
-	done     chan struct{} // closed by the distributor once the watcher is closed
-	dropped  atomic.Uint64
-	gone     bool // closed; owned by the distributor
+	stopOnce  sync.Once
+	done      chan struct{} // closed by the distributor once the watcher is closed
+	dropped   atomic.Uint64
+	delivered atomic.Uint64
+	gone      bool // closed; owned by the distributor
 
 	mu            sync.Mutex // guards the fields below
 	ring          []T        // the queue, unless the watcher is read through Events
@@ -197,6 +198,14 @@ func (w *Watcher[T]) Stop() {
 // discarded by its FullPolicy, or abandoned by a Shutdown whose context
 // ended.
 func (w *Watcher[T]) Dropped() uint64 { return w.dropped.Load() }
+
+// Delivered returns how many published values were placed in this
+// watcher's queue (a prefix given to WatchWithPrefix is not counted). After
+// Broadcaster.Flush returns, it counts at least every value queued before
+// the Flush call that this watcher did not drop: a reader that has taken
+// Delivered values, less those a DropOldest watcher discarded, has seen
+// them all.
+func (w *Watcher[T]) Delivered() uint64 { return w.delivered.Load() }
 
 func closedErr(ok bool) error {
 	if ok {
