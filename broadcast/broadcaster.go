@@ -15,41 +15,39 @@ import (
 type Broadcaster[T any] struct {
 	qlen  int        // default watcher queue length
 	incap int        // incoming queue capacity
-	full  FullPolicy // default watcher policy
+	full  FullPolicy // default watcher policy; never the zero value
 
-	mu         sync.Mutex      // guards the fields down to idle
-	queue      []T             // published, not yet taken by the distributor; len <= incap
-	enqueued   uint64          // values accepted so far: the sequence number of the next one
-	pending    []*Watcher[T]   // registered, not yet taken by the distributor
-	stops      []*Watcher[T]   // Stop requests the distributor has not handled yet
-	flushes    []chan struct{} // Flush calls waiting for the values queued before them
-	closed     bool            // Shutdown has begun
-	idle       bool            // the distributor is parked on wake
-	pubWaiters int             // publishers parked on pubSpace
-	inDropped  uint64          // TryPublish calls refused for a full incoming queue
+	closing   chan struct{} // closed when Shutdown begins
+	abort     chan struct{} // closed when a Shutdown context ends before the flush did
+	abortOnce sync.Once
+	done      chan struct{} // closed when the distributor has exited
 
-	wake     chan struct{} // cap 1: work for the distributor
-	pubSpace chan struct{} // cap 1: room in the incoming queue
-	closing  chan struct{} // closed when Shutdown begins
-	abort    chan struct{} // closed when a Shutdown context ends before the flush did
-	abortMu  sync.Once
-	done     chan struct{} // closed when the distributor has exited
+	delivered atomic.Uint64
+	dropped   [numDropReasons]atomic.Uint64
+	watchers  atomic.Int64
 
-	// Owned by the distributor goroutine alone.
-	active      []*Watcher[T]
-	distributed uint64 // values taken from the queue so far
+	mu       sync.Mutex
+	queue    []T           // published, not yet taken by the distributor; len <= incap
+	enqueued uint64        // values accepted so far: the position of the next one
+	marks    []marker[T]   // queued function markers, in position order
+	stops    []*Watcher[T] // Stop requests the distributor has not served yet
+	closed   bool          // Shutdown has begun
+	refused  uint64        // TryPublish calls refused for a full incoming queue
+	work     waitq         // the distributor, parked for work (see distributor.go)
+	space    waitq         // publishers, parked for room in queue
 
-	delivered   atomic.Uint64
-	dropNewest  atomic.Uint64
-	dropOldest  atomic.Uint64
-	dropAborted atomic.Uint64
-	watchers    atomic.Int64
+	d distributor[T] // owned by the distributor goroutine
 }
 
-// Stats is a snapshot of a Broadcaster's counters. Every value accepted by
-// Publish or TryPublish is, for each watcher registered when it was queued,
-// either delivered to that watcher's queue or counted in one of the Dropped
-// fields (or skipped because the watcher was stopped first).
+// Stats is a snapshot of a Broadcaster's counters.
+//
+// Every value accepted by Publish or TryPublish is, for each watcher
+// registered before it was queued and not stopped before it was
+// distributed, either placed in that watcher's queue (Delivered) or counted
+// in DroppedNewest or DroppedShutdown. Of the values placed, DroppedOldest
+// and DroppedSwitch count those later lost from the queue. The sum of every
+// watcher's Watcher.Dropped equals DroppedNewest + DroppedOldest +
+// DroppedShutdown + DroppedSwitch.
 type Stats struct {
 	// Published counts values accepted by Publish and TryPublish.
 	Published uint64
@@ -59,54 +57,56 @@ type Stats struct {
 	// DroppedIncoming counts TryPublish calls refused because the incoming
 	// queue was full.
 	DroppedIncoming uint64
-	// DroppedNewest counts values a full DropNewest watcher missed.
+	// DroppedNewest counts values a full DropNewest watcher skipped (and
+	// values a full DropOldest watcher skipped because only its unread
+	// prefix was older: see WatchWithPrefix).
 	DroppedNewest uint64
 	// DroppedOldest counts queued values a full DropOldest watcher discarded
 	// to make room for newer ones.
 	DroppedOldest uint64
-	// DroppedShutdown counts deliveries abandoned because the context given
-	// to Shutdown ended before every queued value was delivered.
+	// DroppedShutdown counts values a full Block watcher never made room
+	// for before the context given to Shutdown ended.
 	DroppedShutdown uint64
+	// DroppedSwitch counts values an All loop held, and could not put back,
+	// because Events was called before the loop ended early.
+	DroppedSwitch uint64
 	// Watchers is the number of watchers registered and not yet closed.
 	Watchers int
 }
 
+// dropReason says which Stats field counts a lost value.
+type dropReason int
+
+const (
+	dropNewest dropReason = iota
+	dropOldest
+	dropShutdown
+	dropSwitch
+	numDropReasons
+)
+
 // New returns a Broadcaster configured by opts (the zero Options gives the
-// defaults). It panics if a length is negative or opts.Full is not a
-// FullPolicy constant: those are programming errors.
+// defaults). It panics if a length is negative or above MaxQueueLength, or
+// opts.Full is not a FullPolicy constant: those are programming errors.
 //
 // New starts one goroutine, the distributor. It is the only goroutine that
 // delivers values to watchers and the only one that closes their Events
 // channels. It exits when Shutdown has flushed every queued value (or its
 // context ended); every Broadcaster must be shut down.
 func New[T any](opts Options) *Broadcaster[T] {
-	if opts.QueueLength < 0 {
-		panic("broadcast: negative Options.QueueLength")
-	}
-	if opts.IncomingQueueLength < 0 {
-		panic("broadcast: negative Options.IncomingQueueLength")
-	}
-	if !opts.Full.valid() {
-		panic("broadcast: invalid Options.Full " + opts.Full.String())
-	}
 	b := &Broadcaster[T]{
-		qlen:     opts.QueueLength,
-		incap:    opts.IncomingQueueLength,
-		full:     opts.Full,
-		wake:     make(chan struct{}, 1),
-		pubSpace: make(chan struct{}, 1),
-		closing:  make(chan struct{}),
-		abort:    make(chan struct{}),
-		done:     make(chan struct{}),
-	}
-	if b.qlen == 0 {
-		b.qlen = DefaultQueueLength
-	}
-	if b.incap == 0 {
-		b.incap = DefaultIncomingQueueLength
+		qlen:    checkLength(opts.QueueLength, DefaultQueueLength, "Options.QueueLength"),
+		incap:   checkLength(opts.IncomingQueueLength, DefaultIncomingQueueLength, "Options.IncomingQueueLength"),
+		full:    opts.Full.resolve(Block, "Options.Full"),
+		closing: make(chan struct{}),
+		abort:   make(chan struct{}),
+		done:    make(chan struct{}),
+		work:    newWaitq(),
+		space:   newWaitq(),
 	}
 	b.queue = make([]T, 0, b.incap)
-	go b.run(make([]T, 0, b.incap))
+	b.d.vals = make([]T, 0, b.incap)
+	go b.run()
 	return b
 }
 
@@ -119,48 +119,38 @@ func (b *Broadcaster[T]) Watch() (*Watcher[T], error) {
 }
 
 // WatchWithPrefix is Watch, except that the watcher first receives the
-// values of prefix, in order, before any published value. Its queue holds
-// at least len(prefix)+1 values, so the prefix never blocks and is never
-// dropped.
+// values of prefix, in order, before any published value. The prefix does
+// not take room in the watcher's queue and no policy drops it: a snapshot
+// listed before watching is never lost. (Only a DropOldest watcher read
+// through Events whose channel fills while its prefix is still unread
+// skips new values, counted in Stats.DroppedNewest, rather than drop the
+// prefix.)
 func (b *Broadcaster[T]) WatchWithPrefix(prefix []T) (*Watcher[T], error) {
 	return b.watch(b.qlen, b.full, prefix)
 }
 
 // WatchWith is WatchWithPrefix with this watcher's own queue length and
-// policy. It panics if opts.QueueLength is negative or opts.Full is not a
-// FullPolicy constant.
+// policy; the zero WatchOptions takes the broadcaster's. It panics if
+// opts.QueueLength is negative or above MaxQueueLength, or opts.Full is
+// not a FullPolicy constant.
 func (b *Broadcaster[T]) WatchWith(opts WatchOptions, prefix ...T) (*Watcher[T], error) {
-	if opts.QueueLength < 0 {
-		panic("broadcast: negative WatchOptions.QueueLength")
-	}
-	if !opts.Full.valid() {
-		panic("broadcast: invalid WatchOptions.Full " + opts.Full.String())
-	}
-	qlen := opts.QueueLength
-	if qlen == 0 {
-		qlen = b.qlen
-	}
-	return b.watch(qlen, opts.Full, prefix)
+	qlen := checkLength(opts.QueueLength, b.qlen, "WatchOptions.QueueLength")
+	full := opts.Full.resolve(b.full, "WatchOptions.Full")
+	return b.watch(qlen, full, prefix)
 }
 
+// watch registers w through a marker: the distributor adds it to its
+// watchers once every value queued before the call has been distributed
+// and before any value queued after.
 func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[T], error) {
 	w := newWatcher(b, qlen, full, prefix)
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
 		return nil, ErrClosed
 	}
-	// Registration is by position in the queue: the watcher gets the values
-	// whose sequence number is at least start. That is the FIFO guarantee of
-	// apimachinery's function marker, without a marker in the value stream.
-	w.start = b.enqueued
-	b.pending = append(b.pending, w)
 	b.watchers.Add(1)
-	wake := b.wakeLocked()
-	b.mu.Unlock()
-	if wake {
-		signal(b.wake)
-	}
+	b.queueMarkerLocked(marker[T]{run: func() { b.d.activate(w) }, watch: w})
 	return w, nil
 }
 
@@ -173,36 +163,30 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 		panic("broadcast: nil Context")
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	for {
-		if b.closed {
-			b.mu.Unlock()
+		switch {
+		case b.closed:
 			return ErrClosed
-		}
-		if err := ctx.Err(); err != nil {
-			b.signalPublisherLocked()
-			b.mu.Unlock()
-			return err
-		}
-		if len(b.queue) < b.incap {
-			wake := b.enqueueLocked(v)
-			b.signalPublisherLocked()
-			b.mu.Unlock()
-			if wake {
-				signal(b.wake)
-			}
+		case ctx.Err() != nil:
+			b.passSpaceLocked()
+			return ctx.Err()
+		case len(b.queue) < b.incap:
+			b.enqueueLocked(v)
+			b.passSpaceLocked()
 			return nil
 		}
 		// Wait outside the lock, so that Shutdown is never held up by a
 		// blocked publisher.
-		b.pubWaiters++
+		c := b.space.parkLocked()
 		b.mu.Unlock()
 		select {
-		case <-b.pubSpace:
+		case <-c:
 		case <-b.closing:
 		case <-ctx.Done():
 		}
 		b.mu.Lock()
-		b.pubWaiters--
+		b.space.unparkLocked()
 	}
 }
 
@@ -212,75 +196,74 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 // ErrClosed. TryPublish allocates nothing.
 func (b *Broadcaster[T]) TryPublish(v T) (sent bool, err error) {
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closed:
 		return false, ErrClosed
-	}
-	if len(b.queue) >= b.incap {
-		b.inDropped++
-		b.mu.Unlock()
+	case len(b.queue) >= b.incap:
+		b.refused++
 		return false, nil
 	}
-	wake := b.enqueueLocked(v)
-	b.mu.Unlock()
-	if wake {
-		signal(b.wake)
-	}
+	b.enqueueLocked(v)
 	return true, nil
 }
 
-// enqueueLocked appends v and reports whether the distributor must be woken.
-func (b *Broadcaster[T]) enqueueLocked(v T) bool {
+// enqueueLocked appends v to the incoming queue.
+func (b *Broadcaster[T]) enqueueLocked(v T) {
 	b.queue = append(b.queue, v)
 	b.enqueued++
-	return b.wakeLocked()
+	b.work.wakeLocked()
 }
 
-// wakeLocked reports whether the distributor is parked and must be woken,
-// and marks it awake so that only one caller sends the signal.
-func (b *Broadcaster[T]) wakeLocked() bool {
-	if b.idle {
-		b.idle = false
-		return true
+// passSpaceLocked applies the hand-off rule to publishers: room left in the
+// incoming queue goes on to the next parked publisher.
+func (b *Broadcaster[T]) passSpaceLocked() {
+	if len(b.queue) < b.incap {
+		b.space.wakeLocked()
 	}
-	return false
 }
 
-// signalPublisherLocked passes room in the incoming queue on to the next
-// parked publisher, so that a publisher leaving never strands another.
-func (b *Broadcaster[T]) signalPublisherLocked() {
-	if b.pubWaiters > 0 && len(b.queue) < b.incap {
-		signal(b.pubSpace)
-	}
+// queueMarkerLocked queues m at the current end of the incoming queue.
+func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) {
+	m.pos = b.enqueued
+	b.marks = append(b.marks, m)
+	b.work.wakeLocked()
 }
 
 // Flush returns once every value queued before the call has been placed in,
 // or by its policy dropped from, the queue of every watcher registered
-// before the call. It does not wait for watchers to read their values. It
-// returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
-// completed. Flush never delays publishers or other watchers. It panics on
-// a nil ctx.
+// before the call. It does not wait for watchers to read their values: see
+// Watcher.Delivered for that. Flush travels the queue as a marker: it holds
+// up no publisher and no watcher, and values queued after it do not delay
+// it, but a full Block watcher ahead of it does.
+//
+// Flush returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
+// completed; while Shutdown is flushing, Flush waits for it and returns
+// nil. It panics on a nil ctx.
 func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
 	}
-	select {
-	case <-b.done:
-		return ErrClosed
-	default:
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	f := make(chan struct{})
+	reached := make(chan struct{})
 	b.mu.Lock()
-	b.flushes = append(b.flushes, f)
-	wake := b.wakeLocked()
+	closed := b.closed
+	if !closed {
+		b.queueMarkerLocked(marker[T]{run: func() { close(reached) }})
+	}
 	b.mu.Unlock()
-	if wake {
-		signal(b.wake)
+	if closed {
+		select {
+		case <-b.done:
+			return ErrClosed
+		default:
+		}
+		reached = b.done // Shutdown flushes everything queued
 	}
 	select {
-	case <-f:
-		return nil
-	case <-b.done: // everything queued was delivered or counted as abandoned
+	case <-reached:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -293,11 +276,12 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 // and the distributor goroutine exits.
 //
 // Shutdown returns nil once that is done. If ctx ends first, because a Block
-// watcher never made room, Shutdown abandons what it could not deliver,
-// counts it in Stats.DroppedShutdown and in each watcher's Dropped, closes
-// the watchers, and returns ctx.Err() once the distributor has exited.
-// Shutdown is idempotent and safe to call from any goroutine. It panics on a
-// nil ctx.
+// watcher does not make room, Shutdown stops waiting for any Block watcher:
+// what a full Block watcher cannot take is counted in Stats.DroppedShutdown
+// and in that watcher's Dropped, while every other watcher still gets every
+// value queued. Shutdown then returns ctx.Err() once the distributor has
+// exited. Shutdown is idempotent and safe to call from any goroutine. It
+// panics on a nil ctx.
 func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
@@ -308,7 +292,7 @@ func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 		close(b.closing)
 	}
 	b.mu.Unlock()
-	signal(b.wake)
+	signal(b.work.c) // also reaches a distributor waiting for room
 	select {
 	case <-b.done:
 		return nil
@@ -319,7 +303,7 @@ func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 		return nil
 	default:
 	}
-	b.abortMu.Do(func() { close(b.abort) })
+	b.abortOnce.Do(func() { close(b.abort) })
 	<-b.done
 	return ctx.Err()
 }
@@ -328,298 +312,43 @@ func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 // at any time, also after Shutdown.
 func (b *Broadcaster[T]) Stats() Stats {
 	b.mu.Lock()
-	published, inDropped := b.enqueued, b.inDropped
+	published, refused := b.enqueued, b.refused
 	b.mu.Unlock()
 	return Stats{
 		Published:       published,
 		Delivered:       b.delivered.Load(),
-		DroppedIncoming: inDropped,
-		DroppedNewest:   b.dropNewest.Load(),
-		DroppedOldest:   b.dropOldest.Load(),
-		DroppedShutdown: b.dropAborted.Load(),
+		DroppedIncoming: refused,
+		DroppedNewest:   b.dropped[dropNewest].Load(),
+		DroppedOldest:   b.dropped[dropOldest].Load(),
+		DroppedShutdown: b.dropped[dropShutdown].Load(),
+		DroppedSwitch:   b.dropped[dropSwitch].Load(),
 		Watchers:        int(b.watchers.Load()),
 	}
 }
 
-// run is the distributor. Each round takes, in one critical section, every
-// queued value, every new registration and every Stop request, so that the
-// cost of locking and waking is shared by a whole batch of values.
-func (b *Broadcaster[T]) run(spare []T) {
-	defer close(b.done)
-	var regSpare []*Watcher[T]
-	aborted := false
-	for !aborted {
-		b.mu.Lock()
-		for !b.closed && len(b.queue) == 0 && len(b.pending) == 0 && len(b.stops) == 0 && len(b.flushes) == 0 {
-			b.idle = true
-			b.mu.Unlock()
-			<-b.wake
-			b.mu.Lock()
-		}
-		b.idle = false
-		batch := b.queue
-		b.queue = spare
-		regs := b.pending
-		b.pending = regSpare
-		flushes := b.flushes
-		b.flushes = nil
-		last := b.closed // nothing can be queued after this round
-		if len(batch) > 0 {
-			b.signalPublisherLocked()
-		}
-		b.mu.Unlock()
-
-		base := b.distributed
-		b.distributed += uint64(len(batch))
-		if len(batch) > 0 {
-			for _, w := range b.active {
-				if aborted {
-					b.abandon(w, len(batch))
-				} else if !w.gone {
-					aborted = !b.deliver(w, batch)
-				}
-			}
-		}
-		for _, w := range regs {
-			if w.gone {
-				continue // stopped before it was ever distributed to
-			}
-			b.active = append(b.active, w)
-			off := int(w.start - base)
-			if off >= len(batch) {
-				continue
-			}
-			if aborted {
-				b.abandon(w, len(batch)-off)
-			} else {
-				aborted = !b.deliver(w, batch[off:])
-			}
-		}
-		b.handleStops()
-		// Every value queued before these Flush calls was in this batch or
-		// an earlier one, and is now placed or dropped.
-		for _, f := range flushes {
-			close(f)
-		}
-
-		clear(batch)
-		spare = batch[:0]
-		clear(regs)
-		regSpare = regs[:0]
-		b.compact()
-		if last {
-			break
-		}
-	}
-	if aborted {
-		// Values still queued were accepted before Shutdown began; they are
-		// owed to every live watcher registered before them, and are counted
-		// as abandoned.
-		b.mu.Lock()
-		rest, regs := b.queue, b.pending
-		b.queue, b.pending = nil, nil
-		b.mu.Unlock()
-		for _, w := range b.active {
-			b.abandon(w, len(rest))
-		}
-		for _, w := range regs {
-			b.active = append(b.active, w)
-			b.abandon(w, len(rest)-int(w.start-b.distributed))
-		}
-	}
-	for _, w := range b.active {
-		b.closeWatcher(w)
-	}
-	b.active = nil
+// requestStop asks the distributor to close w. Like Shutdown, it signals
+// the distributor even when it is not parked for work, because a
+// distributor waiting for room in a Block watcher serves Stop requests too.
+func (b *Broadcaster[T]) requestStop(w *Watcher[T]) {
 	b.mu.Lock()
-	flushes := b.flushes
-	b.flushes = nil
+	b.stops = append(b.stops, w)
 	b.mu.Unlock()
-	for _, f := range flushes {
-		close(f) // what they waited for was delivered or counted as abandoned
+	signal(b.work.c)
+}
+
+// count records n values placed in w's queue.
+func (b *Broadcaster[T]) count(w *Watcher[T], n int) {
+	if n > 0 {
+		w.delivered.Add(uint64(n))
+		b.delivered.Add(uint64(n))
 	}
 }
 
-// compact removes closed watchers from the active list.
-func (b *Broadcaster[T]) compact() {
-	live := b.active[:0]
-	for _, w := range b.active {
-		if !w.gone {
-			live = append(live, w)
-		}
-	}
-	clear(b.active[len(live):])
-	b.active = live
-}
-
-// handleStops closes every watcher whose Stop is pending.
-func (b *Broadcaster[T]) handleStops() {
-	b.mu.Lock()
-	stops := b.stops
-	b.stops = nil
-	b.mu.Unlock()
-	for _, w := range stops {
-		b.closeWatcher(w)
-	}
-}
-
-// closeWatcher marks w closed: no value is delivered to it any more, its
-// Events channel (if any) is closed, and readers waiting on it return once
-// its queue is drained. Only the distributor calls it.
-func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
-	if w.gone {
-		return
-	}
-	w.gone = true
-	w.mu.Lock()
-	w.closed = true
-	if w.ch != nil {
-		close(w.ch)
-	}
-	if w.readers > 0 {
-		signal(w.dataReady)
-	}
-	w.mu.Unlock()
-	close(w.done)
-	b.watchers.Add(-1)
-}
-
-// abandon counts n values owed to w that Shutdown gave up on.
-func (b *Broadcaster[T]) abandon(w *Watcher[T], n int) {
-	if n <= 0 || w.gone {
-		return
-	}
-	w.dropped.Add(uint64(n))
-	b.dropAborted.Add(uint64(n))
-}
-
-// deliver places vals in w's queue according to w's policy. It reports false
-// only if a Shutdown context ended while it waited for a Block watcher; what
-// it could not deliver is then counted as abandoned.
-func (b *Broadcaster[T]) deliver(w *Watcher[T], vals []T) bool {
-	for len(vals) > 0 {
-		w.mu.Lock()
-		if w.ch != nil {
-			ch := w.ch
-			w.mu.Unlock()
-			return b.deliverChan(w, ch, vals)
-		}
-		n, placed, dropped := w.pushLocked(vals)
-		vals = vals[n:]
-		wakeReader := w.readers > 0
-		if len(vals) > 0 {
-			w.writerWaiting = true
-		}
-		w.mu.Unlock()
-		b.count(w, placed, dropped)
-		if wakeReader {
-			signal(w.dataReady)
-		}
-		if len(vals) == 0 {
-			return true
-		}
-		// A Block watcher is full: wait for room, for a Stop (of this
-		// watcher or any other: Stop signals wake, and no Stop waits for
-		// this watcher), or for an abandoning Shutdown.
-		select {
-		case <-w.space:
-		case <-b.wake:
-			b.handleStops()
-			if w.gone {
-				return true
-			}
-		case <-b.abort:
-			b.abandon(w, len(vals))
-			return false
-		}
-	}
-	return true
-}
-
-// deliverChan is deliver for a watcher read through Events. Only the
-// distributor sends on or closes ch, so sending without w.mu is safe.
-func (b *Broadcaster[T]) deliverChan(w *Watcher[T], ch chan T, vals []T) bool {
-	switch w.full {
-	case DropNewest:
-		sent := 0
-		for _, v := range vals {
-			select {
-			case ch <- v:
-				sent++
-			default:
-			}
-		}
-		b.count(w, sent, len(vals)-sent)
-	case DropOldest:
-		dropped := 0
-		for _, v := range vals {
-			select {
-			case ch <- v:
-				continue
-			default:
-			}
-			select {
-			case <-ch:
-				dropped++
-			default: // a reader made room meanwhile
-			}
-			// The distributor is the only sender, so there is room now.
-			ch <- v
-		}
-		b.count(w, len(vals), dropped)
-	default: // Block
-		for i := 0; i < len(vals); {
-			select {
-			case ch <- vals[i]:
-				i++
-				continue
-			default:
-			}
-			select {
-			case ch <- vals[i]:
-				i++
-			case <-b.wake:
-				b.handleStops()
-				if w.gone {
-					b.count(w, i, 0)
-					return true
-				}
-			case <-b.abort:
-				b.count(w, i, 0)
-				b.abandon(w, len(vals)-i)
-				return false
-			}
-		}
-		b.count(w, len(vals), 0)
-	}
-	return true
-}
-
-// count records values placed in w's queue and values dropped by w's
-// policy. A DropOldest watcher counts every value as placed and each value
-// it discards to make room as dropped, so that for each watcher
-// placed = read + still queued + DroppedOldest.
-func (b *Broadcaster[T]) count(w *Watcher[T], delivered, dropped int) {
-	if delivered > 0 {
-		b.delivered.Add(uint64(delivered))
-		w.delivered.Add(uint64(delivered))
-	}
-	if dropped <= 0 {
-		return
-	}
-	w.dropped.Add(uint64(dropped))
-	if w.full == DropOldest {
-		b.dropOldest.Add(uint64(dropped))
-	} else {
-		b.dropNewest.Add(uint64(dropped))
-	}
-}
-
-// signal makes a non-blocking send on a capacity-1 wake-up channel: a
-// pending signal is as good as two.
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
+// drop records n values owed to w and lost, for reason: the one place that
+// counts a loss, so that a watcher's Dropped and Stats always agree.
+func (b *Broadcaster[T]) drop(w *Watcher[T], n int, reason dropReason) {
+	if n > 0 {
+		w.dropped.Add(uint64(n))
+		b.dropped[reason].Add(uint64(n))
 	}
 }

@@ -27,11 +27,25 @@
 // Each watcher has a queue (Options.QueueLength, 100 by default) and a
 // FullPolicy for when the queue is full: Block waits, losing nothing;
 // DropNewest skips the new value for that watcher; DropOldest discards that
-// watcher's oldest queued value. Every loss is counted, per watcher in
-// Watcher.Dropped and in total in Broadcaster.Stats.
+// watcher's oldest queued value. A full watcher never makes another one
+// lose a value. Every loss is counted, per watcher in Watcher.Dropped and
+// in total in Broadcaster.Stats.
 //
 // Publish waits while the incoming queue (Options.IncomingQueueLength, 25 by
 // default) is full; TryPublish refuses instead, and counts the refusal.
+//
+// # Markers and Flush
+//
+// Registration travels the incoming queue as a queued function marker: a
+// function bound to a position in the queue, which the distributor runs
+// once every value queued before it has been placed in (or dropped from)
+// every watcher's queue, and before any value queued after it. That is
+// what makes registration exact, while Watch itself never waits.
+//
+// Broadcaster.Flush uses the same marker: it returns once everything
+// published before the call is in the queue of every watcher registered
+// before it. Watcher.Delivered then says how much a reader has to take to
+// have seen all of it.
 //
 // # Reading
 //
@@ -39,7 +53,7 @@
 // the fastest way to read, several times faster than apimachinery's
 // watch.Broadcaster at 10 watchers and more (see bench_test.go).
 // Watcher.Events is a channel, for select statements. Watcher.Next takes one
-// value with a context.
+// value with a context. The three can be mixed: they share one queue.
 //
 // # Concurrency
 //
@@ -52,15 +66,19 @@
 //
 // Shutdown stops new publishing, delivers everything queued before it,
 // closes every watcher and waits for the distributor to exit, bounded by its
-// context. Watcher.Stop ends one watcher; it is idempotent, never waits for
-// a value to be read, and may be called from the goroutine reading it.
+// context: when the context ends, full Block watchers are no longer waited
+// for (what they miss is counted) and every other watcher still gets every
+// value. Watcher.Stop ends one watcher; it is idempotent, never waits for a
+// value to be read, and may be called from the goroutine reading it.
 //
 // # Compared with apimachinery's watch.Broadcaster
 //
-// Same guarantees (ordering, registration by queue position, idempotent
-// Stop, close by the distributor only, flush on Shutdown), with these
-// differences: values are typed; errors are the sentinel ErrClosed; Watch,
-// Stop and TryPublish never wait for the distributor; Shutdown is bounded by
-// a context; a full watcher may drop its oldest value; every drop is counted;
+// Same guarantees (ordering, registration by a function marker in the
+// queue, idempotent Stop, close by the distributor only, flush on
+// Shutdown), with these differences: values are typed and markers are a
+// typed queue item, never a payload; errors are the sentinel ErrClosed;
+// Watch, Stop and TryPublish never wait for the distributor; Flush; Shutdown
+// is bounded by a context; a full watcher may drop its oldest value; every
+// drop is counted; a prefix takes no room in the watcher's queue;
 // Options.QueueLength zero means the default, not an unbuffered channel.
 package broadcast

@@ -88,7 +88,7 @@ func ExampleFullPolicy() {
 	b := broadcast.New[int](broadcast.Options{QueueLength: 2})
 	newest, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropNewest})
 	oldest, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropOldest})
-	audit, _ := b.WatchWith(broadcast.WatchOptions{QueueLength: 10}) // Block: loses nothing
+	audit, _ := b.WatchWith(broadcast.WatchOptions{QueueLength: 10, Full: broadcast.Block}) // loses nothing
 	for i := 1; i <= 5; i++ {
 		_ = b.Publish(ctx, i)
 	}
@@ -138,4 +138,27 @@ func ExampleWatcher_Next() {
 	// Output:
 	// hello <nil>
 	// broadcast: closed
+}
+
+// Flush waits until what was published so far is in every watcher's queue:
+// here, a DropNewest watcher nobody reads yet, whose drops are then known.
+func ExampleBroadcaster_Flush() {
+	ctx := context.Background()
+	b := broadcast.New[int](broadcast.Options{QueueLength: 2, Full: broadcast.DropNewest})
+	defer b.Shutdown(ctx)
+	w, _ := b.Watch()
+	defer w.Stop()
+	for i := range 5 {
+		_ = b.Publish(ctx, i)
+	}
+	if err := b.Flush(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("queued", w.Delivered(), "dropped", w.Dropped())
+	v, _ := w.Next(ctx)
+	fmt.Println("first", v)
+	// Output:
+	// queued 2 dropped 3
+	// first 0
 }

@@ -103,8 +103,9 @@ func runModel(t *testing.T, seed uint64, publishers, attempts, actors int) {
 				for p := range publishers {
 					h.lo[p] = int(completed[p].Load())
 				}
-				h.policy = broadcast.FullPolicy(arng.IntN(3))
-				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: arng.IntN(6), Full: h.policy})
+				choice := broadcast.FullPolicy(arng.IntN(4)) // 0: the broadcaster's, Block
+				h.policy = max(choice, broadcast.Block)
+				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: arng.IntN(6), Full: choice})
 				if errors.Is(err, broadcast.ErrClosed) {
 					return
 				}

@@ -1,8 +1,11 @@
 package broadcast
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
-// Default sizes, used where Options leaves a length at zero.
+// Default and largest sizes of the queues.
 const (
 	// DefaultQueueLength is the capacity of each watcher's queue (the value
 	// of apimachinery's watch.DefaultChanSize).
@@ -10,46 +13,57 @@ const (
 	// DefaultIncomingQueueLength is the capacity of the queue between
 	// publishers and the distributor, as in apimachinery's watch.Broadcaster.
 	DefaultIncomingQueueLength = 25
+	// MaxQueueLength is the largest queue length New and WatchWith accept,
+	// for a watcher's queue and for the incoming queue. A watcher's queue
+	// takes memory as it fills, not up front, but Watcher.Events makes a
+	// channel of the watcher's full length.
+	MaxQueueLength = 1 << 24
 )
 
-// Options configures a Broadcaster. The zero value is ready to use: every
-// field documents its default.
+// Options configures a Broadcaster. It is passed by value; the zero value
+// is ready to use, and each field documents its default.
 type Options struct {
 	// QueueLength is the capacity of each watcher's queue. Zero means
-	// DefaultQueueLength. Negative values panic in New.
+	// DefaultQueueLength. New panics if it is negative or above
+	// MaxQueueLength.
 	QueueLength int
 	// IncomingQueueLength is how many published values may wait for the
 	// distributor. When it is full, Publish waits and TryPublish refuses.
-	// Zero means DefaultIncomingQueueLength. Negative values panic in New.
+	// Zero means DefaultIncomingQueueLength. New panics if it is negative
+	// or above MaxQueueLength.
 	IncomingQueueLength int
-	// Full decides what happens when a watcher's queue is full. The zero
-	// value is Block. Watch and WatchWithPrefix use it; WatchWith chooses
-	// per watcher.
+	// Full decides what happens when a watcher's queue is full, for the
+	// watchers of Watch and WatchWithPrefix and for those of WatchWith that
+	// leave their own Full at zero. The zero value means Block.
 	Full FullPolicy
 }
 
-// WatchOptions configures one watcher created by Broadcaster.WatchWith.
-// The zero value gives a Block watcher with the broadcaster's QueueLength.
+// WatchOptions configures one watcher created by Broadcaster.WatchWith. The
+// zero value gives a watcher configured as the broadcaster's Options say.
 type WatchOptions struct {
 	// QueueLength is the capacity of this watcher's queue. Zero means the
-	// broadcaster's Options.QueueLength. Negative values panic.
+	// broadcaster's. WatchWith panics if it is negative or above
+	// MaxQueueLength.
 	QueueLength int
-	// Full is this watcher's policy when its queue is full, used as given:
-	// the zero value is Block, whatever the broadcaster's Options.Full.
+	// Full is this watcher's policy when its queue is full. The zero value
+	// means the broadcaster's Options.Full; name a policy to choose one.
 	Full FullPolicy
 }
 
 // FullPolicy says what a Broadcaster does with a value for a watcher whose
 // queue is full. Each watcher has its own policy; a full watcher never makes
 // another watcher lose a value.
+//
+// The zero FullPolicy names no policy: it means "the default", which is
+// Block in Options and the broadcaster's policy in WatchOptions.
 type FullPolicy int
 
 const (
 	// Block waits until the watcher makes room or is stopped. Nothing is
 	// lost, but one slow Block watcher holds back every other watcher and,
-	// once the incoming queue fills, every publisher. This is the zero value
+	// once the incoming queue fills, every publisher. This is the default
 	// (apimachinery's WaitIfChannelFull).
-	Block FullPolicy = iota
+	Block FullPolicy = iota + 1
 	// DropNewest skips the new value for that watcher only, and counts it
 	// (apimachinery's DropIfChannelFull, which does not count).
 	DropNewest
@@ -59,9 +73,12 @@ const (
 	DropOldest
 )
 
-// String returns the policy's name, as in its constant.
+// String returns the policy's name, as in its constant, and "default" for
+// the zero value.
 func (p FullPolicy) String() string {
 	switch p {
+	case 0:
+		return "default"
 	case Block:
 		return "Block"
 	case DropNewest:
@@ -69,7 +86,31 @@ func (p FullPolicy) String() string {
 	case DropOldest:
 		return "DropOldest"
 	}
-	return fmt.Sprintf("FullPolicy(%d)", int(p))
+	return "FullPolicy(" + strconv.Itoa(int(p)) + ")"
 }
 
-func (p FullPolicy) valid() bool { return p >= Block && p <= DropOldest }
+// resolve returns p, or def when p is the zero value. It panics, naming
+// field, when p is not a FullPolicy constant.
+func (p FullPolicy) resolve(def FullPolicy, field string) FullPolicy {
+	switch {
+	case p == 0:
+		return def
+	case p >= Block && p <= DropOldest:
+		return p
+	}
+	panic("broadcast: invalid " + field + " " + p.String())
+}
+
+// checkLength returns n, or def when n is zero. It panics, naming field,
+// when n is negative or above MaxQueueLength.
+func checkLength(n, def int, field string) int {
+	switch {
+	case n < 0:
+		panic("broadcast: negative " + field)
+	case n > MaxQueueLength:
+		panic(fmt.Sprintf("broadcast: %s %d is above MaxQueueLength (%d)", field, n, MaxQueueLength))
+	case n == 0:
+		return def
+	}
+	return n
+}
