@@ -33,6 +33,8 @@ type Broadcaster[T any] struct {
 	stops    []*Watcher[T] // Stop requests the distributor has not served yet
 	closed   bool          // Shutdown has begun
 	refused  uint64        // TryPublish calls refused for a full incoming queue
+	flush    *flushMark    // the last Flush marker queued, until the distributor takes it
+	exited   bool          // the distributor has taken its last Stop requests
 	work     waitq         // the distributor, parked for work (see distributor.go)
 	space    waitq         // publishers, parked for room in queue
 
@@ -104,9 +106,7 @@ func New[T any](opts Options) *Broadcaster[T] {
 		work:    newWaitq(),
 		space:   newWaitq(),
 	}
-	b.queue = make([]T, 0, b.incap)
-	b.d.vals = make([]T, 0, b.incap)
-	go b.run()
+	go b.run() // the incoming queue grows as it fills, up to incap
 	return b
 }
 
@@ -162,31 +162,41 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
 	}
+	// The context is user code: it is consulted outside the lock.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := ctx.Done()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for {
-		switch {
-		case b.closed:
+		if b.closed {
+			b.mu.Unlock()
 			return ErrClosed
-		case ctx.Err() != nil:
-			b.passSpaceLocked()
-			return ctx.Err()
-		case len(b.queue) < b.incap:
+		}
+		if len(b.queue) < b.incap {
 			b.enqueueLocked(v)
 			b.passSpaceLocked()
+			b.mu.Unlock()
 			return nil
 		}
 		// Wait outside the lock, so that Shutdown is never held up by a
 		// blocked publisher.
 		c := b.space.parkLocked()
 		b.mu.Unlock()
+		ended := false
 		select {
 		case <-c:
 		case <-b.closing:
-		case <-ctx.Done():
+		case <-done:
+			ended = true
 		}
 		b.mu.Lock()
 		b.space.unparkLocked()
+		if ended {
+			b.passSpaceLocked()
+			b.mu.Unlock()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -235,11 +245,13 @@ func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) {
 // before the call. It does not wait for watchers to read their values: see
 // Watcher.Delivered for that. Flush travels the queue as a marker: it holds
 // up no publisher and no watcher, and values queued after it do not delay
-// it, but a full Block watcher ahead of it does.
+// it, but a full Block watcher ahead of it does. Flush calls made with no
+// value queued between them share one marker.
 //
 // Flush returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
-// completed; while Shutdown is flushing, Flush waits for it and returns
-// nil. It panics on a nil ctx.
+// completed, or gave up on a full Block watcher (its context ended) before
+// every value queued before the call was placed. While Shutdown is
+// flushing, Flush waits for it. Flush panics on a nil ctx.
 func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
@@ -247,11 +259,12 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	reached := make(chan struct{})
 	b.mu.Lock()
-	closed := b.closed
-	if !closed {
-		b.queueMarkerLocked(marker[T]{run: func() { close(reached) }})
+	f, closed := b.flush, b.closed
+	if !closed && (f == nil || f.pos != b.enqueued) {
+		f = &flushMark{pos: b.enqueued, reached: make(chan struct{})}
+		b.flush = f
+		b.queueMarkerLocked(marker[T]{run: func() { f.reach(b.abandonedAny()) }})
 	}
 	b.mu.Unlock()
 	if closed {
@@ -260,14 +273,37 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 			return ErrClosed
 		default:
 		}
-		reached = b.done // Shutdown flushes everything queued
+		// Shutdown delivers everything queued before it.
+		f = &flushMark{reached: b.done}
 	}
 	select {
-	case <-reached:
+	case <-f.reached:
+		if f.abandoned || closed && b.abandonedAny() {
+			return ErrClosed
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// A flushMark is what a Flush marker reports to the Flush calls waiting on
+// it.
+type flushMark struct {
+	pos       uint64
+	reached   chan struct{} // closed when the marker has run
+	abandoned bool          // a Shutdown had given up on a value before it; set before reached closes
+}
+
+func (f *flushMark) reach(abandoned bool) {
+	f.abandoned = abandoned
+	close(f.reached)
+}
+
+// abandonedAny reports whether a Shutdown gave up on a value. Called by a
+// marker, on the distributor, it speaks of the values before the marker.
+func (b *Broadcaster[T]) abandonedAny() bool {
+	return b.dropped[dropShutdown].Load() > 0
 }
 
 // Shutdown stops the broadcaster. Watch, Publish and TryPublish return
@@ -280,7 +316,9 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 // what a full Block watcher cannot take is counted in Stats.DroppedShutdown
 // and in that watcher's Dropped, while every other watcher still gets every
 // value queued. Shutdown then returns ctx.Err() once the distributor has
-// exited. Shutdown is idempotent and safe to call from any goroutine. It
+// exited. Shutdown is idempotent and safe to call from any goroutine; but
+// called from the only reader of a full Block watcher, it waits for room
+// that reader cannot make until ctx ends (stop that watcher first). It
 // panics on a nil ctx.
 func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
@@ -331,9 +369,11 @@ func (b *Broadcaster[T]) Stats() Stats {
 // distributor waiting for room in a Block watcher serves Stop requests too.
 func (b *Broadcaster[T]) requestStop(w *Watcher[T]) {
 	b.mu.Lock()
-	b.stops = append(b.stops, w)
-	b.mu.Unlock()
-	signal(b.work.c)
+	defer b.mu.Unlock()
+	if !b.exited { // else the distributor closed w on its way out
+		b.stops = append(b.stops, w)
+		signal(b.work.c)
+	}
 }
 
 // count records n values placed in w's queue.

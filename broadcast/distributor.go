@@ -39,7 +39,7 @@ type distributor[T any] struct {
 	active      []*Watcher[T] // registered and open, in registration order
 	distributed uint64        // position of the next value to take
 	closedAny   bool          // a watcher in active was closed this round
-	marksLimit  int           // marks length that triggers a clean-up (see serveStops)
+	deadMarks   int           // registration markers in b.marks whose watcher is closed
 
 	// The round being distributed, taken from the incoming queue; its
 	// slices are swapped with the broadcaster's to be reused.
@@ -54,6 +54,9 @@ func (b *Broadcaster[T]) run() {
 	for b.next() {
 		b.distribute()
 	}
+	b.mu.Lock()
+	b.exited, b.stops = true, nil // the last round served every Stop
+	b.mu.Unlock()
 	for _, w := range b.d.active {
 		b.closeWatcher(w)
 	}
@@ -67,8 +70,6 @@ func (b *Broadcaster[T]) next() bool {
 	if d.last {
 		return false
 	}
-	clear(d.vals)
-	clear(d.marks)
 	b.mu.Lock()
 	for !b.closed && len(b.queue) == 0 && len(b.marks) == 0 && len(b.stops) == 0 {
 		c := b.work.parkLocked()
@@ -79,6 +80,7 @@ func (b *Broadcaster[T]) next() bool {
 	}
 	d.vals, b.queue = b.queue, d.vals[:0]
 	d.marks, b.marks = b.marks, d.marks[:0]
+	b.flush, d.deadMarks = nil, 0 // every marker is taken
 	d.last = b.closed
 	if len(d.vals) > 0 {
 		b.space.wakeLocked()
@@ -101,6 +103,8 @@ func (b *Broadcaster[T]) distribute() {
 	}
 	b.fanout(d.vals[off:])
 	d.distributed += uint64(len(d.vals))
+	clear(d.vals) // keep no reference to values or markers until the next round
+	clear(d.marks)
 	if d.closedAny {
 		d.compact()
 	}
@@ -119,6 +123,7 @@ func (b *Broadcaster[T]) fanout(vals []T) {
 // activate adds w to the watchers values are delivered to; it is the
 // function of w's registration marker.
 func (d *distributor[T]) activate(w *Watcher[T]) {
+	w.active = true
 	if !w.closed { // stopped before its marker was reached
 		d.active = append(d.active, w)
 	}
@@ -182,6 +187,7 @@ func (b *Broadcaster[T]) place(w *Watcher[T], vals []T) (n int, send chan T, roo
 		return n, send, nil
 	}
 	n, added, dropped := w.queue.place(w.full, vals)
+	w.pushed += uint64(added)
 	if added > 0 {
 		w.readers.wakeLocked()
 	}
@@ -210,11 +216,13 @@ func (b *Broadcaster[T]) sendAll(w *Watcher[T], ch chan T, vals []T) int {
 	before, newest, oldest := w.chSent, 0, 0
 	n := len(vals)
 	for i, v := range vals {
-		select {
-		case ch <- v:
-			w.chSent++
-			continue
-		default:
+		if w.full == Block || !w.overLimit(ch) {
+			select {
+			case ch <- v:
+				w.chSent++
+				continue
+			default:
+			}
 		}
 		if w.full == Block {
 			n = i
@@ -240,6 +248,21 @@ func (b *Broadcaster[T]) sendAll(w *Watcher[T], ch chan T, vals []T) int {
 	return n
 }
 
+// overLimit reports whether w's channel holds its queue length of
+// published values. The channel has room for the values owed ahead of the
+// queue at the switch as well (an unread prefix), so it can be full for
+// the queue before it is full for Go. len(ch) may only fall meanwhile, so
+// the answer errs towards full.
+func (w *Watcher[T]) overLimit(ch chan T) bool {
+	n := uint64(len(ch))
+	if cap(ch) <= w.queue.limit {
+		return n == uint64(cap(ch))
+	}
+	received := w.chSent - n
+	pinned := w.chPinned - min(w.chPinned, received) // prefix values still in ch
+	return n-pinned >= uint64(w.queue.limit)
+}
+
 // sent records n values sent on w's channel.
 func (b *Broadcaster[T]) sent(w *Watcher[T], n int) {
 	w.chSent += uint64(n)
@@ -248,9 +271,9 @@ func (b *Broadcaster[T]) sent(w *Watcher[T], n int) {
 
 // serveStops closes every watcher whose Stop is pending. A watcher stopped
 // before its registration marker was reached leaves the marker behind;
-// while the distributor is held up in one round, such markers are cleaned
-// up whenever their number has doubled, so that memory stays bounded by
-// the watchers still open.
+// while the distributor is held up in one round, those markers are removed
+// once they are more than half of the queued ones, so that memory stays
+// bounded by twice the markers of open watchers and Flush calls.
 func (b *Broadcaster[T]) serveStops() {
 	b.mu.Lock()
 	stops := b.stops
@@ -263,9 +286,8 @@ func (b *Broadcaster[T]) serveStops() {
 		return
 	}
 	b.mu.Lock()
-	if len(b.marks) > b.d.marksLimit {
-		b.marks = retire(b.marks)
-		b.d.marksLimit = max(64, 2*len(b.marks))
+	if d := &b.d; d.deadMarks > 32 && 2*d.deadMarks > len(b.marks) {
+		b.marks, d.deadMarks = retire(b.marks), 0
 	}
 	b.mu.Unlock()
 }
@@ -292,11 +314,18 @@ func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
 		return
 	}
 	w.closed = true
-	if w.ch != nil {
+	switch {
+	case w.pending != nil:
+		w.switchLocked() // closes the new channel: the watcher is closed
+	case w.ch != nil:
 		close(w.ch)
 	}
 	close(w.done) // last: once Stop sees it, every read sees the close
 
 	b.watchers.Add(-1)
-	b.d.closedAny = true
+	if w.active {
+		b.d.closedAny = true
+	} else {
+		b.d.deadMarks++
+	}
 }

@@ -2,7 +2,9 @@
 //
 // A Broadcaster[T] owns one goroutine, the distributor. Publishers queue
 // values; the distributor hands each value to every registered Watcher.
-// Nothing about T is assumed: orders, jobs, alerts or Kubernetes events.
+// Nothing about T is assumed: orders, jobs, alerts or Kubernetes events,
+// except Go's limit on a channel's element, which Watcher.Events is: T
+// must be smaller than 64 KiB; send a pointer to anything larger.
 //
 // # Usage
 //
@@ -53,7 +55,8 @@
 // the fastest way to read, several times faster than apimachinery's
 // watch.Broadcaster at 10 watchers and more (see bench_test.go).
 // Watcher.Events is a channel, for select statements. Watcher.Next takes one
-// value with a context. The three can be mixed: they share one queue.
+// value with a context. The three can be mixed: they share one queue, and a
+// value an All loop took but did not yield goes back to its place in it.
 //
 // # Concurrency
 //
@@ -77,7 +80,7 @@
 // queue, idempotent Stop, close by the distributor only, flush on
 // Shutdown), with these differences: values are typed and markers are a
 // typed queue item, never a payload; errors are the sentinel ErrClosed;
-// Watch, Stop and TryPublish never wait for the distributor; Flush; Shutdown
+// Watch and TryPublish never wait for the distributor, nor Stop for any value; Flush; Shutdown
 // is bounded by a context; a full watcher may drop its oldest value; every
 // drop is counted; a prefix takes no room in the watcher's queue;
 // Options.QueueLength zero means the default, not an unbuffered channel.

@@ -166,10 +166,10 @@ func TestFlushWaitsForBlockWatcherAndStop(t *testing.T) {
 // ErrClosed, never hang, and after Shutdown every value is accounted for.
 func TestFlushRacesShutdown(t *testing.T) {
 	for range 50 {
-		b := broadcast.New[int](broadcast.Options{QueueLength: 64})
+		b := broadcast.New[int](broadcast.Options{QueueLength: 80}) // room for all: nobody reads until the end
 		w, _ := b.Watch()
 		var wg sync.WaitGroup
-		for i := range 4 {
+		for range 4 {
 			wg.Go(func() {
 				for j := range 20 {
 					if _, err := b.TryPublish(j); err != nil {
@@ -179,7 +179,6 @@ func TestFlushRacesShutdown(t *testing.T) {
 						t.Errorf("Flush() = %v, want nil or ErrClosed", err)
 					}
 				}
-				_ = i
 			})
 		}
 		wg.Go(func() { shutdown(t, b) })

@@ -211,33 +211,110 @@ func TestPanicInAllLoopKeepsTheRest(t *testing.T) {
 	}
 }
 
-// TestEventsInsideAllLoopAccounted: values an All loop holds when Events is
-// called inside it, and the loop then breaks, cannot go in front of the
-// channel; they are counted as lost, alike in Dropped and in Stats, and
-// the channel carries on with the values published later.
-func TestEventsInsideAllLoopAccounted(t *testing.T) {
+// TestEventsInsideAllLoopKeepsOrder: Events called inside an All loop
+// switches the watcher once the loop hands back what it holds, so the
+// channel carries those values first, in order, and nothing is lost.
+func TestEventsInsideAllLoopKeepsOrder(t *testing.T) {
 	b := newB[int](t, broadcast.Options{})
-	w := watchT(t, b)
+	w, _ := b.WatchWithPrefix([]int{-2, -1})
+	t.Cleanup(w.Stop)
 	publish(t, b, seq(0, 10)...)
 	if err := b.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	var first int
 	var ch <-chan int
-	for range w.All() {
-		ch = w.Events()
+	for v := range w.All() {
+		first, ch = v, w.Events()
 		break
 	}
-	if w.Dropped() != 9 {
-		t.Errorf("Dropped() = %d, want 9 (the values the loop held)", w.Dropped())
+	publish(t, b, 10)
+	got := []int{first}
+	for len(got) < 13 {
+		got = append(got, <-ch)
 	}
-	if s := b.Stats(); s.DroppedSwitch != 9 {
-		t.Errorf("Stats().DroppedSwitch = %d, want 9", s.DroppedSwitch)
+	if want := append([]int{-2, -1}, seq(0, 11)...); !slices.Equal(got, want) {
+		t.Errorf("read %v, want %v", got, want)
+	}
+	if w.Dropped() != 0 {
+		t.Errorf("Dropped() = %d, want 0", w.Dropped())
 	}
 	checkAccounting(t, b, w)
-	publish(t, b, 10)
-	if v := <-ch; v != 10 {
-		t.Errorf("<-Events() = %d, want 10", v)
+}
+
+// TestEventsFromAnotherGoroutineWaitsForTheLoop: Events called while
+// another goroutine's All loop holds values takes effect when that loop
+// comes back for its next value; the loop then reads the channel too.
+func TestEventsFromAnotherGoroutineWaitsForTheLoop(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchT(t, b)
+	publish(t, b, seq(0, 5)...)
+	if err := b.Flush(context.Background()); err != nil {
+		t.Fatal(err)
 	}
+	yielded, resume := make(chan int), make(chan struct{})
+	loopDone := make(chan []int)
+	go func() {
+		var got []int
+		for v := range w.All() {
+			got = append(got, v)
+			if len(got) == 1 {
+				yielded <- v
+				<-resume
+			}
+			if len(got) == 3 {
+				break
+			}
+		}
+		loopDone <- got
+	}()
+	<-yielded // the loop holds 1..4
+	ch := w.Events()
+	close(resume)
+	fromLoop := <-loopDone
+	var fromCh []int
+	for len(fromLoop)+len(fromCh) < 5 {
+		fromCh = append(fromCh, <-ch)
+	}
+	if got := append(fromLoop, fromCh...); !slices.Equal(got, seq(0, 5)) {
+		t.Errorf("loop read %v, channel %v; want 0..4 once each, in order", fromLoop, fromCh)
+	}
+}
+
+// TestStopWhileSwitchWaitsCountsWhatTheLoopDrops: when the watcher closes
+// while a switch waits for an All loop, the switch happens at once; if the
+// loop then ends early, what it still holds cannot go in front of the
+// closed channel and is counted, alike in Dropped and Stats, prefix values
+// included, so that prefix + Delivered = read + dropped.
+func TestStopWhileSwitchWaitsCountsWhatTheLoopDrops(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w, _ := b.WatchWithPrefix([]int{-1})
+	publish(t, b, seq(0, 5)...)
+	if err := b.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	var ch <-chan int
+	for range w.All() {
+		read++
+		if read == 1 {
+			ch = w.Events() // waits for this loop
+			w.Stop()        // switches at once, closing the channel
+		}
+		if read == 2 {
+			break // holds 2..4
+		}
+	}
+	for range ch {
+		read++
+	}
+	if w.Dropped() != 4 {
+		t.Errorf("Dropped() = %d, want 4", w.Dropped())
+	}
+	if s := b.Stats(); s.DroppedSwitch != 4 || 1+s.Delivered != uint64(read)+s.DroppedSwitch {
+		t.Errorf("Stats() = %+v, read %d: want DroppedSwitch 4 and 1 + Delivered = read + DroppedSwitch", s, read)
+	}
+	checkAccounting(t, b, w)
 }
 
 // TestQueueLengthLimits: a length above MaxQueueLength is refused with a

@@ -29,21 +29,33 @@ type Watcher[T any] struct {
 	dropped   atomic.Uint64          // see Dropped
 	delivered atomic.Uint64          // see Delivered
 	events    atomic.Pointer[chan T] // ch, for reads without mu
+	switching atomic.Bool            // Events waits for All loops to hand their values back
 
-	// Channel delivery, set by Events under mu before ch is visible, then
-	// owned by the distributor: values sent on ch so far (those Events
-	// moved there included), and how many of the first ones came from
-	// front and so must never be dropped.
+	// Channel delivery, set under mu before ch is visible, then owned by
+	// the distributor: values sent on ch so far (those the switch moved
+	// there included), and how many of the first ones are prefix values,
+	// which no policy may drop.
 	chSent   uint64
 	chPinned uint64
+	active   bool // its registration marker has run; owned by the distributor
 
 	mu sync.Mutex
-	// front holds values owed before the queue that no policy may drop:
-	// the prefix of WatchWithPrefix, and values an All loop took but did
-	// not yield.
-	front []T
-	queue ring[T] // published values, until Events is called
-	ch    chan T  // non-nil once Events was called: the queue from then on
+	// Every value owed to the watcher has an index, its place in queue
+	// order: the prefix takes 0 to prefix-1, published values follow.
+	// front holds values owed before the ring, by index: the prefix, and
+	// values an All loop took and handed back. queue holds the published
+	// values from index prefix+pushed-queue.len() on.
+	front  []held[T]
+	queue  ring[T]
+	prefix uint64 // length of the prefix
+	pushed uint64 // values ever added to queue
+	// lent counts All batches out (taken, not yet all yielded or handed
+	// back) and lentVals their values; while any are out, a switch to
+	// channel delivery waits in pending.
+	lent     int
+	lentVals int
+	pending  chan T
+	ch       chan T // non-nil once the switch is done: the queue from then on
 	// closed is set, and done closed, by the distributor alone: nothing
 	// more will be added. Queued values stay readable. The distributor
 	// reads closed without mu, as no other goroutine writes it.
@@ -54,18 +66,28 @@ type Watcher[T any] struct {
 	writer   waitq         // the distributor waiting for room (Block)
 }
 
+// held is a value owed to a watcher ahead of its ring, with its index.
+type held[T any] struct {
+	idx uint64
+	v   T
+}
+
 func newWatcher[T any](b *Broadcaster[T], qlen int, full FullPolicy, prefix []T) *Watcher[T] {
 	w := &Watcher[T]{
 		b:        b,
 		full:     full,
 		queue:    ring[T]{limit: qlen},
+		prefix:   uint64(len(prefix)),
 		done:     make(chan struct{}),
 		switched: make(chan struct{}),
 		readers:  newWaitq(),
 		writer:   newWaitq(),
 	}
 	if len(prefix) > 0 {
-		w.front = append([]T(nil), prefix...)
+		w.front = make([]held[T], len(prefix))
+		for i, v := range prefix {
+			w.front[i] = held[T]{uint64(i), v}
+		}
 	}
 	return w
 }
@@ -75,9 +97,13 @@ func newWatcher[T any](b *Broadcaster[T], qlen int, full FullPolicy, prefix []T)
 // delivered what it owed; values already in it stay readable.
 //
 // The first call switches the watcher to channel delivery: what is queued
-// moves into a new channel whose capacity is the watcher's queue length
-// plus the prefix values still unread, and every Next and All call, parked
-// or not, reads that channel from then on. A channel costs one channel
+// moves, in order, into a new channel whose capacity is the watcher's
+// queue length plus the values owed ahead of the queue at that moment (an
+// unread prefix, values an All loop holds), and every Next and All call,
+// parked or not, reads that channel from then on. If an All loop holds
+// values, the switch waits until the loop yields its next value or ends,
+// when it hands the rest back; a receive from the channel inside that
+// loop's body, before then, waits for ever. A channel costs one channel
 // operation per value; All is faster where a loop will do.
 func (w *Watcher[T]) Events() <-chan T {
 	if p := w.events.Load(); p != nil {
@@ -85,29 +111,46 @@ func (w *Watcher[T]) Events() <-chan T {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.switchLocked()
+	switch {
+	case w.ch != nil:
+		return w.ch
+	case w.pending != nil:
+		return w.pending
 	}
-	return w.ch
+	w.pending = make(chan T, w.queue.limit+len(w.front)+w.lentVals)
+	if w.lent > 0 {
+		w.switching.Store(true)
+		return w.pending
+	}
+	ch := w.pending
+	w.switchLocked()
+	return ch
 }
 
-// switchLocked moves the queued values, front first, into a new channel
-// and makes it the watcher's queue.
+// switchLocked moves the queued values, in order, into the pending channel
+// and makes it the watcher's queue. Values an All loop still holds are not
+// moved: the loop keeps yielding them, and if it ends early they are lost
+// (see Stats.DroppedSwitch). That happens only when the watcher closed
+// while the switch waited for the loop.
 func (w *Watcher[T]) switchLocked() {
-	ch := make(chan T, w.queue.limit+len(w.front))
-	for _, v := range w.front {
-		ch <- v
+	ch := w.pending
+	for _, h := range w.front {
+		if h.idx < w.prefix {
+			w.chPinned++
+		}
+		ch <- h.v
 	}
 	for _, v := range w.queue.popTo(nil, w.queue.len()) {
 		ch <- v
 	}
-	w.chPinned, w.chSent = uint64(len(w.front)), uint64(len(ch))
-	w.front, w.queue = nil, ring[T]{}
+	w.chSent = uint64(len(ch))
+	w.front, w.queue, w.pending = nil, ring[T]{limit: w.queue.limit}, nil
 	w.ch = ch
 	if w.closed {
 		close(ch)
 	}
 	w.events.Store(&ch)
+	w.switching.Store(false)
 	close(w.switched)     // every parked reader moves to the channel
 	w.writer.wakeLocked() // so does the distributor, if it waits for room
 }
@@ -124,10 +167,13 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 		return receive(ctx, *p)
 	}
 	var one [1]T
-	got, ch, err := w.take(ctx, one[:0], 1)
+	got, ch, err := w.take(ctx.Done(), one[:0], 1)
 	switch {
 	case ch != nil:
 		return receive(ctx, ch)
+	case err == errDone:
+		var zero T
+		return zero, ctx.Err()
 	case err != nil:
 		var zero T
 		return zero, err
@@ -163,90 +209,157 @@ func closedErr(ok bool) error {
 // down and every queued value has been read. All takes whatever is queued in
 // one step, so it costs far less per value than Events or Next. When the
 // loop ends early (break, return, or a panic in its body), the values it
-// took but did not yield are put back in front of the queue for the next
-// read, in order; if Events was called meanwhile they cannot be put in
-// front of the channel, and are counted as lost (Stats.DroppedSwitch).
+// took but did not yield go back to the queue, in their place, for the
+// next read.
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		var buf []T
-		for {
-			var ch chan T
-			var err error
-			if p := w.events.Load(); p != nil {
-				ch = *p
-			} else {
-				buf, ch, err = w.take(context.Background(), buf[:0], -1)
+		var bt batch[T]
+		defer func() {
+			if bt.out {
+				w.giveBack(&bt) // the loop ended early
 			}
-			switch {
-			case ch != nil:
+		}()
+		for {
+			ch, err := w.takeBatch(&bt)
+			if ch != nil {
 				for v := range ch {
 					if !yield(v) {
 						return
 					}
 				}
 				return
-			case err != nil:
-				return
-			case !w.yieldAll(buf, yield):
+			}
+			if err != nil {
 				return
 			}
-			clear(buf)
+			for bt.next < len(bt.vals) && !w.switching.Load() {
+				v := bt.vals[bt.next]
+				bt.next++
+				if !yield(v) {
+					return
+				}
+			}
 		}
 	}
 }
 
-// yieldAll yields vals in order and reports whether the loop goes on. If
-// the loop ends before the last one, however it ends, the values not yet
-// yielded are put back.
-func (w *Watcher[T]) yieldAll(vals []T, yield func(T) bool) bool {
-	i := 0
-	defer func() {
-		if i < len(vals) {
-			w.putBack(vals[i:])
-		}
-	}()
-	for i < len(vals) {
-		v := vals[i]
-		i++
-		if !yield(v) {
-			return false
-		}
-	}
-	return true
+// A batch is what an All loop took from the queue: its values, where they
+// sat in queue order, and how many it has yielded. While out, it counts in
+// the watcher's lent.
+type batch[T any] struct {
+	vals     []T
+	frontIdx []uint64 // indices of vals[:len(frontIdx)], taken from front
+	ringIdx  uint64   // index of the first value taken from the ring
+	next     int      // vals[:next] are yielded
+	out      bool
 }
 
-// putBack returns values an All loop took but did not yield to the front of
-// the queue.
-func (w *Watcher[T]) putBack(vals []T) {
+func (bt *batch[T]) index(i int) uint64 {
+	if i < len(bt.frontIdx) {
+		return bt.frontIdx[i]
+	}
+	return bt.ringIdx + uint64(i-len(bt.frontIdx))
+}
+
+// takeBatch ends the loan of the batch an All loop held, if any, and lends
+// it the next one, waiting for values. It returns the channel instead once
+// the watcher delivers through one, and ErrClosed once it is closed and
+// empty.
+func (w *Watcher[T]) takeBatch(bt *batch[T]) (chan T, error) {
+	if bt.out {
+		w.giveBack(bt)
+	}
+	if p := w.events.Load(); p != nil {
+		return *p, nil
+	}
+	clear(bt.vals)
+	bt.frontIdx = bt.frontIdx[:0]
+	var ch chan T
+	var err error
+	bt.vals, ch, err = w.takeInto(nil, bt.vals[:0], -1, bt)
+	return ch, err
+}
+
+// giveBack hands back what an All loop holds and has not yielded.
+func (w *Watcher[T]) giveBack(bt *batch[T]) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ch != nil {
-		// Events was called while the loop held these values; a channel
-		// has no front to put them back at, and behind newer values they
-		// would be out of order.
-		w.b.drop(w, len(vals), dropSwitch)
-		return
-	}
-	w.front = append(append(make([]T, 0, len(vals)+len(w.front)), vals...), w.front...)
-	w.readers.wakeLocked()
+	w.giveBackLocked(bt)
 }
 
-// take appends queued values to buf, front first, at most limit of them
-// (all if limit is negative), waiting until there is at least one. It
-// returns the channel instead once the watcher delivers through one;
-// ErrClosed once the watcher is closed and empty; ctx.Err() if ctx ends
-// while nothing is queued.
-func (w *Watcher[T]) take(ctx context.Context, buf []T, limit int) ([]T, chan T, error) {
+// giveBackLocked ends bt's loan: its values not yet yielded go back to
+// front, in their place by index, and a switch to channel delivery that
+// waited for the last loan takes place. After the switch, values cannot be
+// put in front of the channel: they are counted as lost.
+func (w *Watcher[T]) giveBackLocked(bt *batch[T]) {
+	rest := bt.vals[bt.next:]
+	bt.out = false
+	w.lent--
+	w.lentVals -= len(bt.vals)
+	switch {
+	case len(rest) == 0:
+	case w.ch != nil:
+		w.b.drop(w, len(rest), dropSwitch)
+	default:
+		back := make([]held[T], len(rest))
+		for i, v := range rest {
+			back[i] = held[T]{bt.index(bt.next + i), v}
+		}
+		w.front = merge(w.front, back)
+		w.readers.wakeLocked()
+	}
+	if w.lent == 0 && w.pending != nil {
+		w.switchLocked()
+	}
+}
+
+// merge returns the values of a and b, each sorted by index, in one slice
+// sorted by index.
+func merge[T any](a, b []held[T]) []held[T] {
+	out := make([]held[T], 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].idx < b[0].idx {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// errDone tells take's callers that the done channel they gave was closed
+// (their context ended); they return their context's error.
+var errDone = &doneError{}
+
+type doneError struct{}
+
+func (*doneError) Error() string { return "broadcast: context done" }
+
+// take appends up to limit queued values to buf (all if limit is
+// negative), in queue order, waiting until there is one. It returns the
+// channel instead once the watcher delivers through one, ErrClosed once
+// the watcher is closed and empty, and errDone if done is closed while
+// nothing is queued. It never calls into the caller's context, so that no
+// user code runs under mu.
+func (w *Watcher[T]) take(done <-chan struct{}, buf []T, limit int) ([]T, chan T, error) {
+	return w.takeInto(done, buf, limit, nil)
+}
+
+// takeInto is take; with bt non-nil the values are lent to bt.
+func (w *Watcher[T]) takeInto(done <-chan struct{}, buf []T, limit int, bt *batch[T]) ([]T, chan T, error) {
+	start := len(buf)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.ch == nil && len(w.front)+w.queue.len() == 0 {
-		if w.closed {
+	for w.ch == nil && (w.pending != nil || len(w.front)+w.queue.len() == 0) {
+		if w.closed && w.pending == nil {
 			return buf, nil, ErrClosed
 		}
-		if err := ctx.Err(); err != nil {
-			return buf, nil, err
+		select {
+		case <-done:
+			return buf, nil, errDone
+		default:
 		}
-		w.waitLocked(ctx)
+		w.waitLocked(done)
 	}
 	if w.ch != nil {
 		return buf, w.ch, nil
@@ -255,12 +368,25 @@ func (w *Watcher[T]) take(ctx context.Context, buf []T, limit int) ([]T, chan T,
 		limit = len(w.front) + w.queue.len()
 	}
 	k := min(limit, len(w.front))
-	buf = append(buf, w.front[:k]...)
+	for _, h := range w.front[:k] {
+		buf = append(buf, h.v)
+		if bt != nil {
+			bt.frontIdx = append(bt.frontIdx, h.idx)
+		}
+	}
 	clear(w.front[:k])
 	if w.front = w.front[k:]; len(w.front) == 0 {
 		w.front = nil
 	}
+	if bt != nil {
+		bt.ringIdx = w.prefix + w.pushed - uint64(w.queue.len())
+	}
 	buf = w.queue.popTo(buf, min(limit-k, w.queue.len()))
+	if bt != nil {
+		bt.next, bt.out = 0, true
+		w.lent++
+		w.lentVals += len(buf) - start
+	}
 	w.writer.wakeLocked() // room for a Block watcher
 	if len(w.front)+w.queue.len() > 0 {
 		w.readers.wakeLocked() // the hand-off: more for another reader
@@ -269,15 +395,15 @@ func (w *Watcher[T]) take(ctx context.Context, buf []T, limit int) ([]T, chan T,
 }
 
 // waitLocked parks the caller until values arrive, the watcher closes or
-// switches to channel delivery, or ctx ends.
-func (w *Watcher[T]) waitLocked(ctx context.Context) {
+// switches to channel delivery, or done is closed.
+func (w *Watcher[T]) waitLocked(done <-chan struct{}) {
 	c := w.readers.parkLocked()
 	w.mu.Unlock()
 	select {
 	case <-c:
 	case <-w.done:
 	case <-w.switched:
-	case <-ctx.Done():
+	case <-done:
 	}
 	w.mu.Lock()
 	w.readers.unparkLocked()
@@ -287,7 +413,9 @@ func (w *Watcher[T]) waitLocked(ctx context.Context) {
 // once Stop returns its Events channel is closed and Next and All end after
 // the values still queued. Stop is idempotent, safe to call from any
 // goroutine (including the one reading), and never waits for a value to be
-// read, by this watcher or by any other.
+// read, by this watcher or by any other; it waits only for the distributor
+// to close the watcher, which it does even while it waits for room in a
+// Block watcher.
 func (w *Watcher[T]) Stop() {
 	w.stopOnce.Do(func() { w.b.requestStop(w) })
 	select {
@@ -298,14 +426,15 @@ func (w *Watcher[T]) Stop() {
 
 // Dropped returns how many values owed to this watcher were lost: skipped
 // or discarded by its FullPolicy, abandoned by a Shutdown whose context
-// ended, or held by an All loop that ended after a switch to Events. Each is
-// also counted in one Dropped field of the broadcaster's Stats.
+// ended, or held by an All loop that ended early after the watcher closed
+// while a switch to Events waited for it. Each is also counted in one
+// Dropped field of the broadcaster's Stats.
 func (w *Watcher[T]) Dropped() uint64 { return w.dropped.Load() }
 
 // Delivered returns how many published values were placed in this
 // watcher's queue (a prefix is not counted). For each watcher,
-// Delivered = values read + values still queued + those dropped from the
-// queue (DropOldest's discards and DroppedSwitch). After Broadcaster.Flush
-// returns, it counts every value queued before the call that this
-// watcher's policy did not skip.
+// prefix length + Delivered = values read + values still queued + values
+// lost from the queue (DropOldest's discards and DroppedSwitch). After
+// Broadcaster.Flush returns nil, it counts every value queued before the
+// call that this watcher's policy did not skip.
 func (w *Watcher[T]) Delivered() uint64 { return w.delivered.Load() }

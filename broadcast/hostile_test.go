@@ -1,0 +1,227 @@
+package broadcast_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// The tests in this file are attacks on the package's documented promises.
+// Each names the sentence it holds the code to; a failure is a break.
+
+// TestHostilePrefixLostWhenEventsCalledInsideAllLoop: WatchWithPrefix says
+// "no policy drops it: a snapshot listed before watching is never lost".
+// An All loop that takes the prefix, calls Events and breaks loses the
+// prefix values it held, counted as DroppedSwitch, although they were never
+// counted as Delivered: Delivered < Dropped, so the identity of Delivered's
+// doc and of Stats ("Of the values placed, DroppedOldest and DroppedSwitch
+// count those later lost from the queue") cannot hold.
+func TestHostilePrefixLostWhenEventsCalledInsideAllLoop(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	prefix := []int{-3, -2, -1}
+	w, err := b.WatchWithPrefix(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var read []int
+	for v := range w.All() {
+		read = append(read, v)
+		w.Events() // e.g. a helper that wants a channel for a select
+		break
+	}
+	w.Stop()
+	read = append(read, drain(t, w)...)
+	if !slices.Equal(read, prefix) {
+		t.Errorf("read %v, want the whole prefix %v: a prefix is never lost", read, prefix)
+	}
+	s := b.Stats()
+	if w.Dropped() != 0 || s.DroppedSwitch != 0 {
+		t.Errorf("Dropped() = %d, Stats().DroppedSwitch = %d: prefix values counted as lost", w.Dropped(), s.DroppedSwitch)
+	}
+	// Delivered = values read + still queued + dropped from the queue, with
+	// the prefix counted nowhere; here Delivered is 0 and the drops are not.
+	if s.Delivered < s.DroppedOldest+s.DroppedSwitch {
+		t.Errorf("Stats().Delivered = %d < DroppedOldest+DroppedSwitch = %d: more lost from queues than ever placed (Delivered-Dropped underflows)",
+			s.Delivered, s.DroppedOldest+s.DroppedSwitch)
+	}
+}
+
+// TestHostileConcurrentAllPutBacksReorder: "Every watcher receives values in
+// the order they were queued", and an All loop that ends early puts the
+// values it holds back "in front of the queue for the next read, in order".
+// Two All loops on one watcher, each holding values, that end in the order
+// older-holder first, leave the newer values in front of the older ones: the
+// next read of the watcher returns 5 before 2 and 3.
+func TestHostileConcurrentAllPutBacksReorder(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchT(t, b)
+	publish(t, b, 1, 2, 3)
+	flush(t, b)
+
+	// hold runs an All loop that yields one value and then holds the rest
+	// until told to break.
+	hold := func(held chan<- int, brk <-chan struct{}, done chan<- struct{}) {
+		defer close(done)
+		for v := range w.All() {
+			held <- v
+			<-brk
+			break
+		}
+	}
+	heldA, brkA, doneA := make(chan int, 1), make(chan struct{}), make(chan struct{})
+	go hold(heldA, brkA, doneA)
+	if v := <-heldA; v != 1 {
+		t.Fatalf("loop A yielded %d first, want 1", v)
+	} // A holds 2, 3
+
+	publish(t, b, 4, 5)
+	flush(t, b)
+	heldB, brkB, doneB := make(chan int, 1), make(chan struct{}), make(chan struct{})
+	go hold(heldB, brkB, doneB)
+	if v := <-heldB; v != 4 {
+		t.Fatalf("loop B yielded %d first, want 4", v)
+	} // B holds 5
+
+	close(brkA)
+	<-doneA // A put 2, 3 back
+	close(brkB)
+	<-doneB // B put 5 back
+
+	w.Stop()
+	var rest []int
+	for v := range w.All() {
+		rest = append(rest, v)
+	}
+	if !slices.Equal(rest, []int{2, 3, 5}) {
+		t.Errorf("after both loops ended the watcher reads %v, want 2 3 5 (queue order)", rest)
+	}
+}
+
+// TestHostileFlushNilAfterShutdownDropped: Flush "returns once every value
+// queued before the call has been placed in, or by its policy dropped
+// from, the queue of every watcher registered before the call", and
+// Delivered "After Broadcaster.Flush returns, ... counts every value queued
+// before the call that this watcher's policy did not skip". A Flush that
+// is waiting when a Shutdown's context ends returns nil although a value
+// queued before it was neither placed nor skipped by a policy: it was
+// abandoned by the Shutdown.
+func TestHostileFlushNilAfterShutdownDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1}) // Block
+		w, _ := b.Watch()
+		publish(t, b, 1, 2) // 2 waits for room that never comes
+		flushed := make(chan error, 1)
+		go func() { flushed <- b.Flush(context.Background()) }()
+		synctest.Wait() // Flush's marker is queued behind 2
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := b.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown() = %v, want Canceled", err)
+		}
+		err := <-flushed
+		if err == nil && w.Delivered() != 2 {
+			t.Errorf("Flush() = nil, but Delivered() = %d, Dropped() = %d (by Shutdown, not by policy): value 2, queued before Flush, was never placed",
+				w.Delivered(), w.Dropped())
+		}
+	})
+}
+
+// TestHostilePrefixEnlargesTheQueue: QueueLength "is the capacity of this
+// watcher's queue" and the prefix "does not take room in the watcher's
+// queue". On channel delivery the prefix's room stays in the channel after
+// the prefix is read: a DropNewest watcher of QueueLength 1 with a prefix of
+// 5 then holds 6 published values, not 1.
+func TestHostilePrefixEnlargesTheQueue(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.DropNewest}, -5, -4, -3, -2, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	ch := w.Events()
+	for range 5 {
+		<-ch // the prefix
+	}
+	publish(t, b, seq(0, 10)...)
+	flush(t, b)
+	if got := len(ch); got != 1 {
+		t.Errorf("watcher of QueueLength 1 holds %d values (Delivered %d, Dropped %d), want 1", got, w.Delivered(), w.Dropped())
+	}
+}
+
+func flush[T any](t *testing.T, b *broadcast.Broadcaster[T]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatalf("Flush() = %v", err)
+	}
+}
+
+// TestHostileDropOldestSkipsNewestWithoutPrefix: DropOldest "discards the
+// oldest value still queued for that watcher to make room for the new one
+// ...: a slow watcher always holds the freshest values", and only a
+// watcher whose channel fills "while its prefix is still unread" skips new
+// values instead. A DropOldest watcher with no prefix at all, whose All
+// loop ended early (put back one value) before Events was called, skips
+// every new value while that put-back value is unread, counting them as
+// DroppedNewest, and holds the stalest values.
+func TestHostileDropOldestSkipsNewestWithoutPrefix(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 2, Full: broadcast.DropOldest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	publish(t, b, 1, 2)
+	flush(t, b)
+	for range w.All() {
+		break // reads 1; 2 is put back
+	}
+	ch := w.Events()
+	publish(t, b, seq(3, 10)...)
+	flush(t, b)
+	var held []int
+	for len(ch) > 0 {
+		held = append(held, <-ch)
+	}
+	if s := b.Stats(); s.DroppedNewest != 0 {
+		t.Errorf("DropOldest watcher without a prefix skipped %d new values (Stats.DroppedNewest)", s.DroppedNewest)
+	}
+	if len(held) == 0 || held[len(held)-1] != 9 {
+		t.Errorf("DropOldest watcher holds %v, want the freshest values, ending with 9", held)
+	}
+}
+
+// TestShutdownFromReaderEndsWithItsContext: called from the only reader of
+// a full Block watcher, Shutdown cannot flush (its caller is the one who
+// must make room); as its doc says, it returns when its context ends, and
+// the values that reader missed are counted.
+func TestShutdownFromReaderEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1}) // Block
+		w, _ := b.Watch()
+		publish(t, b, 1, 2, 3)
+		returned := make(chan error, 1)
+		go func() {
+			for range w.All() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				returned <- b.Shutdown(ctx) // e.g. on a fatal value
+				return
+			}
+		}()
+		if err := <-returned; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown() = %v, want DeadlineExceeded", err)
+		}
+		if w.Dropped() != 1 {
+			t.Errorf("Dropped() = %d, want 1 (value 3: 2 waits in the queue)", w.Dropped())
+		}
+	})
+}
