@@ -72,7 +72,9 @@ type feed[T any] struct {
 	next       uint64        // the next stream sequence owed; owned by the goroutine
 
 	done chan struct{} // closed when the goroutine has exited
-	err  error         // why the feed ended on its own; written before done is closed
+
+	errMu sync.Mutex // guards err
+	err   error      // why the feed ended on its own
 
 	gaps     atomic.Uint64
 	poisoned atomic.Uint64
@@ -171,7 +173,11 @@ func (f *feed[T]) run() {
 		}
 	}
 	if fatal != nil && !errors.Is(fatal, ErrClosed) {
+		// Set before end closes the destination, so that a reader who
+		// sees the end finds the reason.
+		f.errMu.Lock()
 		f.err = fatal
+		f.errMu.Unlock()
 		f.logRestart.warn("natsbridge: reading ended", slog.Any("err", fatal))
 		if f.end != nil {
 			f.end(f.ctx, fatal)
@@ -375,14 +381,21 @@ func (f *feed[T]) waitPos(ctx context.Context, target uint64) error {
 		if f.pos.Load() >= target {
 			return nil
 		}
-		if f.err != nil {
-			return f.err
+		if err := f.failure(); err != nil {
+			return err
 		}
 		return ErrClosed
 	case <-ctx.Done():
 		f.dropWaiter(w)
 		return ctx.Err()
 	}
+}
+
+// failure returns why the feed ended on its own, or nil.
+func (f *feed[T]) failure() error {
+	f.errMu.Lock()
+	defer f.errMu.Unlock()
+	return f.err
 }
 
 func (f *feed[T]) dropWaiter(w posWaiter) {

@@ -68,6 +68,9 @@ func dial(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(20 * time.Millisecond),
 		nats.ReconnectJitter(0, 0),
+		// Tests that drop connections on purpose provoke slow-consumer
+		// reports; the watchers recover from them.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {

@@ -120,21 +120,28 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var failed error
 		for v := range w.All() {
 			err := p.Publish(ctx, v)
 			if err == nil || errors.Is(err, ErrCodec) || errors.Is(err, ErrTooLarge) {
 				continue // a value p refused is counted by p as Invalid
 			}
-			// p shut down, or stop's context ended: count the rest.
-			w.Stop()
-			n := uint64(1)
-			for range w.All() {
-				n++
-			}
-			p.abandoned.Add(n)
-			p.log.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), slog.Any("err", err))
+			failed = err
+			break
+		}
+		if failed == nil {
 			return
 		}
+		// p shut down, or stop's context ended: count the value that
+		// failed and those still queued (a loop that breaks leaves the
+		// values it took but did not yield queued).
+		w.Stop()
+		n := uint64(1)
+		for range w.All() {
+			n++
+		}
+		p.abandoned.Add(n)
+		p.log.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), slog.Any("err", failed))
 	}()
 	var once sync.Once
 	return func(stopCtx context.Context) error {

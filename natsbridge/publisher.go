@@ -293,38 +293,41 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 			return
 		default:
 		}
-		timer.Reset(max(time.Until(e.sent.Add(p.ackTimeout)), 0))
+		// An outcome that has arrived wins over a deadline that has
+		// passed meanwhile: the reaper may come to e late.
 		var err error
 		select {
 		case ack := <-e.ack.Ok():
-			timer.Stop()
-			p.confirmed.Add(1)
-			if ack.Duplicate {
-				p.duplicates.Add(1)
-			}
-			for {
-				last := p.lastSeq.Load()
-				if ack.Sequence <= last || p.lastSeq.CompareAndSwap(last, ack.Sequence) {
-					break
-				}
-			}
+			p.confirm(ack)
 			return
 		case err = <-e.ack.Err():
-			timer.Stop()
-		case <-timer.C:
-			err = jetstream.ErrAsyncPublishTimeout
-		case <-p.abort:
-			timer.Stop()
-			p.unconfirmed.Add(1)
-			return
+		default:
+			timer.Reset(max(time.Until(e.sent.Add(p.ackTimeout)), 0))
+			select {
+			case ack := <-e.ack.Ok():
+				timer.Stop()
+				p.confirm(ack)
+				return
+			case err = <-e.ack.Err():
+				timer.Stop()
+			case <-timer.C:
+				err = jetstream.ErrAsyncPublishTimeout
+			case <-p.abort:
+				timer.Stop()
+				p.unconfirmed.Add(1)
+				return
+			}
 		}
 		if !retriable(err) || e.tries >= p.maxRetries {
 			p.failed.Add(1)
 			p.log.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
 			return
 		}
-		if !p.backoff(e.tries, timer) {
+		switch p.backoff(e, err, timer) {
+		case backoffAbort:
 			p.unconfirmed.Add(1)
+			return
+		case backoffAck:
 			return
 		}
 		e.tries++
@@ -345,17 +348,52 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 	}
 }
 
-// backoff waits before the tries+1-th resend: 25ms, doubling, at most 1s.
-// It reports false if a Shutdown context ended meanwhile.
-func (p *Publisher[T]) backoff(tries int, timer *time.Timer) bool {
-	d := min(25*time.Millisecond<<min(tries, 6), time.Second)
-	timer.Reset(d)
+// confirm counts an ack.
+func (p *Publisher[T]) confirm(ack *jetstream.PubAck) {
+	p.confirmed.Add(1)
+	if ack.Duplicate {
+		p.duplicates.Add(1)
+	}
+	for {
+		last := p.lastSeq.Load()
+		if ack.Sequence <= last || p.lastSeq.CompareAndSwap(last, ack.Sequence) {
+			return
+		}
+	}
+}
+
+// Outcomes of a back-off.
+const (
+	backoffDone  = iota // time to send again
+	backoffAck          // the last send was acknowledged late, and counted
+	backoffAbort        // a Shutdown context ended
+)
+
+// backoff waits before e is sent again after err: 25ms, doubling with each
+// try, at most 1s. An ack of the last send that arrives meanwhile is taken:
+// a late ack is as good as any. The first resend after a lost connection
+// does not wait: it goes out on the new connection (or into its reconnect
+// buffer), so that a burst of acks lost together is sent again at once.
+func (p *Publisher[T]) backoff(e *pending, err error, timer *time.Timer) int {
+	if e.tries == 0 && errors.Is(err, nats.ErrDisconnected) {
+		select {
+		case <-p.abort:
+			return backoffAbort
+		default:
+			return backoffDone
+		}
+	}
+	timer.Reset(min(25*time.Millisecond<<min(e.tries, 6), time.Second))
 	select {
 	case <-timer.C:
-		return true
+		return backoffDone
+	case ack := <-e.ack.Ok():
+		timer.Stop()
+		p.confirm(ack)
+		return backoffAck
 	case <-p.abort:
 		timer.Stop()
-		return false
+		return backoffAbort
 	}
 }
 

@@ -176,7 +176,9 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 // Events returns a channel on which the watcher's values arrive, for
 // select statements. The first call starts a goroutine that moves values
 // from the queue to the channel, one at a time: the channel has no buffer
-// of its own, so that Seq counts what was received. The channel is closed
+// of its own, so that Seq counts what was received (it is recorded just
+// after each receive, and is exact once Stop has returned; use Next or All
+// where a reader needs it exact at every step). The channel is closed
 // by Stop (values still queued stay readable with Next and All) or once
 // the stream is deleted and the queue drained. All is faster where a loop
 // will do.
@@ -295,11 +297,4 @@ func (w *Watcher[T]) Restarts() uint64 { return w.f.restarts.Load() }
 // Err returns why the watcher ended by itself: an error wrapping
 // ErrStreamGone if the stream was deleted, or the connection's error if it
 // was closed. It returns nil while the watcher runs and after Stop.
-func (w *Watcher[T]) Err() error {
-	select {
-	case <-w.f.done:
-		return w.f.err
-	default:
-		return nil
-	}
-}
+func (w *Watcher[T]) Err() error { return w.f.failure() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
@@ -380,7 +381,7 @@ func TestWatchStreamDeleted(t *testing.T) {
 func TestWatchStreamReplaced(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	ctx := testCtx(t)
 	publishAll(t, topic, 1, 10)
 	w, err := topic.Watch(ctx, natsbridge.WatchOptions{})
@@ -425,10 +426,10 @@ func TestWatchEvents(t *testing.T) {
 			break
 		}
 	}
-	if w.Seq() != 3 {
-		t.Errorf("Seq() = %d after three values through Events, want 3", w.Seq())
-	}
 	w.Stop()
+	if w.Seq() != 3 {
+		t.Errorf("Seq() = %d after three values through Events and Stop, want 3", w.Seq())
+	}
 	for o := range w.Events() {
 		t.Errorf("value %d after Stop on a closed channel", o.ID)
 	}
@@ -474,7 +475,7 @@ func TestWatchLostConnection(t *testing.T) {
 	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 	_, pubJS := connect(t, s)
 	nc, js := dial(t, s.URL())
-	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * 1e6})
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	pubTopic := newTopic(t, pubJS, "orders", natsbridge.TopicOptions{})
 	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: 1000})
 	if err != nil {
