@@ -81,7 +81,7 @@ func TestMirrorBlockHoldsFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishAll(t, topic, 1, n)
-	const bound = 4 + 4 + 1 + readAhead
+	const bound = 4 + 2*4 + 1 + readAhead // queue, incoming queue and batch, the feed's, read-ahead
 	eventually(t, "the local watcher's queue is full", func() bool { return w.Delivered() == 4 })
 	if info := consumerInfo(t, js, topic.Stream()); info.Delivered.Stream > bound {
 		t.Fatalf("server delivered up to seq %d, want at most %d while the watcher is full", info.Delivered.Stream, bound)

@@ -95,9 +95,11 @@ type WatchOptions struct {
 	QueueLength int
 	// Full is the watcher's policy when its queue is full. The zero value
 	// is broadcast.Block: the watcher stops reading from the stream, which
-	// keeps the backlog, and nothing is lost while the stream retains it.
-	// broadcast.DropNewest and broadcast.DropOldest keep reading and drop
-	// (and count) values locally.
+	// keeps the backlog, and nothing is lost while the stream retains it
+	// (besides its queue, a Block watcher holds at most about
+	// 2*broadcast.DefaultIncomingQueueLength + TopicOptions.ReadAhead
+	// values read ahead). broadcast.DropNewest and broadcast.DropOldest
+	// keep reading and drop (and count) values locally.
 	Full broadcast.FullPolicy
 	// From is the stream sequence of the first value the watcher is owed.
 	// Zero means the sequence after the last value stored when Watch is

@@ -171,7 +171,7 @@ func TestServerGone(t *testing.T) {
 	if st.Published != 10+window || st.Confirmed != st.Published {
 		t.Fatalf("after the restart: %s; want all %d confirmed", describe(st), 10+window)
 	}
-	if got := storedIDs(t, js, topic); !cmp.Equal(got, span(1, 10+window)) {
+	if got := sorted(storedIDs(t, js, topic)); !cmp.Equal(got, span(1, 10+window)) {
 		t.Fatalf("stream holds %v, want 1..%d once each", got, 10+window)
 	}
 }
@@ -232,8 +232,10 @@ func TestRetriesStoreOnce(t *testing.T) {
 	if st.Retries == 0 || st.Confirmed != uint64(n) {
 		t.Fatalf("Stats() = %s, retries %d; want retries and all %d confirmed", describe(st), st.Retries, n)
 	}
-	if got := storedIDs(t, js, topic); !cmp.Equal(got, span(1, n)) {
-		t.Fatalf("stream does not hold 1..%d once each, in order: %s", n, firstDiff(got, span(1, n)))
+	// A value sent again may land after later ones (see the package doc);
+	// each is stored once.
+	if got := sorted(storedIDs(t, js, topic)); !cmp.Equal(got, span(1, n)) {
+		t.Fatalf("stream does not hold 1..%d once each: %s", n, firstDiff(got, span(1, n)))
 	}
 	t.Logf("%d values, %d sent again, %d dropped by the stream as duplicates", n, st.Retries, st.Duplicates)
 }

@@ -128,9 +128,9 @@ func TestWatchBlockStopsReading(t *testing.T) {
 	publishAll(t, topic, 1, n)
 
 	// At most this many values leave the server before the reader reads:
-	// the queue, broadcast's incoming queue, the one in the feed's hands
-	// and the read-ahead.
-	const bound = queue + broadcast.DefaultIncomingQueueLength + 1 + readAhead
+	// the queue, broadcast's incoming queue and the batch its distributor
+	// holds, the one in the feed's hands and the read-ahead.
+	const bound = queue + 2*broadcast.DefaultIncomingQueueLength + 1 + readAhead
 	eventually(t, "the watcher's queue is full", func() bool { return w.Delivered() == queue })
 	info := consumerInfo(t, js, topic.Stream())
 	if info.Delivered.Stream > bound || info.NumPending < n-bound {
