@@ -23,7 +23,7 @@ import (
 // sub-benchmark has a stream of its own, deleted when it ends.
 //
 //	go test -run '^$' -bench Publish -benchtime 100000x -count 6 . > pub.txt
-//	benchstat -col /impl pub.txt
+//	benchstat -row /storage -col /impl pub.txt
 //	go test -run '^$' -bench EndToEnd -benchtime 20000x -count 6 . > e2e.txt
 //	go test -run '^$' -bench Latency -benchtime 5000x -count 6 . > lat.txt
 //	benchstat -row /watchers -col /via e2e.txt lat.txt
@@ -48,10 +48,15 @@ func newBenchEnv(b *testing.B) benchEnv {
 	return benchEnv{srv: s, js: js}
 }
 
-// topic returns a fresh topic, deleted when b ends.
+// benchTopic returns a fresh topic on a file-backed stream, deleted when b
+// ends.
 func benchTopic[T any](b *testing.B, js jetstream.JetStream) *natsbridge.Topic[T] {
+	return benchTopicStored[T](b, js, jetstream.FileStorage)
+}
+
+func benchTopicStored[T any](b *testing.B, js jetstream.JetStream, storage jetstream.StorageType) *natsbridge.Topic[T] {
 	name := "bench" + strconv.FormatInt(benchTopics.Add(1), 10)
-	t := newTopicOf(b, js, name, natsbridge.JSON[T](), natsbridge.TopicOptions{})
+	t := newTopicOf(b, js, name, natsbridge.JSON[T](), natsbridge.TopicOptions{Storage: storage})
 	b.Cleanup(func() { _ = js.DeleteStream(context.Background(), t.Stream()) })
 	return t
 }
@@ -59,14 +64,22 @@ func benchTopic[T any](b *testing.B, js jetstream.JetStream) *natsbridge.Topic[T
 // BenchmarkPublish publishes small values and waits for every ack:
 // natsbridge's Publisher against a bare jetstream PublishAsync loop with the
 // same codec, with and without message ids (the Publisher sets one on every
-// value, for retries; the stream's deduplication costs the server a little).
+// value, for retries; the stream's deduplication costs the server a
+// little), on a file-backed stream (the default) and on a memory one (where
+// the engine is faster, so the client's own costs weigh more).
 func BenchmarkPublish(b *testing.B) {
 	env := newBenchEnv(b)
+	for _, storage := range []jetstream.StorageType{jetstream.FileStorage, jetstream.MemoryStorage} {
+		b.Run("storage="+storage.String(), func(b *testing.B) { benchPublish(b, env, storage) })
+	}
+}
+
+func benchPublish(b *testing.B, env benchEnv, storage jetstream.StorageType) {
 	ctx := context.Background()
 	codec := natsbridge.JSON[Order]()
 
 	b.Run("impl=natsbridge", func(b *testing.B) {
-		topic := benchTopic[Order](b, env.js)
+		topic := benchTopicStored[Order](b, env.js, storage)
 		p := topic.Publisher(natsbridge.PublisherOptions{})
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -85,9 +98,13 @@ func BenchmarkPublish(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
 	})
 
+	// The bare loop lets PublishAsync wait as long as it takes when its
+	// own limit of acks in flight (4000) is reached: with the default
+	// stall wait (200ms) a loaded machine makes it fail.
+	stall := jetstream.WithStallWait(time.Minute)
 	bare := func(withID bool) func(b *testing.B) {
 		return func(b *testing.B) {
-			topic := benchTopic[Order](b, env.js)
+			topic := benchTopicStored[Order](b, env.js, storage)
 			subject := topic.Name()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -97,9 +114,9 @@ func BenchmarkPublish(b *testing.B) {
 					b.Fatal(err)
 				}
 				if withID {
-					_, err = env.js.PublishAsync(subject, data, jetstream.WithMsgID(strconv.Itoa(i)))
+					_, err = env.js.PublishAsync(subject, data, stall, jetstream.WithMsgID(strconv.Itoa(i)))
 				} else {
-					_, err = env.js.PublishAsync(subject, data)
+					_, err = env.js.PublishAsync(subject, data, stall)
 				}
 				if err != nil {
 					b.Fatal(err)
@@ -295,7 +312,7 @@ func bareEndToEnd(b *testing.B, env benchEnv) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := env.js.PublishAsync(topic.Name(), data); err != nil {
+		if _, err := env.js.PublishAsync(topic.Name(), data, jetstream.WithStallWait(time.Minute)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -109,11 +109,14 @@
 // # Concurrency and goroutines
 //
 // Every type is safe for concurrent use. A Publisher owns one goroutine
-// (which awaits acks), ended by Shutdown; a Watcher one (which reads the
-// stream), ended by Stop, plus one more once Events is called; a mirror one,
-// ended when its broadcaster shuts down; a Forward one, ended by its stop
-// function. None is started per value. The consumers' own goroutines in
-// nats.go end with them. Topic.Shutdown ends everything a topic made.
+// (which awaits acks), ended by Shutdown. A Watcher owns two (its feed,
+// which reads the stream, and its private broadcaster's distributor),
+// ended by Stop, plus one more once Events is called. A mirror owns its
+// feed, ended when its broadcaster shuts down (the broadcaster's
+// distributor is the caller's, as with any broadcaster). A Forward owns
+// one, ended by its stop function. None is started per value. Each
+// consumer also runs two goroutines inside nats.go, which end when the
+// feed stops reading it. Topic.Shutdown ends everything a topic made.
 //
 // # Security
 //

@@ -14,9 +14,9 @@ const (
 	// DefaultDuplicates is how long the stream remembers message ids to
 	// drop a retried publish it already stored (the server's default).
 	DefaultDuplicates = 2 * time.Minute
-	// DefaultHeartbeat is how often the server tells an idle consumer it
-	// is alive. A consumer lost with a server restart is noticed, and
-	// created again where it stopped, within two heartbeats.
+	// DefaultHeartbeat is how often an idle watcher checks its consumer
+	// with the server. A consumer lost with a server restart is noticed,
+	// and created again where it stopped, within about one heartbeat.
 	DefaultHeartbeat = 5 * time.Second
 	// DefaultWindow is how many published values may await their ack.
 	DefaultWindow = 512
@@ -54,10 +54,13 @@ type TopicOptions struct {
 	// publish retried within it is stored once. Zero means
 	// DefaultDuplicates. Keep it longer than a publisher's retries last.
 	Duplicates time.Duration
-	// Heartbeat is how often the server reports to an idle consumer of
-	// this topic that it is alive; a consumer that hears nothing for two
-	// heartbeats is created again from where it stopped. Zero means
-	// DefaultHeartbeat; it must lie between 500ms and 10s.
+	// Heartbeat is how often a watcher or mirror of this topic that
+	// received nothing asks the server about its consumer (one small
+	// request); a consumer that is gone (a server restart) or that
+	// delivered a message the watcher did not receive (lost with a
+	// connection) is created again from where the watcher stopped. The
+	// server also sends heartbeats at this interval to idle consumers.
+	// Zero means DefaultHeartbeat; it must lie between 500ms and 10s.
 	Heartbeat time.Duration
 	// ReadAhead is how many messages each consumer of this topic asks for
 	// at a time. Zero means DefaultReadAhead.

@@ -251,12 +251,19 @@ func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
 	p.mu.Unlock()
 	defer p.inflight.Done()
 
-	msg := &nats.Msg{Subject: p.t.name, Data: data, Header: nats.Header{}}
-	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id), jetstream.WithExpectStream(p.t.streamID)}
+	// The headers are set here rather than through publish options, which
+	// cost an allocation each; retries send the same message, ids and all.
+	msg := &nats.Msg{Subject: p.t.name, Data: data, Header: nats.Header{
+		jetstream.MsgIDHeader:          {id},
+		jetstream.ExpectedStreamHeader: {p.t.streamID},
+	}}
+	var ack jetstream.PubAckFuture
+	var err error
 	if stall > 0 {
-		opts = append(opts, jetstream.WithStallWait(stall))
+		ack, err = p.js.PublishMsgAsync(msg, jetstream.WithStallWait(stall))
+	} else {
+		ack, err = p.js.PublishMsgAsync(msg)
 	}
-	ack, err := p.js.PublishMsgAsync(msg, opts...)
 	if err != nil {
 		<-p.slots
 		if errors.Is(err, nats.ErrMaxPayload) {

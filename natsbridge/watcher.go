@@ -62,8 +62,10 @@ type Watcher[T any] struct {
 // Shutdown has begun, and an error for an invalid o. ctx bounds the calls
 // to the server Watch makes.
 //
-// Watch starts one goroutine, the feed, which reads the stream until Stop
-// (or until the stream is deleted; see Err). Events starts a second one.
+// Watch starts two goroutines: the feed, which reads the stream until Stop
+// (or until the stream is deleted; see Err), and the distributor of the
+// watcher's private broadcaster, which ends with Stop. Events starts a
+// third.
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
 	full, err := watchPolicy(o.Full)
 	if err != nil {
