@@ -516,3 +516,42 @@ func firstDiff(got, want []int) string {
 	}
 	return fmt.Sprintf("lengths %d and %d", len(got), len(want))
 }
+
+// TestWatchFlushWaitsForRoom flushes a full Block watcher: Flush waits for
+// the reader (bounded by its context), and returns once the reader has made
+// room for everything the stream held.
+func TestWatchFlushWaitsForRoom(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{ReadAhead: 8})
+	ctx := testCtx(t)
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{QueueLength: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	publishAll(t, topic, 1, 200)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := w.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush of a full Block watcher nobody reads = %v, want context.DeadlineExceeded", err)
+	}
+	got := make(chan []int, 1)
+	go func() {
+		var read []int
+		for len(read) < 200 {
+			o, err := w.Next(ctx)
+			if err != nil {
+				break // the comparison below reports it
+			}
+			read = append(read, o.ID)
+		}
+		got <- read
+	}()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatalf("Flush with a reader = %v", err)
+	}
+	if diff := cmp.Diff(span(1, 200), <-got); diff != "" {
+		t.Fatalf("values (-want +got):\n%s", diff)
+	}
+}

@@ -2,7 +2,9 @@ package embedded_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -115,3 +117,28 @@ func TestStartNeedsDir(t *testing.T) {
 		t.Fatal("Start without Dir succeeded")
 	}
 }
+
+// TestLogger passes the server's log lines to a slog.Logger.
+func TestLogger(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	h := slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil)
+	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "Starting nats-server") {
+		t.Errorf("log lacks the server's start:\n%s", buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
