@@ -38,9 +38,10 @@
 //   - A watcher gets what follows its registration. Watch fixes the
 //     watcher's start sequence (Watcher.Start) before it returns: the
 //     watcher is owed every value stored at that sequence or later, and no
-//     value stored before. Every value stored after Watch returns is owed
-//     to it; none stored before Watch was called is. (A value stored while
-//     Watch runs may fall on either side; Start says which.)
+//     value stored before. Unless WatchOptions.From says otherwise, every
+//     value stored after Watch returns is owed to it and none stored
+//     before Watch was called is. (A value stored while Watch runs may
+//     fall on either side; Start says which.)
 //   - A policy per watcher, applied by package broadcast itself: under Block
 //     a full watcher stops reading from the server, which keeps the backlog;
 //     DropNewest and DropOldest drop locally, and count every drop
