@@ -1,0 +1,436 @@
+// Command nats shows herald across processes: typed domain events published
+// to a NATS JetStream topic and read by watchers in other processes, each
+// with its own policy, in one order, with every loss counted.
+//
+//	cd examples/nats && go run .                           # an embedded server
+//	cd examples/nats && go run . -server nats://host:4222  # an existing one
+//
+// It starts a NATS server with JetStream inside this process (listening on
+// loopback only, storing in a temporary directory), starts worker processes
+// (this program again) that watch the topic, publishes order events, and
+// prints what each worker received, what its policy dropped, the gaps
+// retention made, and what the publisher had confirmed.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// Event is the domain event the example publishes: one step of an order.
+type Event struct {
+	N     int    `json:"n"` // 1, 2, 3… in publishing order
+	Order string `json:"order"`
+	Kind  string `json:"kind"` // created, paid, shipped
+	Cents int    `json:"cents"`
+}
+
+// config is what main's flags set.
+type config struct {
+	server string // an existing server's URL; empty starts an embedded one
+	creds  string // a credentials file for server
+	events int    // events to publish
+	retain int    // the stream keeps this many events
+	keep   bool   // keep the topic's stream on an existing server
+}
+
+func main() {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
+	}
+	var c config
+	flag.StringVar(&c.server, "server", "", "URL of an existing NATS server with JetStream (default: start one in this process)")
+	flag.StringVar(&c.creds, "creds", "", "credentials file for -server")
+	flag.IntVar(&c.events, "events", 1000, "events to publish")
+	flag.IntVar(&c.retain, "retain", 600, "events the stream keeps (older ones are removed)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the example's stream on -server")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, os.Stdout, c); err != nil {
+		fmt.Fprintln(os.Stderr, "nats:", err)
+		os.Exit(1)
+	}
+}
+
+// worker describes one watching process.
+type worker struct {
+	Name   string               `json:"name"`
+	Policy broadcast.FullPolicy `json:"policy"`
+	Queue  int                  `json:"queue"`
+	From   uint64               `json:"from"`
+	Read   bool                 `json:"read"` // reads as values come; otherwise only at the end
+	Server string               `json:"server"`
+	Creds  string               `json:"creds"`
+	Topic  string               `json:"topic"`
+	Retain int                  `json:"retain"`
+}
+
+// result is what a worker reports when it ends.
+type result struct {
+	Start    uint64 `json:"start"`
+	Received int    `json:"received"`
+	First    int    `json:"first"`
+	Last     int    `json:"last"`
+	InOrder  bool   `json:"inOrder"`
+	Dropped  uint64 `json:"dropped"`
+	Gaps     uint64 `json:"gaps"`
+	Restarts uint64 `json:"restarts"`
+}
+
+// run runs the demo and writes its report to out.
+func run(ctx context.Context, out io.Writer, c config) error {
+	serverURL := c.server
+	if serverURL == "" {
+		dir, err := os.MkdirTemp("", "herald-nats-example")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := embedded.Start(embedded.Options{Dir: dir, Listen: "127.0.0.1:0"})
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		serverURL = srv.URL()
+		fmt.Fprintf(out, "embedded NATS server with JetStream at %s (loopback only)\n", serverURL)
+	} else {
+		fmt.Fprintf(out, "NATS server at %s\n", redact(serverURL))
+	}
+	nc, err := dial(serverURL, c.creds, "herald-example-publisher")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	// A topic of its own per run, so that runs against one server do not
+	// mix.
+	name := "herald.example.orders." + strings.ToLower(nuid.Next()[:8])
+	topic, err := natsbridge.NewTopic(ctx, js, name, natsbridge.JSON[Event](), natsbridge.TopicOptions{MaxMsgs: int64(c.retain)})
+	if err != nil {
+		return err
+	}
+	defer topic.Shutdown(ctx)
+	if c.server == "" || !c.keep {
+		defer js.DeleteStream(context.Background(), topic.Stream())
+	}
+	fmt.Fprintf(out, "topic %s: the stream keeps the last %d events\n\n", name, c.retain)
+
+	base := worker{Server: serverURL, Creds: c.creds, Topic: name, Retain: c.retain}
+	early := []worker{
+		{Name: "audit", Policy: broadcast.Block, Queue: 256, Read: true},
+		{Name: "dashboard", Policy: broadcast.DropOldest, Queue: 8},
+		{Name: "sampler", Policy: broadcast.DropNewest, Queue: 8},
+	}
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			p.kill()
+		}
+	}()
+	for _, w := range early {
+		p, err := startWorker(ctx, merge(base, w))
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+
+	// Publish in chunks no larger than what the stream keeps, and let the
+	// workers catch up after each: a burst larger than the retention can
+	// outrun even a fast reader, which would then count gaps too. Each
+	// chunk has its publisher, whose Shutdown waits for every ack.
+	var total natsbridge.PublisherStats
+	kinds := []string{"created", "paid", "shipped"}
+	for first := 1; first <= c.events; first += c.retain {
+		pub := topic.Publisher(natsbridge.PublisherOptions{})
+		for n := first; n < first+c.retain && n <= c.events; n++ {
+			e := Event{N: n, Order: fmt.Sprintf("o-%04d", (n+2)/3), Kind: kinds[(n-1)%3], Cents: 100 * (n%7 + 1)}
+			if err := pub.Publish(ctx, e); err != nil {
+				return err
+			}
+		}
+		if err := pub.Shutdown(ctx); err != nil {
+			return err
+		}
+		st := pub.Stats()
+		total.Published += st.Published
+		total.Confirmed += st.Confirmed
+		total.Failed += st.Failed
+		total.Unconfirmed += st.Unconfirmed
+		total.LastSeq = max(total.LastSeq, st.LastSeq)
+		for _, p := range procs {
+			if err := p.sync(); err != nil {
+				return fmt.Errorf("worker %s: %w", p.w.Name, err)
+			}
+		}
+	}
+	fmt.Fprintf(out, "publisher: %d events published, %d confirmed by the stream (last sequence %d), %d failed, %d unconfirmed\n",
+		total.Published, total.Confirmed, total.LastSeq, total.Failed, total.Unconfirmed)
+
+	// A worker that comes late and asks for everything from sequence 1:
+	// retention has removed the oldest events, and it counts them.
+	late, err := startWorker(ctx, merge(base, worker{Name: "late", Policy: broadcast.Block, Queue: 64, From: 1, Read: true}))
+	if err != nil {
+		return err
+	}
+	procs = append(procs, late)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(out, "\n")
+	fmt.Fprintln(tw, "worker\tpolicy\tqueue\tstart\treceived\tevents\tin order\tdropped\tgaps")
+	for _, p := range procs {
+		r, err := p.finish()
+		if err != nil {
+			return fmt.Errorf("worker %s: %w", p.w.Name, err)
+		}
+		events := "-"
+		if r.Received > 0 {
+			events = fmt.Sprintf("%d..%d", r.First, r.Last)
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%v\t%d\t%d\n",
+			p.w.Name, p.w.Policy, p.w.Queue, r.Start, r.Received, events, yes(r.InOrder), r.Dropped, r.Gaps)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nEvery worker read one order (the stream's). audit lost nothing (Block); dashboard kept the\n"+
+		"freshest %d (DropOldest) and sampler the first %d (DropNewest), counting the rest as dropped;\n"+
+		"late started at sequence 1 after retention removed the oldest events, and counted them as gaps.\n",
+		early[1].Queue, early[2].Queue)
+	return nil
+}
+
+func merge(base, w worker) worker {
+	w.Server, w.Creds, w.Topic, w.Retain = base.Server, base.Creds, base.Topic, base.Retain
+	return w
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+// redact hides a password in a server URL before it is printed.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// dial connects to a server, with credentials if given, reconnecting for
+// as long as the demo runs.
+func dial(serverURL, creds, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	if creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	nc, err := nats.Connect(serverURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", redact(serverURL), err)
+	}
+	return nc, nil
+}
+
+// workerEnv carries a worker's description to the process that plays it.
+const workerEnv = "HERALD_NATS_EXAMPLE_WORKER"
+
+// proc is a running worker process.
+type proc struct {
+	w     worker
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+	start uint64
+}
+
+// startWorker starts this program again as worker w and waits until its
+// watcher is registered.
+func startWorker(ctx context.Context, w worker) (*proc, error) {
+	spec, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	// Under go test the executable is the test binary; -test.run keeps it
+	// from running tests if it ever ignores workerEnv.
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{w: w, cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	if !p.out.Scan() {
+		p.kill()
+		return nil, fmt.Errorf("worker %s ended before it was ready", w.Name)
+	}
+	if _, err := fmt.Sscanf(p.out.Text(), "ready %d", &p.start); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("worker %s: %q: %w", w.Name, p.out.Text(), err)
+	}
+	return p, nil
+}
+
+// sync asks the worker to take in everything the stream holds (queue it,
+// drop it by its policy, or count it as a gap) and waits until it has.
+func (p *proc) sync() error {
+	if _, err := io.WriteString(p.stdin, "sync\n"); err != nil {
+		return err
+	}
+	if !p.out.Scan() || p.out.Text() != "synced" {
+		return fmt.Errorf("no answer to sync: %q", p.out.Text())
+	}
+	return nil
+}
+
+// finish tells the worker that publishing is over and returns its result.
+func (p *proc) finish() (result, error) {
+	var r result
+	if _, err := io.WriteString(p.stdin, "finish\n"); err != nil {
+		return r, err
+	}
+	if !p.out.Scan() {
+		return r, errors.New("no result")
+	}
+	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
+		return r, err
+	}
+	return r, p.cmd.Wait()
+}
+
+func (p *proc) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
+
+// workerMain plays the worker described by spec: it watches the topic,
+// says "ready <start>", reads (as values come, or only at the end), flushes
+// when asked, and on "finish" stops and reports on out.
+func workerMain(spec string, in io.Reader, out io.Writer) int {
+	var w worker
+	if err := json.Unmarshal([]byte(spec), &w); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
+	if err := runWorker(w, in, out); err != nil {
+		fmt.Fprintf(os.Stderr, "worker %s: %v\n", w.Name, err)
+		return 1
+	}
+	return 0
+}
+
+func runWorker(spec worker, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nc, err := dial(spec.Server, spec.Creds, "herald-example-"+spec.Name)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	topic, err := natsbridge.NewTopic(ctx, js, spec.Topic, natsbridge.JSON[Event](), natsbridge.TopicOptions{MaxMsgs: int64(spec.Retain)})
+	if err != nil {
+		return err
+	}
+	defer topic.Shutdown(ctx)
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{QueueLength: spec.Queue, Full: spec.Policy, From: spec.From})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ready %d\n", w.Start())
+
+	r := result{Start: w.Start(), InOrder: true}
+	take := func(e Event) {
+		if r.Received > 0 && e.N <= r.Last {
+			r.InOrder = false
+		}
+		if r.Received == 0 {
+			r.First = e.N
+		}
+		r.Received++
+		r.Last = e.N
+	}
+	read := make(chan struct{})
+	if spec.Read {
+		go func() {
+			defer close(read)
+			for e := range w.All() { // ends after Stop, once the queue is read
+				take(e)
+			}
+		}()
+	}
+	// Each line on in asks for a flush: everything the stream holds is
+	// then in the queue, dropped by the policy, or counted as a gap.
+	// "sync" is answered; "finish" ends the watcher.
+	lines := bufio.NewScanner(in)
+	for {
+		if !lines.Scan() {
+			return fmt.Errorf("waiting for the end of publishing: %v", lines.Err())
+		}
+		if err := w.Flush(ctx); err != nil {
+			return err
+		}
+		if lines.Text() == "finish" {
+			break
+		}
+		fmt.Fprintln(out, "synced")
+	}
+	w.Stop()
+	if spec.Read {
+		<-read
+	} else {
+		for e := range w.All() {
+			take(e)
+		}
+	}
+	r.Dropped, r.Gaps, r.Restarts = w.Dropped(), w.Gaps(), w.Restarts()
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, string(line))
+	return nil
+}

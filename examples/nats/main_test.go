@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// TestMain runs the tests under goleak; a test binary started by run as a
+// worker plays the worker instead.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// TestRun runs the example with an embedded server and worker processes, and
+// checks the lines its comments promise.
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, &out, config{events: 300, retain: 200}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"embedded NATS server with JetStream at nats://127.0.0.1:",
+		"publisher: 300 events published, 300 confirmed by the stream (last sequence 300), 0 failed, 0 unconfirmed",
+		//        worker  policy  queue start received events in order dropped gaps
+		"audit      Block       256    1      300       1..300    yes       0        0",
+		"dashboard  DropOldest  8      1      8         293..300  yes       292      0",
+		"sampler    DropNewest  8      1      8         1..8      yes       292      0",
+		"late       Block       64     1      200       101..300  yes       0        100",
+	} {
+		if !strings.Contains(squash(out.String()), squash(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestRunAgainstServer points the example at a server it did not start, as
+// -server does, and checks that it leaves no stream behind.
+func TestRunAgainstServer(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, &out, config{server: srv.URL(), events: 90, retain: 60}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"NATS server at " + srv.URL(),
+		"publisher: 90 events published, 90 confirmed",
+		"late       Block       64     1      60        31..90    yes       0        30",
+	} {
+		if !strings.Contains(squash(out.String()), squash(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		t.Errorf("stream %q left on the server", name)
+	}
+}
+
+// squash collapses runs of white space, so that the table's column widths
+// do not matter.
+func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func TestRedact(t *testing.T) {
+	if got := redact("nats://alice:s3cret@example.com:4222"); strings.Contains(got, "s3cret") {
+		t.Errorf("redact kept the password: %q", got)
+	}
+}

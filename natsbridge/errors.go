@@ -1,0 +1,46 @@
+package natsbridge
+
+import (
+	"errors"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// Errors callers branch on. Test for them with errors.Is: most are
+// returned wrapped, with the detail that caused them.
+var (
+	// ErrClosed is returned once a Publisher, Topic or Watcher has shut
+	// down or stopped. It is broadcast.ErrClosed, so one errors.Is test
+	// serves both packages.
+	ErrClosed = broadcast.ErrClosed
+
+	// ErrInvalidName is returned by NewTopic for a name that is not a
+	// dot-separated list of non-empty tokens made of ASCII letters, digits,
+	// '-' and '_'.
+	ErrInvalidName = errors.New("natsbridge: invalid topic name")
+
+	// ErrTypeMismatch is returned by NewTopic when the stream already
+	// carries a topic of another Go type.
+	ErrTypeMismatch = errors.New("natsbridge: stream holds another type")
+
+	// ErrNameConflict is returned by NewTopic when a stream of the same
+	// name exists but serves other subjects (another topic whose name maps
+	// to the same stream, or a stream that herald did not create).
+	ErrNameConflict = errors.New("natsbridge: stream name in use")
+
+	// ErrCodec wraps an error returned, or a panic raised, by a Codec.
+	ErrCodec = errors.New("natsbridge: codec failed")
+
+	// ErrTooLarge is returned by Publish and TryPublish for a value whose
+	// encoding exceeds the largest message the server accepts.
+	ErrTooLarge = errors.New("natsbridge: value too large")
+
+	// ErrStreamGone is returned by Watch and Mirror, and by Watcher.Err,
+	// when the topic's stream was deleted (or deleted and created again,
+	// which restarts its sequence numbers).
+	ErrStreamGone = errors.New("natsbridge: stream deleted")
+
+	// ErrBadStart is returned by Watch for a WatchOptions.From beyond the
+	// sequence the stream will give its next value.
+	ErrBadStart = errors.New("natsbridge: start sequence beyond the stream's end")
+)

@@ -1,0 +1,222 @@
+package natsbridge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// Order is the domain value most tests publish.
+type Order struct {
+	ID   int    `json:"id"`
+	Item string `json:"item"`
+}
+
+// Invoice is a second type, for the type-mismatch test.
+type Invoice struct {
+	Number string `json:"number"`
+}
+
+// quiet discards the logs of tests that provoke warnings on purpose.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// startServer starts an embedded server with JetStream in a directory of the
+// test's own (unless o.Dir is set) and shuts it down when the test ends.
+func startServer(t testing.TB, o embedded.Options) *embedded.Server {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	s, err := embedded.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// connect opens an in-process connection to s, closed when the test ends.
+func connect(t testing.TB, s *embedded.Server, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := s.Connect(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// dial opens a TCP connection to url that reconnects for ever, closed when
+// the test ends.
+func dial(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	all := append([]nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(20 * time.Millisecond),
+		nats.ReconnectJitter(0, 0),
+		// Tests that drop connections on purpose provoke slow-consumer
+		// reports; the watchers recover from them.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
+	}, opts...)
+	nc, err := nats.Connect(url, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// newTopic opens a topic of Orders and shuts it down when the test ends.
+func newTopic(t testing.TB, js jetstream.JetStream, name string, o natsbridge.TopicOptions) *natsbridge.Topic[Order] {
+	t.Helper()
+	return newTopicOf(t, js, name, natsbridge.JSON[Order](), o)
+}
+
+func newTopicOf[T any](t testing.TB, js jetstream.JetStream, name string, c natsbridge.Codec[T], o natsbridge.TopicOptions) *natsbridge.Topic[T] {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = quiet
+	}
+	topic, err := natsbridge.NewTopic(context.Background(), js, name, c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := topic.Shutdown(context.Background()); err != nil {
+			t.Errorf("topic Shutdown: %v", err)
+		}
+	})
+	return topic
+}
+
+// publishAll publishes orders first..last and waits for every ack.
+func publishAll(t testing.TB, topic *natsbridge.Topic[Order], first, last int) natsbridge.PublisherStats {
+	t.Helper()
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	for i := first; i <= last; i++ {
+		if err := p.Publish(context.Background(), Order{ID: i}); err != nil {
+			t.Fatalf("Publish(%d): %v", i, err)
+		}
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatalf("publisher Shutdown: %v", err)
+	}
+	s := p.Stats()
+	if want := uint64(last - first + 1); s.Confirmed != want {
+		t.Fatalf("publisher confirmed %d, want %d (%+v)", s.Confirmed, want, s)
+	}
+	return s
+}
+
+// testCtx returns a context that ends when the test does, or after a
+// failsafe minute.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// take reads n values from w, failing the test if it cannot.
+func take(t testing.TB, w *natsbridge.Watcher[Order], n int) []Order {
+	t.Helper()
+	ctx := testCtx(t)
+	got := make([]Order, 0, n)
+	for len(got) < n {
+		v, err := w.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next after %d of %d values: %v", len(got), n, err)
+		}
+		got = append(got, v)
+	}
+	return got
+}
+
+// drain reads w until it is closed.
+func drain(t testing.TB, w *natsbridge.Watcher[Order]) []Order {
+	t.Helper()
+	ctx := testCtx(t)
+	var got []Order
+	for {
+		v, err := w.Next(ctx)
+		if errors.Is(err, natsbridge.ErrClosed) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("Next after %d values: %v", len(got), err)
+		}
+		got = append(got, v)
+	}
+}
+
+// ids returns the IDs of orders.
+func ids(orders []Order) []int {
+	out := make([]int, len(orders))
+	for i, o := range orders {
+		out[i] = o.ID
+	}
+	return out
+}
+
+// span returns first, first+1, …, last.
+func span(first, last int) []int {
+	var out []int
+	for i := first; i <= last; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// eventually polls cond until it holds, failing the test after a failsafe
+// timeout. It is for state only the server knows (consumers, stream
+// contents), never for timing.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not true after 30s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// consumers returns the number of consumers on stream.
+func consumers(t testing.TB, js jetstream.JetStream, stream string) int {
+	t.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	l := s.ListConsumers(context.Background())
+	for range l.Info() {
+		n++
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func describe(s natsbridge.PublisherStats) string {
+	return fmt.Sprintf("published %d = confirmed %d + failed %d + unconfirmed %d + pending %d",
+		s.Published, s.Confirmed, s.Failed, s.Unconfirmed, s.Pending)
+}

@@ -1,0 +1,158 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// mirror is what a Topic keeps of a Mirror: the feed and its broadcaster.
+type mirror[T any] struct {
+	t *Topic[T]
+	f *feed[T]
+	b *broadcast.Broadcaster[T]
+}
+
+// Mirror returns a local broadcast.Broadcaster, configured by o, fed with
+// the values the topic stores after Mirror returns, in stream order, by one
+// consumer: any number of local watchers cost one read of the stream. The
+// broadcaster's own rules hold locally: a local watcher receives the values
+// fed after its Watch call; under Block a full local watcher holds back the
+// feed, which stops asking the server for messages (the stream keeps the
+// backlog); DropNewest and DropOldest drop and count locally. Values lost to
+// retention before the feed read them are counted in the topic's Stats.
+//
+// Mirror starts one goroutine, the feed. Shut the broadcaster down to end
+// it: the feed stops reading once Shutdown has begun (within 200ms when the
+// stream is idle). If the stream is deleted, the feed shuts the broadcaster
+// down itself. Topic.Shutdown ends the feed and shuts the broadcaster down.
+//
+// Mirror returns ErrStreamGone if the stream was deleted, ErrClosed after
+// the topic's Shutdown has begun, and an error for an invalid o; ctx bounds
+// the calls to the server it makes.
+func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.Broadcaster[T], error) {
+	if o.QueueLength < 0 || o.IncomingQueueLength < 0 {
+		return nil, errors.New("natsbridge: negative length in broadcast.Options")
+	}
+	if _, err := watchPolicy(o.Full); err != nil {
+		return nil, fmt.Errorf("natsbridge: invalid broadcast.Options.Full %v", o.Full)
+	}
+	if t.isClosed() {
+		return nil, ErrClosed
+	}
+	info, err := t.streamState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := &mirror[T]{t: t, b: broadcast.New[T](o)}
+	m.f = newFeed(t, "mirror", info.State.LastSeq+1)
+	m.f.out = func(ctx context.Context, _ uint64, v T) error {
+		err := m.b.Publish(ctx, v)
+		if errors.Is(err, broadcast.ErrClosed) {
+			return errDestClosed
+		}
+		return err
+	}
+	m.f.idle = m.closed
+	m.f.end = func(ctx context.Context, _ error) { _ = m.b.Shutdown(ctx) }
+	m.f.exit = func() { t.forget(m) }
+	if err := m.f.open(ctx); err != nil {
+		_ = m.b.Shutdown(context.Background())
+		return nil, err
+	}
+	if err := t.adopt(m); err != nil {
+		m.f.closeConsumer()
+		_ = m.b.Shutdown(context.Background())
+		return nil, err
+	}
+	m.f.start()
+	return m.b, nil
+}
+
+// closed reports whether the broadcaster has shut down. broadcast has no
+// call that says so without side effects; Flush with an ended context
+// returns ErrClosed once Shutdown has completed, and otherwise leaves a
+// marker that the distributor closes in passing.
+func (m *mirror[T]) closed() bool {
+	return errors.Is(m.b.Flush(endedCtx), broadcast.ErrClosed)
+}
+
+// endedCtx is a context that has ended.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+func (m *mirror[T]) shutdown(ctx context.Context) error {
+	m.f.stop()
+	select {
+	case <-m.f.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return m.b.Shutdown(ctx)
+}
+
+// Forward publishes every value b delivers to p, in b's order, until stop is
+// called or b shuts down. It watches b with b's own options: under Block
+// (b's default) nothing is lost between b and p, and a slow stream holds b
+// back once p's window is full.
+//
+// stop(ctx) stops taking values from b, publishes those already taken, and
+// returns once the forwarding goroutine has exited. If ctx ends first it
+// abandons the rest, counts them in p's Stats().Abandoned, and returns
+// ctx.Err(). Values are also abandoned, and counted, if p shuts down first.
+// stop does not shut p down. It is idempotent. If b was already shut down,
+// nothing is forwarded and stop returns ErrClosed.
+//
+// Forward starts one goroutine, ended as described.
+func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(context.Context) error) {
+	w, err := b.Watch()
+	if err != nil {
+		return func(context.Context) error { return err }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var failed error
+		for v := range w.All() {
+			err := p.Publish(ctx, v)
+			if err == nil || errors.Is(err, ErrCodec) || errors.Is(err, ErrTooLarge) {
+				continue // a value p refused is counted by p as Invalid
+			}
+			failed = err
+			break
+		}
+		if failed == nil {
+			return
+		}
+		// p shut down, or stop's context ended: count the value that
+		// failed and those still queued (a loop that breaks leaves the
+		// values it took but did not yield queued).
+		w.Stop()
+		n := uint64(1)
+		for range w.All() {
+			n++
+		}
+		p.abandoned.Add(n)
+		p.log.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), slog.Any("err", failed))
+	}()
+	var once sync.Once
+	return func(stopCtx context.Context) error {
+		once.Do(w.Stop)
+		select {
+		case <-done:
+			return nil
+		case <-stopCtx.Done():
+		}
+		cancel()
+		<-done
+		return stopCtx.Err()
+	}
+}

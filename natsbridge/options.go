@@ -1,0 +1,113 @@
+package natsbridge
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// Defaults, used where an options struct leaves a field at zero.
+const (
+	// DefaultDuplicates is how long the stream remembers message ids to
+	// drop a retried publish it already stored (the server's default).
+	DefaultDuplicates = 2 * time.Minute
+	// DefaultHeartbeat is how often an idle watcher checks its consumer
+	// with the server. A consumer lost with a server restart is noticed,
+	// and created again where it stopped, within about one heartbeat.
+	DefaultHeartbeat = 5 * time.Second
+	// DefaultWindow is how many published values may await their ack.
+	DefaultWindow = 512
+	// DefaultAckTimeout is how long a publisher waits for one ack before
+	// it sends the value again, under the same message id.
+	DefaultAckTimeout = 5 * time.Second
+	// DefaultMaxRetries is how many times a publisher sends a value again
+	// after a failed or missing ack before it counts the value as failed.
+	DefaultMaxRetries = 10
+	// DefaultReadAhead is how many messages a consumer asks the server for
+	// at a time, besides what its watcher's queue holds.
+	DefaultReadAhead = 256
+)
+
+// TopicOptions configures the stream behind a Topic. The zero value gives a
+// file-backed stream, one replica, kept forever, with a two-minute window for
+// dropping retried publishes. NewTopic applies the options to the stream
+// each time it is called: the last caller's options hold.
+type TopicOptions struct {
+	// MaxAge drops values older than this. Zero keeps them regardless of
+	// age.
+	MaxAge time.Duration
+	// MaxMsgs keeps at most this many values, dropping the oldest. Zero
+	// means no limit.
+	MaxMsgs int64
+	// MaxBytes keeps at most this many bytes of values, dropping the
+	// oldest. Zero means no limit.
+	MaxBytes int64
+	// Storage is where the server keeps the stream. The zero value is
+	// jetstream.FileStorage, which survives a server restart.
+	Storage jetstream.StorageType
+	// Replicas is the number of copies in a cluster. Zero means 1.
+	Replicas int
+	// Duplicates is how long the stream remembers message ids, so that a
+	// publish retried within it is stored once. Zero means
+	// DefaultDuplicates. Keep it longer than a publisher's retries last.
+	Duplicates time.Duration
+	// Heartbeat is how often a watcher or mirror of this topic that
+	// received nothing asks the server about its consumer (one small
+	// request); a consumer that is gone (a server restart) or that
+	// delivered a message the watcher did not receive (lost with a
+	// connection) is created again from where the watcher stopped. The
+	// server also sends heartbeats at this interval to idle consumers.
+	// Zero means DefaultHeartbeat; it must lie between 500ms and 10s.
+	Heartbeat time.Duration
+	// ReadAhead is how many messages each consumer of this topic asks for
+	// at a time. Zero means DefaultReadAhead.
+	ReadAhead int
+	// Logger receives one line per problem (poison message, gap, lost
+	// consumer, failed publish), at most one per second per kind and
+	// watcher or publisher. Nil means slog.Default(). Values and
+	// credentials are never logged.
+	Logger *slog.Logger
+}
+
+// PublisherOptions configures a Publisher. The zero value is ready to use:
+// each field documents its default.
+type PublisherOptions struct {
+	// Window is how many published values may await their ack. Publish
+	// waits, and TryPublish refuses, while it is full. Zero means
+	// DefaultWindow.
+	Window int
+	// AckTimeout is how long the publisher waits for a value's ack before
+	// sending it again under the same message id (the stream stores it
+	// once). Zero means DefaultAckTimeout.
+	AckTimeout time.Duration
+	// MaxRetries is how many times a value is sent again after a failed
+	// or missing ack before it is counted as failed. Zero means
+	// DefaultMaxRetries; a negative value means never.
+	MaxRetries int
+}
+
+// WatchOptions configures one remote watcher, made by Topic.Watch. The zero
+// value gives a Block watcher with broadcast's default queue length that
+// receives what is stored after Watch.
+type WatchOptions struct {
+	// QueueLength is the capacity of the watcher's queue. Zero means
+	// broadcast.DefaultQueueLength.
+	QueueLength int
+	// Full is the watcher's policy when its queue is full. The zero value
+	// is broadcast.Block: the watcher stops reading from the stream, which
+	// keeps the backlog, and nothing is lost while the stream retains it
+	// (besides its queue, a Block watcher holds at most about
+	// 2*broadcast.DefaultIncomingQueueLength + TopicOptions.ReadAhead
+	// values read ahead). broadcast.DropNewest and broadcast.DropOldest
+	// keep reading and drop (and count) values locally.
+	Full broadcast.FullPolicy
+	// From is the stream sequence of the first value the watcher is owed.
+	// Zero means the sequence after the last value stored when Watch is
+	// called: the watcher gets what follows. To resume a watcher, pass its
+	// Seq()+1. A From older than what the stream retains counts the
+	// missing values as gaps.
+	From uint64
+}

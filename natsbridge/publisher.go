@@ -1,0 +1,494 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Publisher sends values of T to its topic's stream, with a bounded window
+// of values awaiting their ack. It is safe for concurrent use. Its zero
+// value is not usable: get one from Topic.Publisher, and call Shutdown when
+// done with it.
+//
+// Every value Publish or TryPublish accepts ends in exactly one of
+// PublisherStats' Confirmed, Failed or Unconfirmed, or is still Pending:
+// none is lost without a count.
+type Publisher[T any] struct {
+	t          *Topic[T]
+	js         jetstream.JetStream
+	prefix     string // message ids are prefix + a counter
+	ackTimeout time.Duration
+	maxRetries int
+	log        limitedLog
+
+	// slots holds one token per value awaiting its ack; its capacity is
+	// the window. queue carries the sent values, oldest first, to the
+	// reaper; it never blocks, since a sender holds a slot.
+	slots chan struct{}
+	queue chan *pending
+
+	mu       sync.Mutex // guards closed and counter
+	closed   bool
+	counter  uint64
+	inflight sync.WaitGroup // senders between their check of closed and their push to queue
+
+	closing   chan struct{} // closed when Shutdown begins
+	abort     chan struct{} // closed when a Shutdown context ends first
+	abortOnce sync.Once
+	closeOnce sync.Once
+	done      chan struct{} // closed when the reaper has exited
+
+	published   atomic.Uint64
+	confirmed   atomic.Uint64
+	duplicates  atomic.Uint64
+	retries     atomic.Uint64
+	failed      atomic.Uint64
+	unconfirmed atomic.Uint64
+	refused     atomic.Uint64
+	invalid     atomic.Uint64
+	abandoned   atomic.Uint64
+	lastSeq     atomic.Uint64
+}
+
+// pending is one value sent and awaiting its ack.
+type pending struct {
+	msg   *nats.Msg
+	ack   jetstream.PubAckFuture
+	sent  time.Time
+	tries int
+}
+
+// PublisherStats is a snapshot of a Publisher's counters. At every moment
+// Published = Confirmed + Failed + Unconfirmed + Pending.
+type PublisherStats struct {
+	// Published counts values accepted by Publish and TryPublish.
+	Published uint64
+	// Confirmed counts accepted values the stream acknowledged: each is
+	// stored exactly once.
+	Confirmed uint64
+	// Duplicates counts, among Confirmed, acks that said the stream
+	// already held the message id: a retry of a value whose first ack was
+	// lost, stored once.
+	Duplicates uint64
+	// Retries counts sends after the first (same message id).
+	Retries uint64
+	// Failed counts accepted values the stream refused, or whose retries
+	// ran out. Each was logged.
+	Failed uint64
+	// Unconfirmed counts accepted values still awaiting their ack when
+	// the context given to Shutdown ended. They may or may not be stored.
+	Unconfirmed uint64
+	// Pending is the number of accepted values awaiting their ack now.
+	Pending int
+	// Refused counts TryPublish calls refused because the window was full.
+	Refused uint64
+	// Invalid counts values refused before sending: a codec error or
+	// panic, or an encoding larger than the server accepts.
+	Invalid uint64
+	// Abandoned counts values a Forward took from its broadcaster and
+	// could not publish because the Publisher shut down or the Forward's
+	// stop context ended.
+	Abandoned uint64
+	// LastSeq is the highest stream sequence acknowledged so far.
+	LastSeq uint64
+}
+
+// Publisher returns a new Publisher for the topic, configured by o (the
+// zero PublisherOptions gives the defaults). It panics if a field of o is
+// negative where that is not allowed: that is a programming error. After
+// the topic's Shutdown has begun it returns a Publisher that is already
+// shut down.
+//
+// Publisher starts one goroutine, the reaper, which waits for acks in the
+// order values were sent, sends a value again when its ack fails or times
+// out, and frees its place in the window. It exits when Shutdown returns.
+func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
+	if o.Window < 0 {
+		panic("natsbridge: negative PublisherOptions.Window")
+	}
+	if o.AckTimeout < 0 {
+		panic("natsbridge: negative PublisherOptions.AckTimeout")
+	}
+	window := o.Window
+	if window == 0 {
+		window = DefaultWindow
+	}
+	p := &Publisher[T]{
+		t:          t,
+		js:         t.js,
+		prefix:     nuid.Next() + "-",
+		ackTimeout: o.AckTimeout,
+		maxRetries: o.MaxRetries,
+		log:        limitedLog{l: t.log.With(slog.String("component", "publisher"))},
+		slots:      make(chan struct{}, window),
+		queue:      make(chan *pending, window),
+		closing:    make(chan struct{}),
+		abort:      make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	if p.ackTimeout == 0 {
+		p.ackTimeout = DefaultAckTimeout
+	}
+	switch {
+	case p.maxRetries == 0:
+		p.maxRetries = DefaultMaxRetries
+	case p.maxRetries < 0:
+		p.maxRetries = 0
+	}
+	go p.reap()
+	if err := t.adopt(p); err != nil {
+		_ = p.Shutdown(context.Background()) // nothing was sent: returns at once
+	}
+	return p
+}
+
+func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(ctx) }
+
+// Publish encodes v and sends it to the stream, waiting while the window of
+// values awaiting their ack is full. It returns once v is sent, not once it
+// is acknowledged: the ack is awaited in the background, and counted in
+// Stats. It returns an error wrapping ErrCodec or ErrTooLarge for a value
+// that cannot be sent (counted as Invalid), ctx.Err() if ctx ends first,
+// ErrClosed once Shutdown has begun, and the connection's error (wrapped)
+// if the connection is closed. It panics on a nil ctx.
+//
+// Values published from one goroutine are stored in the order of the
+// calls, except a value sent again after a lost connection, which may be
+// stored after values published later (see the package doc).
+func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
+	data, err := p.encode(v)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.closing:
+		return ErrClosed
+	}
+	return p.send(data, 0)
+}
+
+// TryPublish is Publish without waiting: if the window is full it returns
+// false and counts the refusal in Stats.Refused. It never waits for an ack
+// or for room in the window; like any write to a connection, it may wait
+// for the connection's buffer to take the message.
+func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
+	data, err := p.encode(v)
+	if err != nil {
+		return false, err
+	}
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		select {
+		case <-p.closing:
+			return false, ErrClosed
+		default:
+		}
+		p.refused.Add(1)
+		return false, nil
+	}
+	if err := p.send(data, time.Nanosecond); err != nil {
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			// The connection's own limit of async publishes (shared
+			// with other users of js) is reached: a full window too.
+			p.refused.Add(1)
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// encode marshals v and checks its size against the server's limit.
+func (p *Publisher[T]) encode(v T) ([]byte, error) {
+	data, err := encode(p.t.codec, v)
+	if err != nil {
+		p.invalid.Add(1)
+		p.log.warn("natsbridge: value not published", slog.Any("err", err))
+		return nil, err
+	}
+	if limit := p.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit {
+		p.invalid.Add(1)
+		err := fmt.Errorf("%w: %d bytes encoded, the server accepts %d", ErrTooLarge, len(data), limit)
+		p.log.warn("natsbridge: value not published", slog.Any("err", err))
+		return nil, err
+	}
+	return data, nil
+}
+
+// send sends data under a new message id; the caller holds a slot, which
+// send gives back if the value is not accepted. A stall of zero means the
+// connection's default wait when its own async limit is reached.
+func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.slots
+		return ErrClosed
+	}
+	p.counter++
+	id := p.prefix + strconv.FormatUint(p.counter, 10)
+	p.inflight.Add(1) // Shutdown closes the queue only after this push
+	p.mu.Unlock()
+	defer p.inflight.Done()
+
+	// The headers are set here rather than through publish options, which
+	// cost an allocation each; retries send the same message, ids and all.
+	msg := &nats.Msg{Subject: p.t.name, Data: data, Header: nats.Header{
+		jetstream.MsgIDHeader:          {id},
+		jetstream.ExpectedStreamHeader: {p.t.streamID},
+	}}
+	var ack jetstream.PubAckFuture
+	var err error
+	if stall > 0 {
+		ack, err = p.js.PublishMsgAsync(msg, jetstream.WithStallWait(stall))
+	} else {
+		ack, err = p.js.PublishMsgAsync(msg)
+	}
+	if err != nil {
+		<-p.slots
+		if errors.Is(err, nats.ErrMaxPayload) {
+			p.invalid.Add(1)
+			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
+		return fmt.Errorf("natsbridge: publish to %q: %w", p.t.name, err)
+	}
+	p.published.Add(1)
+	p.queue <- &pending{msg: msg, ack: ack, sent: time.Now()}
+	return nil
+}
+
+// reap is the reaper goroutine: it takes sent values in order and waits for
+// each one's ack, sending it again when the ack fails or times out, until
+// Shutdown closes the queue. Once a Shutdown context has ended it counts
+// what is left as unconfirmed.
+func (p *Publisher[T]) reap() {
+	defer close(p.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for e := range p.queue {
+		p.await(e, timer)
+		<-p.slots
+	}
+}
+
+// await waits for e's outcome and counts it.
+func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
+	for {
+		select {
+		case <-p.abort:
+			p.unconfirmed.Add(1)
+			return
+		default:
+		}
+		// An outcome that has arrived wins over a deadline that has
+		// passed meanwhile: the reaper may come to e late.
+		var err error
+		select {
+		case ack := <-e.ack.Ok():
+			p.confirm(ack)
+			return
+		case err = <-e.ack.Err():
+		default:
+			timer.Reset(max(time.Until(e.sent.Add(p.ackTimeout)), 0))
+			select {
+			case ack := <-e.ack.Ok():
+				timer.Stop()
+				p.confirm(ack)
+				return
+			case err = <-e.ack.Err():
+				timer.Stop()
+			case <-timer.C:
+				err = jetstream.ErrAsyncPublishTimeout
+			case <-p.abort:
+				timer.Stop()
+				p.unconfirmed.Add(1)
+				return
+			}
+		}
+		if !retriable(err) || e.tries >= p.maxRetries {
+			p.failed.Add(1)
+			p.log.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
+			return
+		}
+		switch p.backoff(e, err, timer) {
+		case backoffAbort:
+			p.unconfirmed.Add(1)
+			return
+		case backoffAck:
+			return
+		}
+		e.tries++
+		p.retries.Add(1)
+		// The same message, headers included: the stream drops it if it
+		// stored the first send (Nats-Msg-Id, within its Duplicates).
+		ack, serr := p.js.PublishMsgAsync(e.msg)
+		if serr != nil {
+			if !retriable(serr) {
+				p.failed.Add(1)
+				p.log.warn("natsbridge: publish failed", slog.Any("err", serr), slog.Int("tries", e.tries+1))
+				return
+			}
+			e.sent = time.Now().Add(-p.ackTimeout) // try again after the next back-off
+			continue
+		}
+		e.ack, e.sent = ack, time.Now()
+	}
+}
+
+// confirm counts an ack.
+func (p *Publisher[T]) confirm(ack *jetstream.PubAck) {
+	p.confirmed.Add(1)
+	if ack.Duplicate {
+		p.duplicates.Add(1)
+	}
+	for {
+		last := p.lastSeq.Load()
+		if ack.Sequence <= last || p.lastSeq.CompareAndSwap(last, ack.Sequence) {
+			return
+		}
+	}
+}
+
+// Outcomes of a back-off.
+const (
+	backoffDone  = iota // time to send again
+	backoffAck          // the last send was acknowledged late, and counted
+	backoffAbort        // a Shutdown context ended
+)
+
+// backoff waits before e is sent again after err: 25ms, doubling with each
+// try, at most 1s. An ack of the last send that arrives meanwhile is taken:
+// a late ack is as good as any. The first resend after a lost connection
+// does not wait: it goes out on the new connection (or into its reconnect
+// buffer), so that a burst of acks lost together is sent again at once.
+func (p *Publisher[T]) backoff(e *pending, err error, timer *time.Timer) int {
+	if e.tries == 0 && errors.Is(err, nats.ErrDisconnected) {
+		select {
+		case <-p.abort:
+			return backoffAbort
+		default:
+			return backoffDone
+		}
+	}
+	timer.Reset(min(25*time.Millisecond<<min(e.tries, 6), time.Second))
+	select {
+	case <-timer.C:
+		return backoffDone
+	case ack := <-e.ack.Ok():
+		timer.Stop()
+		p.confirm(ack)
+		return backoffAck
+	case <-p.abort:
+		timer.Stop()
+		return backoffAbort
+	}
+}
+
+// retriable reports whether a failed publish may succeed if sent again:
+// a lost connection, a lost or late ack, or a stream that did not answer
+// (JetStream still starting after a restart). A refusal by the stream, a
+// closed connection or a too large message are final.
+func retriable(err error) bool {
+	switch {
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrMaxPayload):
+		return false
+	case errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout),
+		errors.Is(err, jetstream.ErrTooManyStalledMsgs),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// 503: JetStream is not available yet (a restart, a leader
+		// election); anything else is the stream's answer.
+		return apiErr.Code == 503
+	}
+	return false
+}
+
+// Shutdown stops the publisher: Publish and TryPublish return ErrClosed
+// from the moment it begins, and it waits for the ack of every value sent,
+// sending values again as usual. It returns nil once every accepted value
+// is confirmed or failed (see Stats), or ctx.Err() if ctx ended first: the
+// values still awaiting their ack are then counted as Unconfirmed. Either
+// way the reaper goroutine has exited when Shutdown returns. It is
+// idempotent and safe to call from any goroutine; it panics on a nil ctx.
+func (p *Publisher[T]) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.closing)
+	}
+	p.mu.Unlock()
+	// Senders that passed the check push their value before Done; after
+	// Wait, nothing more can be pushed and the queue can be closed.
+	p.inflight.Wait()
+	p.closeOnce.Do(func() { close(p.queue) })
+	defer p.t.forget(p)
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	p.abortOnce.Do(func() { close(p.abort) })
+	<-p.done
+	return ctx.Err()
+}
+
+// Stats returns a snapshot of the publisher's counters. It is safe to call
+// at any time, also after Shutdown. The counters are read one by one: a
+// snapshot taken while values are in flight may be off by those values
+// (Pending is derived so that the sum holds).
+func (p *Publisher[T]) Stats() PublisherStats {
+	s := PublisherStats{
+		Confirmed:   p.confirmed.Load(),
+		Duplicates:  p.duplicates.Load(),
+		Retries:     p.retries.Load(),
+		Failed:      p.failed.Load(),
+		Unconfirmed: p.unconfirmed.Load(),
+		Refused:     p.refused.Load(),
+		Invalid:     p.invalid.Load(),
+		Abandoned:   p.abandoned.Load(),
+		LastSeq:     p.lastSeq.Load(),
+	}
+	s.Published = p.published.Load()
+	done := s.Confirmed + s.Failed + s.Unconfirmed
+	if s.Published < done {
+		s.Published = done
+	}
+	s.Pending = int(s.Published - done)
+	return s
+}

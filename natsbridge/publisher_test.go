@@ -1,0 +1,270 @@
+package natsbridge_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// TestPublishConfirmsInOrder publishes from several goroutines: every value
+// is confirmed, and each goroutine's values are stored in its order.
+func TestPublishConfirmsInOrder(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: 16})
+	const writers, each = 4, 250
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := p.Publish(ctx, Order{ID: g*each + i, Item: strconv.Itoa(g)}); err != nil {
+					t.Errorf("Publish: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := p.Stats()
+	want := natsbridge.PublisherStats{Published: writers * each, Confirmed: writers * each, LastSeq: writers * each}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Stats() (-want +got):\n%s", diff)
+	}
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	last := map[string]int{}
+	for _, o := range take(t, w, writers*each) {
+		if prev, ok := last[o.Item]; ok && o.ID <= prev {
+			t.Fatalf("writer %s: value %d stored after %d", o.Item, o.ID, prev)
+		}
+		last[o.Item] = o.ID
+	}
+}
+
+// TestPublishInvalid sends values that cannot be published: each gets a clear
+// error and a count, nothing is stored, and the publisher goes on.
+func TestPublishInvalid(t *testing.T) {
+	s := startServer(t, embedded.Options{MaxPayload: 1024})
+	_, js := connect(t, s)
+	topic := newTopicOf(t, js, "orders", badCodec{natsbridge.JSON[Order]()}, natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	ctx := testCtx(t)
+	tests := []struct {
+		name string
+		v    Order
+		want error
+	}{
+		{"codec error", Order{ID: -1}, natsbridge.ErrCodec},
+		{"codec panic", Order{ID: -666}, natsbridge.ErrCodec},
+		{"over the server's max payload", Order{ID: 1, Item: strings.Repeat("x", 2000)}, natsbridge.ErrTooLarge},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := p.Publish(ctx, tc.v); !errors.Is(err, tc.want) {
+				t.Errorf("Publish = %v, want %v", err, tc.want)
+			}
+			if sent, err := p.TryPublish(tc.v); sent || !errors.Is(err, tc.want) {
+				t.Errorf("TryPublish = %v, %v; want false, %v", sent, err, tc.want)
+			}
+		})
+	}
+	if err := p.Publish(ctx, Order{ID: 7}); err != nil {
+		t.Fatalf("Publish after invalid values: %v", err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := natsbridge.PublisherStats{Published: 1, Confirmed: 1, Invalid: 6, LastSeq: 1}
+	if diff := cmp.Diff(want, p.Stats()); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+}
+
+func TestPublishAfterShutdown(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	ctx := testCtx(t)
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+	if err := p.Publish(ctx, Order{ID: 1}); !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("Publish after Shutdown = %v, want ErrClosed", err)
+	}
+	if sent, err := p.TryPublish(Order{ID: 1}); sent || !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("TryPublish after Shutdown = %v, %v; want false, ErrClosed", sent, err)
+	}
+	// A topic that is shut down hands out publishers that are too.
+	if err := topic.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := topic.Publisher(natsbridge.PublisherOptions{}).Publish(ctx, Order{ID: 1}); !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("Publish on a shut down topic's publisher = %v, want ErrClosed", err)
+	}
+}
+
+// TestServerGone shuts the server down under a publisher: its window fills,
+// Publish honours its context, TryPublish refuses at once; when the server
+// is back every value is confirmed once.
+func TestServerGone(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, embedded.Options{Dir: dir, Listen: "127.0.0.1:0"})
+	url := s.URL()
+	_, js := dial(t, url)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	const window = 4
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: window, AckTimeout: 100 * time.Millisecond, MaxRetries: 1000})
+	ctx := testCtx(t)
+	for i := 1; i <= 10; i++ {
+		if err := p.Publish(ctx, Order{ID: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	eventually(t, "the first values are confirmed", func() bool { return p.Stats().Confirmed == 10 })
+	s.Shutdown()
+	for i := 11; i <= 10+window; i++ { // fill the window: no ack can come
+		if err := p.Publish(ctx, Order{ID: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := p.Publish(short, Order{ID: 99})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Publish with a full window and the server gone = %v, want context.DeadlineExceeded", err)
+	}
+	if sent, err := p.TryPublish(Order{ID: 99}); sent || err != nil {
+		t.Fatalf("TryPublish with a full window = %v, %v; want false, nil", sent, err)
+	}
+	if st := p.Stats(); st.Refused != 1 || st.Pending != window {
+		t.Fatalf("Stats() with the server gone: Refused %d, Pending %d; want 1, %d", st.Refused, st.Pending, window)
+	}
+
+	startServer(t, embedded.Options{Dir: dir, Listen: strings.TrimPrefix(url, "nats://")})
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.Published != 10+window || st.Confirmed != st.Published {
+		t.Fatalf("after the restart: %s; want all %d confirmed", describe(st), 10+window)
+	}
+	if got := sorted(storedIDs(t, js, topic)); !cmp.Equal(got, span(1, 10+window)) {
+		t.Fatalf("stream holds %v, want 1..%d once each", got, 10+window)
+	}
+}
+
+// TestShutdownCountsUnconfirmed ends Shutdown's context while acks are
+// outstanding: they are counted, not lost.
+func TestShutdownCountsUnconfirmed(t *testing.T) {
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	_, js := dial(t, s.URL())
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: 8, AckTimeout: time.Hour})
+	ctx := testCtx(t)
+	publishN(t, p, 1, 5)
+	eventually(t, "the first values are confirmed", func() bool { return p.Stats().Confirmed == 5 })
+	s.Shutdown()
+	publishN(t, p, 6, 8)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
+	}
+	st := p.Stats()
+	if st.Published != 8 || st.Pending != 0 || st.Confirmed+st.Failed+st.Unconfirmed != 8 || st.Unconfirmed < 3 {
+		t.Fatalf("Stats() = %s; want 8 accounted for, at least 3 unconfirmed", describe(st))
+	}
+}
+
+func publishN(t testing.TB, p *natsbridge.Publisher[Order], first, last int) {
+	t.Helper()
+	for i := first; i <= last; i++ {
+		if err := p.Publish(context.Background(), Order{ID: i}); err != nil {
+			t.Fatalf("Publish(%d): %v", i, err)
+		}
+	}
+}
+
+// TestRetriesStoreOnce drops the connection while acks are on their way:
+// values the stream stored but whose ack was lost are sent again under the
+// same message id, and the stream stores each value once.
+func TestRetriesStoreOnce(t *testing.T) {
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	nc, js := dial(t, s.URL())
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	const batch = 200
+	n := 0
+	for round := 0; round < 20 && p.Stats().Retries == 0; round++ {
+		publishN(t, p, n+1, n+batch)
+		n += batch
+		if err := nc.ForceReconnect(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.Retries == 0 || st.Confirmed != uint64(n) {
+		t.Fatalf("Stats() = %s, retries %d; want retries and all %d confirmed", describe(st), st.Retries, n)
+	}
+	// A value sent again may land after later ones (see the package doc);
+	// each is stored once.
+	if got := sorted(storedIDs(t, js, topic)); !cmp.Equal(got, span(1, n)) {
+		t.Fatalf("stream does not hold 1..%d once each: %s", n, firstDiff(got, span(1, n)))
+	}
+	t.Logf("%d values, %d sent again, %d dropped by the stream as duplicates", n, st.Retries, st.Duplicates)
+}
+
+// storedIDs reads the IDs of every order the topic's stream holds, in
+// stream order, straight from the stream.
+func storedIDs(t testing.TB, js jetstream.JetStream, topic *natsbridge.Topic[Order]) []int {
+	t.Helper()
+	ctx := testCtx(t)
+	st, err := js.Stream(ctx, topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := st.CachedInfo().State
+	var out []int
+	codec := natsbridge.JSON[Order]()
+	for seq := state.FirstSeq; seq <= state.LastSeq && state.Msgs > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := codec.Unmarshal(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o.ID)
+	}
+	return out
+}

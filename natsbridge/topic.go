@@ -1,0 +1,336 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream metadata keys herald sets, so that a second process can tell
+// whether a stream it finds holds its topic.
+const (
+	metaType  = "herald.type"
+	metaTopic = "herald.topic"
+)
+
+// maxNameLength bounds a topic name, well below the server's limits on
+// subjects and stream names.
+const maxNameLength = 200
+
+// Topic is a typed stream of values of T on NATS JetStream, shared by every
+// process that opens it by the same name. It is safe for concurrent use. Its
+// zero value is not usable: get one from NewTopic, and call Shutdown when
+// done with it.
+//
+// A Topic owns what it makes: its Publishers, Watchers and Mirrors. Each has
+// its own end (Publisher.Shutdown, Watcher.Stop, the mirror's
+// Broadcaster.Shutdown); Topic.Shutdown ends all that are left.
+type Topic[T any] struct {
+	js        jetstream.JetStream
+	stream    jetstream.Stream
+	name      string // the subject
+	streamID  string // the stream's name
+	created   time.Time
+	codec     Codec[T]
+	heartbeat time.Duration
+	readAhead int
+	log       *slog.Logger
+
+	mu     sync.Mutex // guards closed and owned
+	closed bool
+	owned  map[owned]struct{}
+
+	gaps     atomic.Uint64
+	poisoned atomic.Uint64
+	restarts atomic.Uint64
+}
+
+// owned is what a Topic ends in Shutdown: a Publisher, a Watcher or a
+// mirror.
+type owned interface {
+	shutdown(ctx context.Context) error
+}
+
+// TopicStats is a snapshot of a topic's counters, summed over the watchers
+// and mirrors it made, stopped ones included.
+type TopicStats struct {
+	// Gaps counts values that retention (or a deletion) removed from the
+	// stream before a watcher or mirror read them.
+	Gaps uint64
+	// Poisoned counts messages the codec could not decode. Each was
+	// skipped, logged and counted; the watcher went on.
+	Poisoned uint64
+	// Restarts counts consumers created again after being lost (a server
+	// restart, a lost connection, a message lost in transit). Each
+	// resumed after the last value read; none of these loses a value.
+	Restarts uint64
+	// Live is the number of publishers, watchers and mirrors not yet
+	// ended.
+	Live int
+}
+
+// NewTopic opens the topic name on js, creating its stream or updating it
+// to o. The stream is named after the topic (dots become underscores) and
+// captures exactly the subject name: no other topic can read or write it.
+//
+// name is a dot-separated list of tokens, each made of ASCII letters,
+// digits, '-' and '_' (NATS wildcards, whitespace and empty tokens are
+// refused with ErrInvalidName). NewTopic returns ErrTypeMismatch if the
+// stream carries another Go type than T, and ErrNameConflict if the stream
+// exists with other subjects. ctx bounds the calls to the server.
+//
+// Credentials and TLS come with the caller's connection; NewTopic never
+// logs them.
+func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c Codec[T], o TopicOptions) (*Topic[T], error) {
+	if js == nil {
+		return nil, errors.New("natsbridge: nil JetStream")
+	}
+	if c == nil {
+		return nil, errors.New("natsbridge: nil Codec")
+	}
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	if err := validTopicOptions(o); err != nil {
+		return nil, err
+	}
+	t := &Topic[T]{
+		js:        js,
+		name:      name,
+		streamID:  strings.ReplaceAll(name, ".", "_"),
+		codec:     c,
+		heartbeat: o.Heartbeat,
+		readAhead: o.ReadAhead,
+		log:       o.Logger,
+		owned:     make(map[owned]struct{}),
+	}
+	if t.heartbeat == 0 {
+		t.heartbeat = DefaultHeartbeat
+	}
+	if t.readAhead == 0 {
+		t.readAhead = DefaultReadAhead
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	t.log = t.log.With(slog.String("topic", name))
+	cfg := t.streamConfig(o)
+
+	s, err := js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		// It exists with another configuration: check that it is this
+		// topic, then apply o.
+		s, err = js.Stream(ctx, cfg.Name)
+		if err != nil {
+			return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
+		}
+		if err := t.checkStream(s.CachedInfo()); err != nil {
+			return nil, err
+		}
+		s, err = js.UpdateStream(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
+	}
+	// CreateStream returns an existing stream with the same configuration
+	// as it is, so check it in every case.
+	if err := t.checkStream(s.CachedInfo()); err != nil {
+		return nil, err
+	}
+	t.stream = s
+	t.created = s.CachedInfo().Created
+	return t, nil
+}
+
+func validTopicOptions(o TopicOptions) error {
+	switch {
+	case o.MaxAge < 0:
+		return errors.New("natsbridge: negative TopicOptions.MaxAge")
+	case o.MaxMsgs < 0:
+		return errors.New("natsbridge: negative TopicOptions.MaxMsgs")
+	case o.MaxBytes < 0:
+		return errors.New("natsbridge: negative TopicOptions.MaxBytes")
+	case o.Replicas < 0:
+		return errors.New("natsbridge: negative TopicOptions.Replicas")
+	case o.Duplicates < 0:
+		return errors.New("natsbridge: negative TopicOptions.Duplicates")
+	case o.ReadAhead < 0:
+		return errors.New("natsbridge: negative TopicOptions.ReadAhead")
+	case o.Heartbeat != 0 && (o.Heartbeat < 500*time.Millisecond || o.Heartbeat > 10*time.Second):
+		return fmt.Errorf("natsbridge: TopicOptions.Heartbeat %v outside 500ms..10s", o.Heartbeat)
+	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
+		return fmt.Errorf("natsbridge: unknown TopicOptions.Storage %d", o.Storage)
+	}
+	return nil
+}
+
+func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
+	limit := func(n int64) int64 {
+		if n == 0 {
+			return -1 // the server's "no limit"
+		}
+		return n
+	}
+	cfg := jetstream.StreamConfig{
+		Name:        t.streamID,
+		Description: "herald topic " + t.name,
+		Subjects:    []string{t.name},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      o.MaxAge,
+		MaxMsgs:     limit(o.MaxMsgs),
+		MaxBytes:    limit(o.MaxBytes),
+		Storage:     o.Storage,
+		Replicas:    max(o.Replicas, 1),
+		Duplicates:  o.Duplicates,
+		Metadata:    map[string]string{metaType: typeName[T](), metaTopic: t.name},
+	}
+	if cfg.Duplicates == 0 {
+		cfg.Duplicates = DefaultDuplicates
+	}
+	return cfg
+}
+
+// checkStream reports whether the stream described by info can carry this
+// topic.
+func (t *Topic[T]) checkStream(info *jetstream.StreamInfo) error {
+	if info == nil {
+		return fmt.Errorf("natsbridge: topic %q: no stream information", t.name)
+	}
+	if !slices.Equal(info.Config.Subjects, []string{t.name}) {
+		return fmt.Errorf("%w: stream %q serves subjects %q, not topic %q", ErrNameConflict, info.Config.Name, info.Config.Subjects, t.name)
+	}
+	if got, want := info.Config.Metadata[metaType], typeName[T](); got != "" && got != want {
+		return fmt.Errorf("%w: stream %q carries %s, not %s", ErrTypeMismatch, info.Config.Name, got, want)
+	}
+	return nil
+}
+
+// typeName names T for the stream's metadata: the package path and name of
+// a named type, the type's spelling otherwise.
+func typeName[T any]() string {
+	t := reflect.TypeFor[T]()
+	if t.Name() != "" && t.PkgPath() != "" {
+		return t.PkgPath() + "." + t.Name()
+	}
+	return t.String()
+}
+
+// validName checks a topic name: dot-separated, non-empty tokens of ASCII
+// letters, digits, '-' and '_'. That excludes the wildcards '*' and '>',
+// whitespace and every character a stream name may not hold, once dots are
+// replaced.
+func validName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	}
+	if len(name) > maxNameLength {
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidName, maxNameLength)
+	}
+	for i, tok := range strings.Split(name, ".") {
+		if tok == "" {
+			return fmt.Errorf("%w: %q has an empty token (#%d)", ErrInvalidName, name, i+1)
+		}
+		for _, r := range tok {
+			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+			if !ok {
+				return fmt.Errorf("%w: %q holds %q (allowed: letters, digits, '-', '_', and '.' between tokens)", ErrInvalidName, name, r)
+			}
+		}
+	}
+	return nil
+}
+
+// Name returns the topic's name, which is also its subject.
+func (t *Topic[T]) Name() string { return t.name }
+
+// Stream returns the name of the topic's stream.
+func (t *Topic[T]) Stream() string { return t.streamID }
+
+// Stats returns a snapshot of the topic's counters.
+func (t *Topic[T]) Stats() TopicStats {
+	t.mu.Lock()
+	live := len(t.owned)
+	t.mu.Unlock()
+	return TopicStats{
+		Gaps:     t.gaps.Load(),
+		Poisoned: t.poisoned.Load(),
+		Restarts: t.restarts.Load(),
+		Live:     live,
+	}
+}
+
+// Shutdown ends every Publisher, Watcher and Mirror the topic made that is
+// still live: publishers await their acks (see Publisher.Shutdown),
+// watchers stop, mirrors stop reading and their broadcasters shut down.
+// After it has begun, Publisher, Watch and Mirror return ErrClosed (or a
+// Publisher that is already shut down). It returns once all have ended,
+// or ctx.Err() if ctx ended first (what was then abandoned is counted as
+// each one documents). The stream stays on the server. Shutdown is
+// idempotent and safe to call from any goroutine.
+func (t *Topic[T]) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	t.closed = true
+	all := make([]owned, 0, len(t.owned))
+	for o := range t.owned {
+		all = append(all, o)
+	}
+	t.mu.Unlock()
+	var first error
+	for _, o := range all {
+		if err := o.shutdown(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// adopt records o as live, or reports ErrClosed once Shutdown has begun.
+func (t *Topic[T]) adopt(o owned) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.owned[o] = struct{}{}
+	return nil
+}
+
+// forget removes o once it has ended.
+func (t *Topic[T]) forget(o owned) {
+	t.mu.Lock()
+	delete(t.owned, o)
+	t.mu.Unlock()
+}
+
+// isClosed reports whether Shutdown has begun.
+func (t *Topic[T]) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// streamState returns the stream's current information, or ErrStreamGone
+// if it was deleted or replaced since NewTopic.
+func (t *Topic[T]) streamState(ctx context.Context) (*jetstream.StreamInfo, error) {
+	info, err := t.stream.Info(ctx)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrStreamGone, t.streamID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natsbridge: topic %q: stream info: %w", t.name, err)
+	}
+	if !info.Created.Equal(t.created) {
+		return nil, fmt.Errorf("%w: %q was deleted and created again", ErrStreamGone, t.streamID)
+	}
+	return info, nil
+}

@@ -1,0 +1,145 @@
+package natsbridge_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+func TestNewTopicNames(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	tests := []struct {
+		name  string
+		topic string
+		valid bool
+	}{
+		{"plain", "orders", true},
+		{"dotted", "shop.orders.eu-1", true},
+		{"underscore", "job_events", true},
+		{"empty", "", false},
+		{"empty token", "shop..orders", false},
+		{"leading dot", ".orders", false},
+		{"trailing dot", "orders.", false},
+		{"star wildcard", "shop.*", false},
+		{"tail wildcard", "shop.>", false},
+		{"star inside a token", "or*ders", false},
+		{"space", "shop orders", false},
+		{"tab", "shop\torders", false},
+		{"newline", "orders\n", false},
+		{"non-ASCII", "bestellungen-ü", false},
+		{"slash", "shop/orders", false},
+		{"dollar", "$JS.API", false},
+		{"too long", strings.Repeat("a", 201), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			topic, err := natsbridge.NewTopic(context.Background(), js, tc.topic, natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+			if tc.valid {
+				if err != nil {
+					t.Fatalf("NewTopic(%q) = %v, want no error", tc.topic, err)
+				}
+				if err := topic.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, natsbridge.ErrInvalidName) {
+				t.Fatalf("NewTopic(%q) = %v, want ErrInvalidName", tc.topic, err)
+			}
+		})
+	}
+}
+
+func TestNewTopicBadArguments(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		js   jetstream.JetStream
+		c    natsbridge.Codec[Order]
+		o    natsbridge.TopicOptions
+	}{
+		{"nil JetStream", nil, natsbridge.JSON[Order](), natsbridge.TopicOptions{}},
+		{"nil codec", js, nil, natsbridge.TopicOptions{}},
+		{"negative MaxAge", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{MaxAge: -1}},
+		{"negative MaxMsgs", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{MaxMsgs: -1}},
+		{"negative MaxBytes", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{MaxBytes: -1}},
+		{"heartbeat too short", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{Heartbeat: time.Millisecond}},
+		{"unknown storage", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{Storage: 7}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := natsbridge.NewTopic(ctx, tc.js, "orders", tc.c, tc.o); err == nil {
+				t.Fatal("NewTopic succeeded, want an error")
+			}
+		})
+	}
+}
+
+// TestNewTopicIdempotent opens one topic twice, as two processes would: the
+// second call finds the stream and applies its own options to it.
+func TestNewTopicIdempotent(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	first := newTopic(t, js, "shop.orders", natsbridge.TopicOptions{MaxMsgs: 100})
+	publishAll(t, first, 1, 3)
+	second := newTopic(t, js, "shop.orders", natsbridge.TopicOptions{MaxMsgs: 50, MaxAge: time.Hour})
+	if first.Stream() != "shop_orders" || second.Stream() != "shop_orders" {
+		t.Fatalf("streams %q and %q, want shop_orders", first.Stream(), second.Stream())
+	}
+	st, err := js.Stream(context.Background(), "shop_orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.MaxMsgs != 50 || cfg.MaxAge != time.Hour {
+		t.Errorf("stream MaxMsgs %d, MaxAge %v; want 50, 1h (the last NewTopic's options)", cfg.MaxMsgs, cfg.MaxAge)
+	}
+	if n := st.CachedInfo().State.Msgs; n != 3 {
+		t.Errorf("stream holds %d messages after the second NewTopic, want 3", n)
+	}
+}
+
+func TestNewTopicTypeMismatch(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	newTopic(t, js, "billing", natsbridge.TopicOptions{})
+	_, err := natsbridge.NewTopic(context.Background(), js, "billing", natsbridge.JSON[Invoice](), natsbridge.TopicOptions{})
+	if !errors.Is(err, natsbridge.ErrTypeMismatch) {
+		t.Fatalf("NewTopic[Invoice] on a stream of Orders = %v, want ErrTypeMismatch", err)
+	}
+	if !strings.Contains(err.Error(), "natsbridge_test.Order") || !strings.Contains(err.Error(), "natsbridge_test.Invoice") {
+		t.Errorf("error %q does not name both types", err)
+	}
+	// The same type with the same options is not a mismatch.
+	if _, err := natsbridge.NewTopic(context.Background(), js, "billing", natsbridge.JSON[Order](), natsbridge.TopicOptions{}); err != nil {
+		t.Fatalf("NewTopic[Order] again: %v", err)
+	}
+}
+
+func TestNewTopicNameConflict(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := context.Background()
+	newTopic(t, js, "a.b", natsbridge.TopicOptions{})
+	// "a_b" maps to the same stream name as "a.b".
+	if _, err := natsbridge.NewTopic(ctx, js, "a_b", natsbridge.JSON[Order](), natsbridge.TopicOptions{}); !errors.Is(err, natsbridge.ErrNameConflict) {
+		t.Fatalf("NewTopic(a_b) after a.b = %v, want ErrNameConflict", err)
+	}
+	// A stream herald did not make, under the topic's name.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "audit", Subjects: []string{"audit.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natsbridge.NewTopic(ctx, js, "audit", natsbridge.JSON[Order](), natsbridge.TopicOptions{}); !errors.Is(err, natsbridge.ErrNameConflict) {
+		t.Fatalf("NewTopic(audit) over a foreign stream = %v, want ErrNameConflict", err)
+	}
+}

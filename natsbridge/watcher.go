@@ -1,0 +1,302 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// item is a value with the stream sequence it was stored at; prefix values
+// given to Watch have sequence 0.
+type item[T any] struct {
+	seq uint64
+	v   T
+}
+
+// Watcher receives the values of a topic stored from its start sequence on,
+// in stream order, through a policy of its own when its queue is full. It
+// reads like a broadcast.Watcher (All, Events, Next, Stop, Dropped,
+// Delivered) and adds where it stands in the stream: Start, Seq, Gaps.
+//
+// Behind it are one consumer on the server and a private
+// broadcast.Broadcaster with this one watcher, so the policies are
+// broadcast's own: under Block a full queue stops the feed, which stops
+// asking the server for messages; under DropNewest or DropOldest the feed
+// keeps reading and the queue drops, counting each drop.
+//
+// A Watcher is safe for concurrent use; Seq is exact when one goroutine
+// reads. Its zero value is not usable: get one from Topic.Watch and call
+// Stop when done with it.
+type Watcher[T any] struct {
+	t     *Topic[T]
+	f     *feed[T]
+	b     *broadcast.Broadcaster[item[T]]
+	w     *broadcast.Watcher[item[T]]
+	start uint64
+	seq   atomic.Uint64
+
+	stopOnce sync.Once
+
+	evOnce   sync.Once
+	evMu     sync.Mutex // guards evCancel, evDone
+	events   chan T
+	evCancel context.CancelFunc
+	evDone   chan struct{}
+}
+
+// Watch registers a remote watcher configured by o (see WatchOptions), whose
+// queue first holds the values of prefix, if any. When Watch returns, the
+// watcher's start sequence is fixed: it receives every value the stream
+// stores at that sequence or later (under Block, while the stream retains
+// them), in order, and nothing stored before it. With o.From zero, every
+// value stored after Watch returns is at or after the start, and no value
+// stored before Watch was called is.
+//
+// Watch returns ErrBadStart for an o.From beyond the stream's end,
+// ErrStreamGone if the stream was deleted, ErrClosed after the topic's
+// Shutdown has begun, and an error for an invalid o. ctx bounds the calls
+// to the server Watch makes.
+//
+// Watch starts two goroutines: the feed, which reads the stream until Stop
+// (or until the stream is deleted; see Err), and the distributor of the
+// watcher's private broadcaster, which ends with Stop. Events starts a
+// third.
+func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
+	full, err := watchPolicy(o.Full)
+	if err != nil {
+		return nil, err
+	}
+	if o.QueueLength < 0 {
+		return nil, errors.New("natsbridge: negative WatchOptions.QueueLength")
+	}
+	if t.isClosed() {
+		return nil, ErrClosed
+	}
+	info, err := t.streamState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	next := info.State.LastSeq + 1
+	start := o.From
+	switch {
+	case start == 0:
+		start = next
+	case start > next:
+		return nil, fmt.Errorf("%w: From %d, next sequence %d", ErrBadStart, start, next)
+	}
+
+	w := &Watcher[T]{t: t, start: start}
+	w.seq.Store(start - 1)
+	w.b = broadcast.New[item[T]](broadcast.Options{QueueLength: o.QueueLength, Full: broadcast.Block})
+	pre := make([]item[T], len(prefix))
+	for i, v := range prefix {
+		pre[i] = item[T]{v: v}
+	}
+	w.w, err = w.b.WatchWith(broadcast.WatchOptions{QueueLength: o.QueueLength, Full: full}, pre...)
+	if err != nil { // cannot happen: b is new
+		_ = w.b.Shutdown(context.Background())
+		return nil, err
+	}
+	w.f = newFeed(t, "watcher", start)
+	w.f.out = func(ctx context.Context, seq uint64, v T) error {
+		return w.b.Publish(ctx, item[T]{seq: seq, v: v})
+	}
+	w.f.end = func(ctx context.Context, _ error) {
+		// The stream is gone: close the watcher once its reader has
+		// taken what is queued, or once Stop is called.
+		_ = w.b.Shutdown(ctx)
+	}
+	if err := w.f.open(ctx); err != nil {
+		w.w.Stop()
+		_ = w.b.Shutdown(context.Background())
+		return nil, err
+	}
+	if err := t.adopt(w); err != nil {
+		w.f.closeConsumer()
+		w.w.Stop()
+		_ = w.b.Shutdown(context.Background())
+		return nil, err
+	}
+	w.f.start()
+	return w, nil
+}
+
+// watchPolicy returns the broadcast policy for a WatchOptions.Full: the
+// zero value is Block, whatever constant broadcast gives it.
+func watchPolicy(p broadcast.FullPolicy) (broadcast.FullPolicy, error) {
+	var zero broadcast.FullPolicy
+	switch {
+	case p == zero, p == broadcast.Block:
+		return broadcast.Block, nil
+	case p == broadcast.DropNewest:
+		return broadcast.DropNewest, nil
+	case p == broadcast.DropOldest:
+		return broadcast.DropOldest, nil
+	}
+	return p, fmt.Errorf("natsbridge: invalid WatchOptions.Full %v", p)
+}
+
+func (w *Watcher[T]) shutdown(context.Context) error {
+	w.Stop()
+	return nil
+}
+
+// All returns an iterator over the watcher's values, as
+// broadcast.Watcher.All: it takes what is queued in one step and ends once
+// the watcher is stopped (or its stream deleted) and every queued value has
+// been read.
+func (w *Watcher[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for it := range w.w.All() {
+			w.read(it.seq)
+			if !yield(it.v) {
+				return
+			}
+		}
+	}
+}
+
+// Next returns the watcher's next value, waiting for one if none is queued.
+// It returns ctx.Err() if ctx ends first, and ErrClosed once the watcher is
+// stopped (or its stream deleted: see Err) and every queued value has been
+// read. It panics on a nil ctx.
+func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
+	it, err := w.w.Next(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	w.read(it.seq)
+	return it.v, nil
+}
+
+// Events returns a channel on which the watcher's values arrive, for
+// select statements. The first call starts a goroutine that moves values
+// from the queue to the channel, one at a time: the channel has no buffer
+// of its own, so that Seq counts what was received (it is recorded just
+// after each receive, and is exact once Stop has returned; use Next or All
+// where a reader needs it exact at every step). The channel is closed
+// by Stop (values still queued stay readable with Next and All) or once
+// the stream is deleted and the queue drained. All is faster where a loop
+// will do.
+func (w *Watcher[T]) Events() <-chan T {
+	w.evOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		w.evMu.Lock()
+		w.events = make(chan T)
+		w.evCancel, w.evDone = cancel, done
+		w.evMu.Unlock()
+		go w.pump(ctx, done)
+	})
+	return w.events
+}
+
+// pump is the Events goroutine. It ends when Stop ends ctx or the watcher
+// closes.
+func (w *Watcher[T]) pump(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	defer close(w.events)
+	for {
+		it, err := w.w.Next(ctx)
+		if err != nil {
+			return
+		}
+		select {
+		case w.events <- it.v:
+			w.read(it.seq)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// read records that the value at seq was handed to the reader.
+func (w *Watcher[T]) read(seq uint64) {
+	if seq != 0 {
+		w.seq.Store(seq)
+	}
+}
+
+// Stop ends the watcher: it stops reading the stream, deletes its consumer
+// and closes its queue. Values already queued stay readable with Next and
+// All; the Events channel is closed. Stop is idempotent, safe to call from
+// any goroutine (including the one reading), and never waits for a value
+// to be read. It returns once the watcher's goroutines have exited.
+func (w *Watcher[T]) Stop() {
+	w.stopOnce.Do(func() {
+		w.f.stop()
+		w.w.Stop()
+		w.evMu.Lock()
+		if w.evCancel != nil {
+			w.evCancel()
+		}
+		w.evMu.Unlock()
+	})
+	<-w.f.done
+	w.evMu.Lock()
+	evDone := w.evDone
+	w.evMu.Unlock()
+	if evDone != nil {
+		<-evDone
+	}
+	// Nothing is delivered to a stopped watcher, so this returns at once.
+	_ = w.b.Shutdown(context.Background())
+	w.t.forget(w)
+}
+
+// Flush returns once every value the stream held when Flush was called is
+// in the watcher's queue, or was dropped by its policy, or counted as a gap
+// or a poison message. Under Block it waits for the reader to make room.
+// It returns ctx.Err() if ctx ends first, and ErrClosed (or Err) if the
+// watcher ended first.
+func (w *Watcher[T]) Flush(ctx context.Context) error {
+	info, err := w.t.streamState(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.f.waitPos(ctx, info.State.LastSeq); err != nil {
+		return err
+	}
+	return w.b.Flush(ctx)
+}
+
+// Start returns the stream sequence of the first value the watcher is
+// owed. It is fixed when Watch returns.
+func (w *Watcher[T]) Start() uint64 { return w.start }
+
+// Seq returns the stream sequence of the last value read from the watcher
+// (through All, Next or Events), or Start()-1 if none was. A watcher made
+// again with WatchOptions{From: Seq()+1} resumes where this one was.
+func (w *Watcher[T]) Seq() uint64 { return w.seq.Load() }
+
+// Gaps returns how many values owed to the watcher the stream no longer
+// held when the watcher came to read them: removed by the stream's
+// retention limits (or deleted) first. Each is counted exactly once.
+func (w *Watcher[T]) Gaps() uint64 { return w.f.gaps.Load() }
+
+// Dropped returns how many values the watcher's policy dropped from its
+// queue (DropNewest, DropOldest), as broadcast.Watcher.Dropped.
+func (w *Watcher[T]) Dropped() uint64 { return w.w.Dropped() }
+
+// Delivered returns how many values were placed in the watcher's queue (a
+// prefix is not counted), as broadcast.Watcher.Delivered.
+func (w *Watcher[T]) Delivered() uint64 { return w.w.Delivered() }
+
+// Poisoned returns how many messages the codec could not decode. Each was
+// skipped, logged and counted; the watcher went on with the next.
+func (w *Watcher[T]) Poisoned() uint64 { return w.f.poisoned.Load() }
+
+// Restarts returns how many times the watcher's consumer was lost and
+// created again where it stopped (nothing is lost or repeated by that).
+func (w *Watcher[T]) Restarts() uint64 { return w.f.restarts.Load() }
+
+// Err returns why the watcher ended by itself: an error wrapping
+// ErrStreamGone if the stream was deleted, or the connection's error if it
+// was closed. It returns nil while the watcher runs and after Stop.
+func (w *Watcher[T]) Err() error { return w.f.failure() }
