@@ -346,6 +346,11 @@ func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// Done returns a channel that is closed when Shutdown begins: from then on
+// Watch, Publish and TryPublish return ErrClosed. It lets a goroutine that
+// feeds or serves the broadcaster notice the end without publishing.
+func (b *Broadcaster[T]) Done() <-chan struct{} { return b.closing }
+
 // Stats returns a snapshot of the broadcaster's counters. It is safe to call
 // at any time, also after Shutdown.
 func (b *Broadcaster[T]) Stats() Stats {

@@ -845,3 +845,18 @@ func TestFlushPlacesEverythingQueuedBefore(t *testing.T) {
 		t.Errorf("Flush() after Shutdown = %v, want ErrClosed", err)
 	}
 }
+
+func TestDoneClosedWhenShutdownBegins(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{})
+	select {
+	case <-b.Done():
+		t.Fatal("Done() closed before Shutdown")
+	default:
+	}
+	shutdown(t, b)
+	select {
+	case <-b.Done():
+	default:
+		t.Fatal("Done() open after Shutdown")
+	}
+}

@@ -73,20 +73,15 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	return m.b, nil
 }
 
-// closed reports whether the broadcaster has shut down. broadcast has no
-// call that says so without side effects; Flush with an ended context
-// returns ErrClosed once Shutdown has completed, and otherwise leaves a
-// marker that the distributor closes in passing.
+// closed reports whether the broadcaster's Shutdown has begun.
 func (m *mirror[T]) closed() bool {
-	return errors.Is(m.b.Flush(endedCtx), broadcast.ErrClosed)
+	select {
+	case <-m.b.Done():
+		return true
+	default:
+		return false
+	}
 }
-
-// endedCtx is a context that has ended.
-var endedCtx = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
 
 func (m *mirror[T]) shutdown(ctx context.Context) error {
 	m.f.stop()

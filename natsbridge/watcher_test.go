@@ -348,8 +348,10 @@ func TestWatchStreamDeleted(t *testing.T) {
 	}
 	defer ev.Stop()
 	publishAll(t, topic, 1, 3)
-	if err := w.Flush(ctx); err != nil {
-		t.Fatal(err)
+	for _, x := range []*natsbridge.Watcher[Order]{w, ev} { // both hold 1..3 before the stream goes
+		if err := x.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := js.DeleteStream(ctx, topic.Stream()); err != nil {
 		t.Fatal(err)
