@@ -46,7 +46,8 @@ func WithRegisterer(r prometheus.Registerer) Option {
 
 // WithShutdownTimeout bounds the flush when the manager stops
 // (DefaultShutdownTimeout). Keep it below the manager's
-// GracefulShutdownTimeout. Negative values mean zero: one pass, no wait.
+// GracefulShutdownTimeout. Zero or less means no wait: what is still
+// queued then is abandoned, logged and counted.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(cfg *config) { cfg.shutdownTimeout = max(d, 0) }
 }
