@@ -85,8 +85,10 @@
 //
 // The package builds against controller-runtime v0.24 (client-go v0.36)
 // and v0.25 (client-go v0.37), and is tested with both against a real
-// apiserver. In v0.25 the manager's GetEventRecorder returns
-// controller-runtime's recorder.EventRecorder, which adds AnnotatedEventf;
-// the Provider's returns client-go's events.EventRecorder, which every
-// reconciler that stores the recorder as an events.EventRecorder accepts.
+// apiserver. With v0.24 a *Provider is a recorder.Provider, the interface
+// controller-runtime hands recorders out through. In v0.25 the manager's
+// GetEventRecorder returns controller-runtime's recorder.EventRecorder,
+// which adds AnnotatedEventf; the Provider's returns client-go's
+// events.EventRecorder, which a reconciler that keeps its recorder as an
+// events.EventRecorder accepts unchanged.
 package ctrlruntime
