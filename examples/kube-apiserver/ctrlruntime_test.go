@@ -131,6 +131,7 @@ func startManager(t *testing.T, ns string, n int, withHerald bool) *crRun {
 		}
 		rec.core, rec.events = r.provider.GetEventRecorderFor("noticer"), r.provider.GetEventRecorder("noticer")
 	} else {
+		//lint:ignore SA1019 the manager's own core/v1 recorder is what herald's is compared with
 		rec.core, rec.events = mgr.GetEventRecorderFor("noticer"), mgr.GetEventRecorder("noticer")
 	}
 	if err := builder.ControllerManagedBy(mgr).For(&v1.ConfigMap{}).Named("noticer-" + ns).Complete(rec); err != nil {
