@@ -1,10 +1,13 @@
 // Command bench runs herald and the code it is modelled on —
 // apimachinery's watch.Broadcaster and client-go's EventCorrelator — on the
 // same workloads in one process, prints them side by side with the ratio,
-// and draws fan-out time against watcher count as an SVG chart.
+// and draws fan-out time against watcher count as an SVG chart, written to
+// $TMPDIR/herald-fanout.svg unless -out names another file (the path is
+// printed first).
 //
 //	go run ./examples/bench            # about a minute
 //	go run ./examples/bench -quick     # under 30 seconds
+//	go run ./examples/bench -out fanout.svg
 //
 // Numbers from one run on one machine: compare the ratios, not the times.
 package main
@@ -38,7 +41,8 @@ import (
 
 func main() {
 	quick := flag.Bool("quick", false, "shorter runs (under 30 s), noisier numbers")
-	out := flag.String("out", filepath.Join(os.TempDir(), "herald-fanout.svg"), "where to write the chart")
+	out := flag.String("out", filepath.Join(os.TempDir(), "herald-fanout.svg"),
+		"`file` to write the SVG chart of fan-out time against watchers to")
 	flag.Parse()
 	benchtime := "1s"
 	if *quick {
@@ -64,15 +68,16 @@ func run(out io.Writer, benchtime, svgPath string) error {
 	if err := flag.Set("test.benchtime", benchtime); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "herald vs its anchors, %s per measurement, GOMAXPROCS=%d, %s/%s\n\n", benchtime, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	setup := fmt.Sprintf("GOMAXPROCS=%d, benchtime %s per measurement, %s/%s", runtime.GOMAXPROCS(0), benchtime, runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(out, "herald vs its anchors, %s\nthe chart goes to %s\n\n", setup, svgPath)
 
 	var results []result
 	for _, n := range []int{1, 10, 100} {
-		fmt.Fprintf(out, "measuring fan-out to %d watchers...\n", n)
+		fmt.Fprintf(out, "measuring fan-out to %s...\n", watchers(n))
 		anchor := testing.Benchmark(func(b *testing.B) { fanOutAnchor(b, n) })
 		all := testing.Benchmark(func(b *testing.B) { fanOutHerald(b, n, true) })
 		events := testing.Benchmark(func(b *testing.B) { fanOutHerald(b, n, false) })
-		results = append(results, result{group: "fan-out, lossless", name: fmt.Sprintf("%d watchers", n), watchers: n,
+		results = append(results, result{group: "fan-out, lossless", name: watchers(n), watchers: n,
 			anchor: anchor, herald: all, heraldAlt: &events, anchorName: "apimachinery", alt: "Events"})
 	}
 	for _, p := range []string{"repeat", "new", "aggregate"} {
@@ -96,11 +101,19 @@ func run(out io.Writer, benchtime, svgPath string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := os.WriteFile(svgPath, []byte(chart(results)), 0o644); err != nil {
+	if err := os.WriteFile(svgPath, []byte(chart(results, setup)), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nchart of fan-out time per value: %s\n", svgPath)
 	return nil
+}
+
+// watchers says "1 watcher", "10 watchers".
+func watchers(n int) string {
+	if n == 1 {
+		return "1 watcher"
+	}
+	return fmt.Sprintf("%d watchers", n)
 }
 
 func ratio(anchor, herald testing.BenchmarkResult) float64 {
@@ -239,9 +252,11 @@ func correlateBench(b *testing.B, path string, herald bool) {
 	}
 }
 
-// chart draws fan-out ns/value against watchers, both axes logarithmic.
-func chart(results []result) string {
-	const w, h, left, bottom, top, right = 640, 400, 70, 50, 40, 160
+// chart draws fan-out time per value against watchers, both axes
+// logarithmic, with setup (GOMAXPROCS, benchtime, platform) under the
+// title.
+func chart(results []result, setup string) string {
+	const w, h, left, bottom, top, right = 640, 420, 90, 50, 60, 160
 	type point struct{ x, y float64 }
 	series := []struct {
 		name, color string
@@ -267,6 +282,7 @@ func chart(results []result) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&sb, `<rect width="100%%" height="100%%" fill="white"/><text x="%d" y="22" font-size="15">Lossless fan-out: time per value until every watcher has it</text>`+"\n", left)
+	fmt.Fprintf(&sb, `<text x="%d" y="42" fill="#555">%s; one publisher</text>`+"\n", left, setup)
 	for _, x := range []float64{1, 10, 100} {
 		fmt.Fprintf(&sb, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n",
 			px(x), top, px(x), h-bottom, px(x), h-bottom+18, x)
@@ -275,7 +291,8 @@ func chart(results []result) string {
 		fmt.Fprintf(&sb, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
 			left, py(y), w-right, py(y), left-6, py(y)+4, (time.Duration(y) * time.Nanosecond).String())
 	}
-	fmt.Fprintf(&sb, `<text x="%d" y="%d" text-anchor="middle">watchers</text>`+"\n", (w-right+left)/2, h-12)
+	fmt.Fprintf(&sb, `<text x="%d" y="%d" text-anchor="middle">watchers (log scale)</text>`+"\n", (w-right+left)/2, h-12)
+	fmt.Fprintf(&sb, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle">time per value (log scale)</text>`+"\n", (h-bottom+top)/2)
 	for i, s := range series {
 		var pts []string
 		for _, p := range s.pts {

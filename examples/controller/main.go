@@ -102,11 +102,17 @@ func run(out io.Writer) error {
 	tw.Flush()
 
 	fmt.Fprintf(out, "\nStructured log: %d lines, the first:\n  %s\n", len(logLines), firstLine(logLines))
+	// Each recorded event has one fate: written, skipped, dropped, failed
+	// or abandoned. The written ones are split two ways: created or
+	// patched, and first occurrence, repeat or combined event.
 	s := broadcaster.Stats()
-	fmt.Fprintf(out, "\nrecorded %d: created %d, patched %d (repeats %d, combined %d), skipped %d, dropped %d, failed %d\n",
-		s.Recorded, s.Created, s.Patched, s.Deduplicated, s.Aggregated, s.SpamSkipped,
-		s.DroppedQueueFull+s.DroppedSinkQueue+s.DroppedClosed,
-		s.FailedConstruction+s.FailedRejected+s.FailedRetries+s.FailedShutdown+s.FailedPanic)
+	written := s.Created + s.Patched
+	fmt.Fprintf(out, "\nrecorded %d = written %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
+		s.Recorded, written, s.SpamSkipped,
+		s.InvalidObject+s.InvalidType+s.DroppedQueueFull+s.DroppedSinkQueue+s.DroppedClosed,
+		s.FailedConstruction+s.FailedRejected+s.FailedRetries+s.FailedShutdown+s.FailedPanic, s.Abandoned)
+	fmt.Fprintf(out, "written %d = created %d + patched %d = first occurrences %d + repeats %d + combined %d\n",
+		written, s.Created, s.Patched, written-s.Deduplicated-s.Aggregated, s.Deduplicated, s.Aggregated)
 	return nil
 }
 

@@ -19,7 +19,8 @@ func TestRun(t *testing.T) {
 		`Warning  Failed     pod/worker-0  4      Failed to pull image "registry.example/app:v2": not found`,
 		"Normal   Scheduled  pod/web-0     1      Successfully assigned shop/web-0",
 		`"msg"="Event occurred"`,
-		"recorded 12: created 9, patched 3 (repeats 3, combined 0), skipped 0, dropped 0, failed 0",
+		"recorded 12 = written 12 + spam-skipped 0 + dropped 0 + failed 0 + abandoned 0",
+		"written 12 = created 9 + patched 3 = first occurrences 9 + repeats 3 + combined 0",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

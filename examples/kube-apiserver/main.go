@@ -183,14 +183,15 @@ func printEvents(out io.Writer, events []v1.Event, now time.Time) {
 	tw.Flush()
 }
 
-// printStats prints herald's counters, which add up: every recorded event
-// was written, counted into another, skipped, dropped or failed.
+// printStats prints herald's counters. Each recorded event has one fate
+// (written, skipped, dropped, failed or abandoned), so the first sum
+// holds once the queues are empty; the written events are split two ways.
 func printStats(out io.Writer, st k8sadapter.Stats) {
-	dropped := st.DroppedQueueFull + st.DroppedClosed + st.DroppedSinkQueue
+	written := st.Created + st.Patched
+	dropped := st.InvalidObject + st.InvalidType + st.DroppedQueueFull + st.DroppedClosed + st.DroppedSinkQueue
 	failed := st.FailedConstruction + st.FailedRejected + st.FailedRetries + st.FailedShutdown + st.FailedPanic
-	fmt.Fprintf(out, "herald: recorded %d, queued %d\n", st.Recorded, st.Queued)
-	fmt.Fprintf(out, "  created %d + patched %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
-		st.Created, st.Patched, st.SpamSkipped, dropped, failed, st.Abandoned)
-	fmt.Fprintf(out, "  written as repeats (count > 1) %d, as combined events %d; retries %d\n",
-		st.Deduplicated, st.Aggregated, st.Retries)
+	fmt.Fprintf(out, "herald: recorded %d = written %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
+		st.Recorded, written, st.SpamSkipped, dropped, failed, st.Abandoned)
+	fmt.Fprintf(out, "  written %d = created %d + patched %d = first occurrences %d + repeats %d + combined %d; retries %d\n",
+		written, st.Created, st.Patched, written-st.Deduplicated-st.Aggregated, st.Deduplicated, st.Aggregated, st.Retries)
 }

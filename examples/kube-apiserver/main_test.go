@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/heraldgo/herald/examples/kube-apiserver/apiserver"
 )
@@ -30,7 +31,8 @@ func TestMain(m *testing.M) {
 type withServer struct{ m *testing.M }
 
 func (w withServer) Run() int {
-	klog.SetLogger(logr.Discard()) // the apiserver's own logs
+	klog.SetLogger(logr.Discard())    // the apiserver's own logs
+	ctrllog.SetLogger(logr.Discard()) // controller-runtime's global logger (the managers' have their own)
 	s, err := apiserver.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start apiserver:", err)

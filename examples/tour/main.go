@@ -165,9 +165,12 @@ func correlateAlerts(out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", l.alert.Service, l.alert.Check, l.count, l.skipped, l.alert.Message)
 	}
 	tw.Flush()
+	// New and Repeats split the alerts in two; Combined and Skipped are
+	// counted among them, not beside them, and may overlap.
 	s := c.Stats()
-	fmt.Fprintf(out, "%d alerts in, %d records to write: %d repeats counted, %d combined, %d skipped as spam.\n",
-		len(storm), s.New, s.Repeats, s.Combined, s.Skipped)
+	fmt.Fprintf(out, "%d alerts in = %d under a new key (one line each above) + %d repeats.\n", s.Correlated, s.New, s.Repeats)
+	fmt.Fprintf(out, "Among the %d: %d folded into a combined alert; %d skipped as spam (counted, not written), so %d to write.\n",
+		s.Correlated, s.Combined, s.Skipped, s.Correlated-s.Skipped)
 	return nil
 }
 
@@ -233,18 +236,22 @@ func kubernetes(out io.Writer) error {
 
 	s := broadcaster.Stats()
 	fmt.Fprintf(out, "\nShutdown flushed in %v. What happened to the %d events recorded:\n", flushed.Round(time.Millisecond), s.Recorded)
-	for _, row := range []struct {
-		name string
-		n    uint64
-	}{
-		{"created", s.Created}, {"patched into an earlier event", s.Patched},
-		{"  of which exact repeats", s.Deduplicated}, {"  of which folded into a combined event", s.Aggregated},
-		{"skipped by the spam filter (still counted)", s.SpamSkipped},
-		{"dropped at a full queue", s.DroppedQueueFull + s.DroppedSinkQueue},
-		{"failed at the sink", s.FailedConstruction + s.FailedRejected + s.FailedRetries + s.FailedShutdown + s.FailedPanic},
-		{"abandoned at shutdown", s.Abandoned},
-	} {
-		fmt.Fprintf(out, "%6d  %s\n", row.n, row.name)
-	}
+	printStats(out, s)
 	return nil
+}
+
+// printStats prints what became of the recorded events: the five lines
+// with a count add up to Recorded once the queues are empty (each event
+// has one fate), and the written events are split two ways beneath.
+func printStats(out io.Writer, s k8sadapter.Stats) {
+	written := s.Created + s.Patched
+	dropped := s.InvalidObject + s.InvalidType + s.DroppedQueueFull + s.DroppedClosed + s.DroppedSinkQueue
+	failed := s.FailedConstruction + s.FailedRejected + s.FailedRetries + s.FailedShutdown + s.FailedPanic
+	fmt.Fprintf(out, "%6d  written: %d created, %d patched into an earlier event\n", written, s.Created, s.Patched)
+	fmt.Fprintf(out, "        as %d first occurrences, %d repeats (count > 1), %d combined events\n",
+		written-s.Deduplicated-s.Aggregated, s.Deduplicated, s.Aggregated)
+	fmt.Fprintf(out, "%6d  skipped by the spam filter (counted into the next write)\n", s.SpamSkipped)
+	fmt.Fprintf(out, "%6d  dropped (invalid, queue full, after shutdown)\n", dropped)
+	fmt.Fprintf(out, "%6d  failed at the sink\n", failed)
+	fmt.Fprintf(out, "%6d  abandoned at the shutdown deadline\n", s.Abandoned)
 }

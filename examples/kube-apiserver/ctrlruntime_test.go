@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientevents "k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/heraldgo/herald/k8sadapter/ctrlruntime"
+)
+
+// The tests below run a real controller-runtime manager with a real
+// controller (a reconciler of ConfigMaps) against the shared apiserver,
+// recording through herald's ctrlruntime.Provider, or through the
+// manager's own recorders (client-go's broadcasters) for comparison.
+
+// noticer is a reconciler as controllers are written: it reads the
+// ConfigMap it is asked about and records, on both event APIs, one event
+// three times ("Seen": a repeat) and one event once ("Synced").
+type noticer struct {
+	client client.Client
+	core   record.EventRecorder
+	events clientevents.EventRecorder
+	done   chan<- string // receives each reconciled ConfigMap's name
+}
+
+func (r *noticer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var cm v1.ConfigMap
+	if err := r.client.Get(ctx, req.NamespacedName, &cm); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	for range 3 {
+		r.core.Eventf(&cm, v1.EventTypeNormal, "Seen", "Seen %d keys", len(cm.Data))
+		r.events.Eventf(&cm, nil, v1.EventTypeNormal, "Seen", "Reconcile", "Seen %d keys", len(cm.Data))
+	}
+	r.core.Event(&cm, v1.EventTypeNormal, "Synced", "Synced")
+	r.events.Eventf(&cm, nil, v1.EventTypeNormal, "Synced", "Reconcile", "Synced")
+	r.done <- req.Name
+	return reconcile.Result{}, nil
+}
+
+// managerLogs collects a manager's log lines.
+type managerLogs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// logger logs at verbosity 0 to l; errors are the lines with an "error" key.
+func (l *managerLogs) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+func (l *managerLogs) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		if strings.Contains(line, `"error"=`) || strings.Contains(line, "Unable") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// crRun is one manager running the noticer in a namespace of its own.
+type crRun struct {
+	ns       string
+	mgr      manager.Manager
+	provider *ctrlruntime.Provider // nil: the manager's own recorders
+	logs     *managerLogs
+	done     chan string
+	stop     func() // stops the manager and waits for mgr.Start to return
+}
+
+// namespaces numbers the namespaces startManager creates, so that a test
+// can run more than once against one apiserver (go test -count).
+var namespaces atomic.Int64
+
+// startManager creates a namespace named after ns and n ConfigMaps in it, and starts a
+// manager whose cache and controller watch ns, with herald's recorders if
+// withHerald, else the manager's own. The manager is stopped when t ends
+// if the test did not stop it.
+func startManager(t *testing.T, ns string, n int, withHerald bool) *crRun {
+	t.Helper()
+	ns = fmt.Sprintf("%s-%d", ns, namespaces.Add(1))
+	createNamespace(t, ns)
+	for i := range n {
+		cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i), Namespace: ns},
+			Data: map[string]string{"a": "1", "b": "2"}}
+		if _, err := server.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &crRun{ns: ns, logs: &managerLogs{}, done: make(chan string, n)}
+	mgr, err := manager.New(server.Config, manager.Options{
+		Logger:  r.logs.logger(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mgr = mgr
+	rec := &noticer{client: mgr.GetClient(), done: r.done}
+	if withHerald {
+		if r.provider, err = ctrlruntime.New(mgr); err != nil {
+			t.Fatal(err)
+		}
+		rec.core, rec.events = r.provider.GetEventRecorderFor("noticer"), r.provider.GetEventRecorder("noticer")
+	} else {
+		//lint:ignore SA1019 the manager's own core/v1 recorder is what herald's is compared with
+		rec.core, rec.events = mgr.GetEventRecorderFor("noticer"), mgr.GetEventRecorder("noticer")
+	}
+	if err := builder.ControllerManagedBy(mgr).For(&v1.ConfigMap{}).Named("noticer-" + ns).Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("mgr.Start: %v", err)
+			}
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// waitReconciled waits until every one of the n ConfigMaps has been
+// reconciled once.
+func (r *crRun) waitReconciled(t *testing.T, n int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for len(seen) < n {
+		select {
+		case name := <-r.done:
+			seen[name] = true
+		case <-t.Context().Done():
+			t.Fatalf("reconciled %d of %d ConfigMaps", len(seen), n)
+		}
+	}
+}
+
+// The two event APIs are two views of one resource: each lists the
+// events of both. An event a core/v1 recorder made has a source; one an
+// events.k8s.io/v1 recorder made has none.
+
+// storedOld returns the events that core/v1 recorders stored in
+// namespace ns.
+func storedOld(t *testing.T, ns string) []v1.Event {
+	t.Helper()
+	return slices.DeleteFunc(stored(t, ns), func(e v1.Event) bool { return e.Source.Component == "" })
+}
+
+// storedNew returns the events that events.k8s.io/v1 recorders stored in
+// namespace ns.
+func storedNew(t *testing.T, ns string) []eventsv1.Event {
+	t.Helper()
+	list, err := server.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list events.k8s.io events in %s: %v", ns, err)
+	}
+	return slices.DeleteFunc(list.Items, func(e eventsv1.Event) bool { return e.DeprecatedSource.Component != "" })
+}
+
+// newEvent is what both recorders determine about a stored
+// events.k8s.io/v1 event (names and times embed the clock).
+type newEvent struct {
+	Regarding, Type, Reason, Action, Note  string
+	ReportingController, ReportingInstance string
+	Series                                 int32 // 0: no series
+}
+
+func summarizeNew(events []eventsv1.Event) []newEvent {
+	var out []newEvent
+	for _, e := range events {
+		s := newEvent{
+			Regarding: e.Regarding.Kind + "/" + e.Regarding.Name, Type: e.Type, Reason: e.Reason, Action: e.Action,
+			Note: e.Note, ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance,
+		}
+		if e.Series != nil {
+			s.Series = e.Series.Count
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b newEvent) int {
+		return strings.Compare(a.Regarding+"\x00"+a.Reason, b.Regarding+"\x00"+b.Reason)
+	})
+	return out
+}
+
+// crSettled reports whether namespace ns holds the noticer's events for n
+// ConfigMaps as client-go writes them while it runs: per ConfigMap, core/v1
+// "Seen" with count 3 and "Synced"; events.k8s.io/v1 "Seen" with a series
+// of 2 (client-go writes the third occurrence only at its next periodic
+// pass, minutes later) and "Synced".
+func crSettled(t *testing.T, ns string, n int) bool {
+	core, ev := storedOld(t, ns), storedNew(t, ns)
+	if len(core) != 2*n || len(ev) != 2*n {
+		return false
+	}
+	for _, e := range core {
+		if e.Reason == "Seen" && e.Count != 3 {
+			return false
+		}
+	}
+	for _, e := range ev {
+		if e.Reason == "Seen" && (e.Series == nil || e.Series.Count != 2) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestControllerRuntimeSameEventsAsClientGo runs the same controller in
+// two managers, one recording through the manager's own recorders
+// (client-go's broadcasters), one through herald's Provider, and compares
+// what the apiserver stored for each event API: the same events, counts,
+// series, sources and reporting fields. Once its manager has stopped,
+// herald has also written each series' final count, which client-go
+// leaves to a periodic pass minutes later.
+func TestControllerRuntimeSameEventsAsClientGo(t *testing.T) {
+	const n = 5
+	runs := []*crRun{
+		startManager(t, "cr-clientgo", n, false),
+		startManager(t, "cr-herald", n, true),
+	}
+	for _, r := range runs {
+		r.waitReconciled(t, n)
+		eventually(t, r.ns+" events stored", func() bool { return crSettled(t, r.ns, n) })
+	}
+	if diff := cmp.Diff(summarize(storedOld(t, runs[0].ns)), summarize(storedOld(t, runs[1].ns))); diff != "" {
+		t.Errorf("stored core/v1 events differ (-client-go +herald):\n%s", diff)
+	}
+	if diff := cmp.Diff(summarizeNew(storedNew(t, runs[0].ns)), summarizeNew(storedNew(t, runs[1].ns))); diff != "" {
+		t.Errorf("stored events.k8s.io/v1 events differ (-client-go +herald):\n%s", diff)
+	}
+
+	herald := runs[1]
+	herald.stop()
+	for _, e := range storedNew(t, herald.ns) {
+		if e.Reason == "Seen" && (e.Series == nil || e.Series.Count != 3) {
+			t.Errorf("after the manager stopped, %s %s has series %v, want a count of 3", e.Regarding.Name, e.Reason, e.Series)
+		}
+	}
+	for _, r := range runs {
+		r.stop()
+		if errs := r.logs.errors(); len(errs) > 0 {
+			t.Errorf("%s: errors logged:\n%s", r.ns, strings.Join(errs, "\n"))
+		}
+	}
+}
+
+// TestControllerRuntimeStopRightAfterRecording stops the manager as soon
+// as its controller has recorded: when mgr.Start returns, every event of
+// both APIs is stored, with its final count, nothing was dropped, nothing
+// was logged as an error, and herald's metrics were in controller-runtime's
+// registry while the manager ran. goleak (TestMain) checks that no
+// goroutine is left.
+func TestControllerRuntimeStopRightAfterRecording(t *testing.T) {
+	const n = 20
+	r := startManager(t, "cr-stop", n, true)
+	r.waitReconciled(t, n)
+	got := metricValues(t, "herald_events_recorded_total")
+	r.stop()
+
+	want := map[string]float64{`api="core/v1"`: 4 * n, `api="events.k8s.io/v1"`: 4 * n}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("herald_events_recorded_total in controller-runtime's registry (-want +got):\n%s", diff)
+	}
+	core, ev := storedOld(t, r.ns), storedNew(t, r.ns)
+	if len(core) != 2*n || len(ev) != 2*n {
+		t.Errorf("stored %d core/v1 and %d events.k8s.io/v1 events, want %d each", len(core), len(ev), 2*n)
+	}
+	for _, e := range core {
+		if e.Reason == "Seen" && e.Count != 3 {
+			t.Errorf("core/v1 %s %s stored with count %d, want 3", e.InvolvedObject.Name, e.Reason, e.Count)
+		}
+	}
+	for _, e := range ev {
+		if e.Reason == "Seen" && (e.Series == nil || e.Series.Count != 3) {
+			t.Errorf("events.k8s.io/v1 %s %s stored with series %v, want a count of 3", e.Regarding.Name, e.Reason, e.Series)
+		}
+	}
+	s := r.provider.Stats()
+	if s.Core.Recorded != 4*n || s.Core.Created != 2*n || s.Core.Patched != 2*n {
+		t.Errorf("core/v1 Stats = %+v, want recorded %d, created %d, patched %d", s.Core, 4*n, 2*n, 2*n)
+	}
+	if s.Events.Recorded != 4*n || s.Events.Created != 2*n || s.Events.Patched != n || s.Events.SeriesObserved != n {
+		t.Errorf("events.k8s.io/v1 Stats = %+v, want recorded %d, created %d, patched %d, series observed %d", s.Events, 4*n, 2*n, n, n)
+	}
+	if errs := r.logs.errors(); len(errs) > 0 {
+		t.Errorf("errors logged:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// metricValues returns the values of the named counter in
+// controller-runtime's registry, by its labels.
+func metricValues(t *testing.T, name string) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			out[strings.Join(labels, ",")] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
