@@ -2,11 +2,13 @@ package k8sadapter_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -111,3 +113,60 @@ func (s *scriptSink) snapshot() []call {
 	defer s.mu.Unlock()
 	return append([]call(nil), s.calls...)
 }
+
+// logLines captures the lines of a logger.
+type logLines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *logLines) logger() logr.Logger {
+	return funcr.New(func(_, args string) {
+		l.mu.Lock()
+		l.all = append(l.all, args)
+		l.mu.Unlock()
+	}, funcr.Options{})
+}
+
+// context returns a context carrying l's logger, for WithContext.
+func (l *logLines) context() context.Context { return klog.NewContext(context.Background(), l.logger()) }
+
+// with returns the lines that contain s.
+func (l *logLines) with(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var got []string
+	for _, line := range l.all {
+		if strings.Contains(line, s) {
+			got = append(got, line)
+		}
+	}
+	return got
+}
+
+// gate makes a sink call wait: each call of wait takes one token, or
+// returns at once once the gate is open.
+type gate struct {
+	tokens chan struct{}
+	open   chan struct{}
+	once   sync.Once
+}
+
+func newGate() *gate { return &gate{tokens: make(chan struct{}), open: make(chan struct{})} }
+
+func (g *gate) wait() {
+	select {
+	case <-g.tokens:
+	case <-g.open:
+	}
+}
+
+// let lets n waiting calls through, one at a time.
+func (g *gate) let(n int) {
+	for range n {
+		g.tokens <- struct{}{}
+	}
+}
+
+// release lets every call through from now on.
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
