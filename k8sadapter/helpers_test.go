@@ -129,7 +129,9 @@ func (l *logLines) logger() logr.Logger {
 }
 
 // context returns a context carrying l's logger, for WithContext.
-func (l *logLines) context() context.Context { return klog.NewContext(context.Background(), l.logger()) }
+func (l *logLines) context() context.Context {
+	return klog.NewContext(context.Background(), l.logger())
+}
 
 // with returns the lines that contain s.
 func (l *logLines) with(s string) []string {
