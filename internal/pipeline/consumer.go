@@ -46,8 +46,9 @@ type Consumer[E Event, C any] struct {
 	logger   klog.Logger
 	counts   C
 	handled  uint64
-	dropSeen uint64 // watcher drops already given to the drop log
-	running  bool   // a goroutine takes the events
+	dropSeen uint64  // watcher drops already given to the drop log
+	running  bool    // a goroutine takes the events
+	drain    func(E) // set by Drain: what to do with what is left
 	waiters  []waiter
 }
 
@@ -177,38 +178,48 @@ func (c *Consumer[E, C]) Go(logger klog.Logger, run func(*Consumer[E, C])) error
 	go func() {
 		defer c.p.life.Done()
 		run(c)
-		c.ended()
+		c.stopped()
 	}()
 	return nil
 }
 
-// ended records that the goroutine returned: Flush no longer waits for
-// it, and the drops no line reported get one now.
-func (c *Consumer[E, C]) ended() {
-	c.mu.Lock()
-	c.running = false
-	c.releaseLocked()
-	c.mu.Unlock()
+// stopped records that the goroutine taking the events returned: Flush no
+// longer waits for it, and the drops no line reported get one now. If
+// Drain asked for it meanwhile, it first hands what is left to Drain's f.
+func (c *Consumer[E, C]) stopped() {
+	for {
+		c.mu.Lock()
+		f := c.drain
+		c.drain = nil
+		if f == nil {
+			c.running = false
+			c.releaseLocked()
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
+		for ev := range c.w.All() {
+			f(ev)
+		}
+	}
 	c.reportRest()
 }
 
-// Drain hands every event still queued to f, on the caller's goroutine,
-// if no goroutine takes the consumer's events; it is for the shutdown of a
-// consumer that was not running, after its watcher closed. It reports
-// whether it drained.
-func (c *Consumer[E, C]) Drain(f func(E)) bool {
+// Drain hands every event left in the consumer's queue to f, once no
+// goroutine takes them: at once, on the caller's goroutine, if none runs;
+// else on the consumer's goroutine when run returns. It is for a consumer
+// whose goroutine may have stopped early (a Go consumer whose context
+// ended), once its watcher is closed: after the pipeline's Shutdown.
+func (c *Consumer[E, C]) Drain(f func(E)) {
 	c.mu.Lock()
+	c.drain = f
 	if c.running {
 		c.mu.Unlock()
-		return false
+		return
 	}
 	c.running = true // this goroutine takes the events now
 	c.mu.Unlock()
-	for ev := range c.w.All() {
-		f(ev)
-	}
-	c.ended()
-	return true
+	c.stopped()
 }
 
 // reportRest logs the drops at the consumer's queue that no line has

@@ -198,7 +198,7 @@ func Start[E Event, C any](p *Pipeline[E], set *Set[E, C], what string, logger k
 	go func() {
 		defer p.life.Done()
 		run(c)
-		c.ended()
+		c.stopped()
 		p.unregister(c)
 		set.retire(c)
 	}()

@@ -160,8 +160,9 @@ func (e *EventBroadcaster) Shutdown() {
 // ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	err := e.p.Shutdown(ctx)
-	// Nothing starts the writer any more: if it is not running, what is in
-	// its queue (closed now) is abandoned here.
+	// Nothing starts the writer any more: what is left in its queue
+	// (closed now) is abandoned, here if it is not running, else when its
+	// context ends or its hung sink call returns.
 	e.wr.c.Drain(e.wr.abandon)
 	return err
 }

@@ -125,7 +125,7 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 		defer finish.Stop()
 		defer refresh.Stop()
 		events := c.Events()
-		for {
+		for ctx.Err() == nil { // an ended context wins over a queued event
 			select {
 			case ev, ok := <-events:
 				if !ok {
@@ -144,24 +144,15 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 				c.Publish(&wr.counts)
 				refresh.Reset(RefreshTime)
 			case <-ctx.Done():
-				select {
-				case <-wr.e.p.Stopping():
-					// No later recording will take what is queued, and
-					// Shutdown found this goroutine running: abandon it here.
-					for range events {
-						wr.counts.Abandoned++
-						c.Done(&wr.counts)
-					}
-				default:
-				}
-				return
 			}
 		}
+		// What is queued waits for the next recording, or for Shutdown to
+		// abandon it.
 	}
 }
 
-// abandon counts an event no writer will take, on the goroutine that
-// drains the queue at shutdown.
+// abandon counts an event no writer will take: what is left in the queue
+// at Shutdown when the writer is not recording (see Consumer.Drain).
 func (wr *writer) abandon(*eventsv1.Event) {
 	wr.counts.Abandoned++
 	wr.c.Done(&wr.counts)
