@@ -75,16 +75,13 @@ func (c *Consumer[E, C]) Done(counts *C) { c.publish(counts, 1) }
 func (c *Consumer[E, C]) Publish(counts *C) { c.publish(counts, 0) }
 
 func (c *Consumer[E, C]) publish(counts *C, handled uint64) {
-	dropped := c.w.Dropped()
 	c.mu.Lock()
 	c.counts = *counts
 	c.handled += handled
 	if len(c.waiters) > 0 {
 		c.releaseLocked()
 	}
-	fresh := dropped - c.dropSeen
-	c.dropSeen = dropped
-	logger := c.logger
+	fresh, logger := c.takeDropsLocked(), c.logger
 	c.mu.Unlock()
 	if fresh > 0 {
 		if n, due := c.drops.Add(c.p.clock.Now(), fresh); due {
@@ -225,16 +222,22 @@ func (c *Consumer[E, C]) Drain(f func(E)) {
 // reportRest logs the drops at the consumer's queue that no line has
 // reported yet.
 func (c *Consumer[E, C]) reportRest() {
-	dropped := c.w.Dropped()
 	c.mu.Lock()
-	fresh := dropped - c.dropSeen
-	c.dropSeen = dropped
-	logger := c.logger
+	fresh, logger := c.takeDropsLocked(), c.logger
 	c.mu.Unlock()
 	c.drops.Add(c.p.clock.Now(), fresh) // counted, whether due or not
 	if n := c.drops.Rest(); n > 0 {
 		c.logDrops(logger, n)
 	}
+}
+
+// takeDropsLocked returns the drops at the consumer's queue since the
+// last call.
+func (c *Consumer[E, C]) takeDropsLocked() uint64 {
+	dropped := c.w.Dropped()
+	fresh := dropped - c.dropSeen
+	c.dropSeen = dropped
+	return fresh
 }
 
 func (c *Consumer[E, C]) logDrops(logger klog.Logger, n uint64) {

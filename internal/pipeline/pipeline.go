@@ -60,8 +60,8 @@ type Pipeline[E Event] struct {
 	logger   klog.Logger
 	handlers *Set[E, HandlerCounts]
 
-	recorded, invalidObject, invalidType, droppedFull, droppedClosed atomic.Uint64
-	fullLog, closedLog                                               Burst
+	recorded, invalidObject, invalidType, droppedQueueFull, droppedClosed atomic.Uint64
+	queueFullLog, closedLog                                               Burst
 
 	mu        sync.Mutex // guards consumers
 	consumers []flushable
@@ -133,8 +133,8 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
 		}
 	default:
-		p.droppedFull.Add(1)
-		if n, due := p.fullLog.Add(p.clock.Now(), 1); due {
+		p.droppedQueueFull.Add(1)
+		if n, due := p.queueFullLog.Add(p.clock.Now(), 1); due {
 			logger.Error(nil, "Unable to record event: too many queued events, dropped event", "event", klog.KObj(ev),
 				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
 		}
@@ -155,7 +155,7 @@ func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
 		Queued:           p.b.Stats().Published,
 		InvalidObject:    p.invalidObject.Load(),
 		InvalidType:      p.invalidType.Load(),
-		DroppedQueueFull: p.droppedFull.Load(),
+		DroppedQueueFull: p.droppedQueueFull.Load(),
 		DroppedClosed:    p.droppedClosed.Load(),
 	}
 	r.Recorded = p.recorded.Load()
@@ -301,7 +301,7 @@ func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	for _, c := range left {
 		c.reportRest()
 	}
-	if n := p.fullLog.Rest(); n > 0 {
+	if n := p.queueFullLog.Rest(); n > 0 {
 		p.logger.Error(nil, "Unable to record event: too many queued events, dropped events", "droppedSinceLastReport", n)
 	}
 	return err

@@ -78,7 +78,7 @@ type Stats struct {
 // writes.
 type writerCounts struct {
 	pipeline.Counts
-	observed, evicted, seriesWrites, seriesWriteFailures uint64
+	seriesObserved, evicted, seriesWrites, seriesWriteFailures uint64
 }
 
 // stats assembles Stats from the counters of the recorder side, the
@@ -89,7 +89,7 @@ func stats(r pipeline.RecorderCounts, w pipeline.Tally[writerCounts], h pipeline
 		Recorded: r.Recorded, Queued: r.Queued, InvalidObject: r.InvalidObject, InvalidType: r.InvalidType,
 		DroppedQueueFull: r.DroppedQueueFull, DroppedClosed: r.DroppedClosed,
 
-		Created: c.Created, Patched: c.Patched, SeriesObserved: c.observed, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
+		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
 		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedRetries: c.FailedRetries,
 		FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic, Abandoned: c.Abandoned, Retries: c.Retries,
 		SeriesWrites: c.seriesWrites, SeriesWriteFailures: c.seriesWriteFailures, NilResponses: c.NilResponses,

@@ -174,7 +174,7 @@ func (wr *writer) handle(ev *eventsv1.Event) {
 		if ent.event.Series != nil {
 			ent.event.Series.Count++
 			ent.event.Series.LastObservedTime = now
-			wr.counts.observed++
+			wr.counts.seriesObserved++
 			return
 		}
 		ent.event.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: now}
