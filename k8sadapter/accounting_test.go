@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heraldgo/herald/internal/testlog"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -89,10 +90,10 @@ func TestStopRightAfterRecordingHandlesEveryEvent(t *testing.T) {
 // silently; herald used to as well.)
 func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log logLines
+		var log testlog.Lines
 		g := newGate()
 		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
-		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(log.context()), k8sadapter.WithQueueLength(5))
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithQueueLength(5))
 		e.StartRecordingToSink(sink)
 		r := recorder(e)
 		n := 0
@@ -107,16 +108,16 @@ func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 		}
 		const line = "the watcher's queue is full"
 		burst()
-		if got := log.with(line); len(got) != 1 || !strings.Contains(got[0], `"dropped"=14`) || !strings.Contains(got[0], `"watcher"="sink"`) {
+		if got := log.With(line); len(got) != 1 || !strings.Contains(got[0], `"dropped"=14`) || !strings.Contains(got[0], `"watcher"="sink"`) {
 			t.Fatalf("after a burst of drops: %q, want one line reporting 14", got)
 		}
 		burst() // at the same instant: counted, reported later
-		if got := log.with(line); len(got) != 1 {
+		if got := log.With(line); len(got) != 1 {
 			t.Fatalf("after a second burst within the interval: %d lines, want 1", len(got))
 		}
 		g.release()
 		join(t, e)
-		got := log.with(line)
+		got := log.With(line)
 		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=14`) {
 			t.Errorf("after Shutdown: %q, want a last line reporting the other 14", got)
 		}
@@ -131,14 +132,14 @@ func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 // the lot, not one per event.
 func TestRecordingAfterShutdownLogsOncePerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log logLines
-		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(log.context()))
+		var log testlog.Lines
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
 		e.Shutdown()
 		r := recorder(e)
 		for i := range 10_000 {
 			r.Eventf(pod("p"), v1.EventTypeNormal, "Late", "event %d", i)
 		}
-		if got := log.with("Unable to record event"); len(got) != 1 {
+		if got := log.With("Unable to record event"); len(got) != 1 {
 			t.Errorf("10000 events after Shutdown logged %d lines, want 1", len(got))
 		}
 		if s := e.Stats(); s.DroppedClosed != 10_000 || recorderFates(s) != s.Recorded {

@@ -2,13 +2,11 @@ package k8sadapter_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/heraldgo/herald/internal/testlog"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -114,36 +113,10 @@ func (s *scriptSink) snapshot() []call {
 	return append([]call(nil), s.calls...)
 }
 
-// logLines captures the lines of a logger.
-type logLines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *logLines) logger() logr.Logger {
-	return funcr.New(func(_, args string) {
-		l.mu.Lock()
-		l.all = append(l.all, args)
-		l.mu.Unlock()
-	}, funcr.Options{})
-}
-
-// context returns a context carrying l's logger, for WithContext.
-func (l *logLines) context() context.Context {
-	return klog.NewContext(context.Background(), l.logger())
-}
-
-// with returns the lines that contain s.
-func (l *logLines) with(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var got []string
-	for _, line := range l.all {
-		if strings.Contains(line, s) {
-			got = append(got, line)
-		}
-	}
-	return got
+// logContext returns a context carrying a logger that writes to l, for
+// WithContext.
+func logContext(l *testlog.Lines) context.Context {
+	return klog.NewContext(context.Background(), l.Logger())
 }
 
 // gate makes a sink call wait: each call of wait takes one token, or

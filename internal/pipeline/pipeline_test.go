@@ -5,50 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/testlog"
 )
 
-// lines captures log lines.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) logger() klog.Logger {
-	return funcr.New(func(_, args string) {
-		l.mu.Lock()
-		l.all = append(l.all, args)
-		l.mu.Unlock()
-	}, funcr.Options{})
-}
-
-// with returns the lines that contain s.
-func (l *lines) with(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var got []string
-	for _, line := range l.all {
-		if strings.Contains(line, s) {
-			got = append(got, line)
-		}
-	}
-	return got
-}
-
-func newPipeline(t *testing.T, queue int, log *lines) *Pipeline[*v1.Event] {
+func newPipeline(t *testing.T, queue int, log *testlog.Lines) *Pipeline[*v1.Event] {
 	t.Helper()
-	p := New[*v1.Event](Options{Name: "test", QueueLength: queue, Clock: clock.RealClock{}, Logger: log.logger()})
+	p := New[*v1.Event](Options{Name: "test", QueueLength: queue, Clock: clock.RealClock{}, Logger: log.Logger()})
 	t.Cleanup(func() {
 		if err := p.Shutdown(context.Background()); err != nil {
 			t.Errorf("Shutdown: %v", err)
@@ -66,7 +37,7 @@ func event(i int) *v1.Event {
 // burst with the count, not one per event.
 func TestPublishRefusalsAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log lines
+		var log testlog.Lines
 		p := newPipeline(t, 1, &log)
 		// A Block watcher nobody reads holds the distributor, so that the
 		// incoming queue (1) fills.
@@ -75,19 +46,19 @@ func TestPublishRefusalsAreLoggedPerBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 3 { // one in stuck's queue, one held by the distributor, one queued
-			p.Publish(log.logger(), event(i))
+			p.Publish(log.Logger(), event(i))
 			synctest.Wait()
 		}
 		for i := range 1000 {
-			p.Publish(log.logger(), event(i))
+			p.Publish(log.Logger(), event(i))
 		}
-		full := log.with("too many queued events")
+		full := log.With("too many queued events")
 		if len(full) != 1 || !strings.Contains(full[0], `"droppedSinceLastReport"=1`) {
 			t.Errorf("lines for 1000 refusals: %q; want one, reporting the first", full)
 		}
 		time.Sleep(BurstInterval)
-		p.Publish(log.logger(), event(0))
-		full = log.with("too many queued events")
+		p.Publish(log.Logger(), event(0))
+		full = log.With("too many queued events")
 		if len(full) != 2 || !strings.Contains(full[1], `"droppedSinceLastReport"=1000`) {
 			t.Errorf("lines after %v: %q; want a second one, reporting the 1000 since the first", BurstInterval, full)
 		}
@@ -96,9 +67,9 @@ func TestPublishRefusalsAreLoggedPerBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 1000 {
-			p.Publish(log.logger(), event(i))
+			p.Publish(log.Logger(), event(i))
 		}
-		if closed := log.with("Unable to record event (will not retry!)"); len(closed) != 1 {
+		if closed := log.With("Unable to record event (will not retry!)"); len(closed) != 1 {
 			t.Errorf("lines for 1000 events after shutdown: %d, want 1", len(closed))
 		}
 		r := p.RecorderCounts()
@@ -123,11 +94,11 @@ func gated(gate chan struct{}) func(*Consumer[*v1.Event, int]) {
 
 func TestFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log lines
+		var log testlog.Lines
 		p := newPipeline(t, 100, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
-		c, err := Start(p, set, "test", log.logger(), gated(gate))
+		c, err := Start(p, set, "test", log.Logger(), gated(gate))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +107,7 @@ func TestFlush(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 3 {
-			p.Publish(log.logger(), event(i))
+			p.Publish(log.Logger(), event(i))
 		}
 		done := make(chan error)
 		go func() { done <- p.Flush(context.Background()) }()
@@ -160,7 +131,7 @@ func TestFlush(t *testing.T) {
 		}
 
 		// A consumer that hangs holds Flush until its ctx ends.
-		p.Publish(log.logger(), event(3))
+		p.Publish(log.Logger(), event(3))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := p.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -192,11 +163,11 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 	if testing.Short() {
 		rounds = 300
 	}
-	var log lines
+	var log testlog.Lines
 	p := newPipeline(t, 1000, &log)
 	set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 	for round := range rounds {
-		c, err := Start(p, set, "test", log.logger(), func(c *Consumer[*v1.Event, int]) {
+		c, err := Start(p, set, "test", log.Logger(), func(c *Consumer[*v1.Event, int]) {
 			n := 0
 			for range c.All() {
 				n++
@@ -207,7 +178,7 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 200 {
-			p.Publish(log.logger(), event(i))
+			p.Publish(log.Logger(), event(i))
 		}
 		c.Stop()
 		if err := p.Flush(context.Background()); err != nil {
@@ -237,17 +208,17 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 // up, and the rest at the end.
 func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log lines
+		var log testlog.Lines
 		p := newPipeline(t, 2, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
-		c, err := Start(p, set, "slow", log.logger(), gated(gate))
+		c, err := Start(p, set, "slow", log.Logger(), gated(gate))
 		if err != nil {
 			t.Fatal(err)
 		}
 		burst := func() {
 			for i := range 10 { // one handled, two queued, seven dropped
-				p.Publish(log.logger(), event(i))
+				p.Publish(log.Logger(), event(i))
 				synctest.Wait()
 			}
 			for range 3 {
@@ -256,16 +227,16 @@ func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 			synctest.Wait()
 		}
 		burst()
-		if got := log.with("the watcher's queue is full"); len(got) != 1 || !strings.Contains(got[0], `"dropped"=7`) {
+		if got := log.With("the watcher's queue is full"); len(got) != 1 || !strings.Contains(got[0], `"dropped"=7`) {
 			t.Errorf("after one burst: %q, want one line reporting 7", got)
 		}
 		burst() // within BurstInterval: counted, not logged yet
-		if got := log.with("the watcher's queue is full"); len(got) != 1 {
+		if got := log.With("the watcher's queue is full"); len(got) != 1 {
 			t.Errorf("after a second burst within %v: %d lines, want still 1", BurstInterval, len(got))
 		}
 		c.Stop()
 		synctest.Wait()
-		got := log.with("the watcher's queue is full")
+		got := log.With("the watcher's queue is full")
 		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=7`) || !strings.Contains(got[1], `"watcher"="slow"`) {
 			t.Errorf("after the consumer ended: %q, want a second line reporting 7", got)
 		}

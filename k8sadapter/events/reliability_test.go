@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -20,35 +17,9 @@ import (
 	"k8s.io/klog/v2"
 	testclocks "k8s.io/utils/clock/testing"
 
+	"github.com/heraldgo/herald/internal/testlog"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
-
-// logLines captures the lines of a logger.
-type logLines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *logLines) logger() logr.Logger {
-	return funcr.New(func(_, args string) {
-		l.mu.Lock()
-		l.all = append(l.all, args)
-		l.mu.Unlock()
-	}, funcr.Options{})
-}
-
-// with returns the lines that contain s.
-func (l *logLines) with(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var got []string
-	for _, line := range l.all {
-		if strings.Contains(line, s) {
-			got = append(got, line)
-		}
-	}
-	return got
-}
 
 // writerFates is the sum of the writer's fate counters (see Stats).
 func writerFates(s events.Stats) uint64 {
@@ -136,7 +107,7 @@ func TestRecordingContextEnd(t *testing.T) {
 // logger, as client-go's do), and the writer logs to the logger of its
 // context.
 func TestLoggersAreRaceFree(t *testing.T) {
-	var log logLines
+	var log testlog.Lines
 	s := newSink()
 	s.onCreate = func(n int, _ *eventsv1.Event) error {
 		if n == 1 {
@@ -153,14 +124,14 @@ func TestLoggersAreRaceFree(t *testing.T) {
 		}
 	})
 	wg.Go(func() {
-		if err := e.StartRecordingToSinkWithContext(klog.NewContext(context.Background(), log.logger())); err != nil {
+		if err := e.StartRecordingToSinkWithContext(klog.NewContext(context.Background(), log.Logger())); err != nil {
 			t.Error(err)
 		}
 	})
 	wg.Wait()
 	e.NewRecorder(scheme.Scheme, "c").Eventf(pod("a"), nil, v1.EventTypeNormal, "Started", "Starting", "x")
 	e.Shutdown()
-	if got := log.with("Unable to write event (may retry after sleeping)"); len(got) != 1 {
+	if got := log.With("Unable to write event (may retry after sleeping)"); len(got) != 1 {
 		t.Errorf("the recording context's logger got %q, want the one failed attempt", got)
 	}
 }
@@ -194,13 +165,13 @@ func TestStartRecordingWithNilContext(t *testing.T) {
 // counted, and logged once per burst with a count, not once each. The
 // clock never moves here: one burst.
 func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
-	var log logLines
+	var log testlog.Lines
 	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := events.NewBroadcaster(newSink(), events.WithQueueLength(1), events.WithClock(clk))
 	if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
 		t.Fatal(err)
 	}
-	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.logger())
+	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.Logger())
 	var wg sync.WaitGroup
 	for g := range 2 { // two recorders outrun the distributor of a queue of one
 		wg.Go(func() {
@@ -217,7 +188,7 @@ func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
 	if st.DroppedQueueFull == 0 {
 		t.Fatal("no event was refused at the full queue; the test proves nothing")
 	}
-	if got := log.with("too many queued events"); len(got) != 1 {
+	if got := log.With("too many queued events"); len(got) != 1 {
 		t.Errorf("%d refusals at a full queue logged %d lines, want 1", st.DroppedQueueFull, len(got))
 	}
 	e.Shutdown()
@@ -226,14 +197,14 @@ func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
 // TestRecordingAfterShutdownLogsOncePerBurst: every event recorded after
 // Shutdown is refused and counted, with one log line for the lot.
 func TestRecordingAfterShutdownLogsOncePerBurst(t *testing.T) {
-	var log logLines
+	var log testlog.Lines
 	e := events.NewBroadcaster(newSink())
 	e.Shutdown()
-	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.logger())
+	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.Logger())
 	for i := range 10_000 {
 		r.Eventf(pod("a"), nil, v1.EventTypeNormal, "Late", "Recording", "event %d", i)
 	}
-	if got := log.with("Unable to record event"); len(got) != 1 {
+	if got := log.With("Unable to record event"); len(got) != 1 {
 		t.Errorf("10000 events after Shutdown logged %d lines, want 1", len(got))
 	}
 	if st := e.Stats(); st.DroppedClosed != 10_000 || st.Recorded != 10_000 {
