@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -185,4 +186,37 @@ func TestStoppedWatchersAreNotKept(t *testing.T) {
 	if s := e.Stats(); s.Created != 2100 || s.Handled != 2100 {
 		t.Errorf("Stats() = %+v, want the stopped sinks' 2100 created and handlers' 2100 handled", s)
 	}
+}
+
+// TestShutdownTimeoutBoundsShutdown: with a sink call that hangs,
+// Shutdown returns after WithShutdownTimeout, logs that it did not flush
+// everything, and the events it gave up on are counted as abandoned once
+// the call returns.
+func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		g := newGate()
+		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithShutdownTimeout(5*time.Second))
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		for i := range 3 { // the first hangs in the sink, two wait behind it
+			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
+		}
+		synctest.Wait()
+		start := time.Now()
+		e.Shutdown()
+		if waited := time.Since(start); waited != 5*time.Second {
+			t.Errorf("Shutdown returned after %v, want the 5s timeout", waited)
+		}
+		if got := log.With("did not flush every event in time"); len(got) != 1 {
+			t.Errorf("log %q, want one line saying the flush was cut short", got)
+		}
+		g.release()
+		synctest.Wait()
+		want := k8sadapter.Stats{Recorded: 3, Queued: 3, Created: 1, Abandoned: 2}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -247,4 +248,35 @@ func TestStoppedHandlersAreNotKept(t *testing.T) {
 	if st := e.Stats(); st.Handled != 2100 {
 		t.Errorf("Handled = %d, want the stopped handlers' 2100", st.Handled)
 	}
+}
+
+// TestStartRecordingToSinkWithStopChannel: the deprecated client-go entry
+// point records until stopCh is closed, with WithMaxTries attempts per
+// event; what is recorded after the close waits, and Shutdown, bounded by
+// WithShutdownTimeout, counts it as abandoned.
+func TestStartRecordingToSinkWithStopChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSink()
+		s.onCreate = func(n int, _ *eventsv1.Event) error {
+			if n == 1 {
+				return fmt.Errorf("connection refused")
+			}
+			return nil
+		}
+		e := events.NewBroadcaster(s, events.WithMaxTries(2), events.WithSleepDuration(time.Second), events.WithShutdownTimeout(time.Minute))
+		stopCh := make(chan struct{})
+		e.StartRecordingToSink(stopCh)
+		r := e.NewRecorder(scheme.Scheme, "c").WithLogger(logr.Discard())
+		r.Eventf(pod("a"), nil, v1.EventTypeNormal, "Started", "Starting", "x")
+		time.Sleep(time.Hour) // past the retry pause
+		synctest.Wait()
+		close(stopCh)
+		synctest.Wait()
+		r.Eventf(pod("b"), nil, v1.EventTypeNormal, "Started", "Starting", "after the stop")
+		e.Shutdown()
+		want := events.Stats{Recorded: 2, Queued: 2, Created: 1, Retries: 1, Abandoned: 1}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() (-want +got):\n%s", diff)
+		}
+	})
 }
