@@ -2,9 +2,6 @@ package k8sadapter
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,8 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/lifecycle"
+	"github.com/heraldgo/herald/internal/pipeline"
 )
 
 // Compile-time proof of the drop-in promise.
@@ -25,22 +21,12 @@ var _ record.EventBroadcaster = (*EventBroadcaster)(nil)
 // client-go's record.NewBroadcaster returns. Its zero value is not usable;
 // create one with NewBroadcaster. It is safe for concurrent use.
 type EventBroadcaster struct {
-	cfg    config
-	b      *broadcast.Broadcaster[*v1.Event]
-	logger klog.Logger
-	timers clock.Clock // pauses between sink attempts
-
-	life    *lifecycle.Group // the watcher goroutines and the shutdown
-	stopCtx func() bool      // releases the WithContext hook
-
-	mu         sync.Mutex // guards the fields down to sinkQueues
-	sinks      []*sinkStats
-	watchers   []*broadcast.Watcher[*v1.Event] // non-sink watchers, for their drop counts
-	sinkQueues []*broadcast.Watcher[*v1.Event]
-
-	recorded, invalidObject, invalidType   atomic.Uint64
-	droppedFull, droppedClosed, handlerPan atomic.Uint64
-	fullLog                                burstLog
+	cfg     config
+	p       *pipeline.Pipeline[*v1.Event]
+	sinks   *pipeline.Set[*v1.Event, sinkCounts] // every sink started
+	logger  klog.Logger
+	timers  clock.Clock // pauses between sink attempts
+	stopCtx func() bool // releases the WithContext hook
 }
 
 // NewBroadcaster returns a started EventBroadcaster, as client-go's
@@ -53,7 +39,8 @@ type EventBroadcaster struct {
 //
 // Recorders never block: every watcher has a queue of WithQueueLength
 // events, and a watcher that falls further behind misses the newest events
-// (client-go's behaviour), which Stats counts and the log reports.
+// (client-go's behaviour), which Stats counts and the log reports once
+// per burst.
 func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -69,18 +56,14 @@ func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 	if !ok {
 		timers = clock.RealClock{}
 	}
+	logger := klog.FromContext(ctx)
 	e := &EventBroadcaster{
 		cfg:    cfg,
-		logger: klog.FromContext(ctx),
+		p:      pipeline.New[*v1.Event](pipeline.Options{Name: "k8sadapter", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger}),
+		sinks:  pipeline.NewSet[*v1.Event](addSinkCounts),
+		logger: logger,
 		timers: timers,
-		life:   lifecycle.New(),
-		b: broadcast.New[*v1.Event](broadcast.Options{
-			QueueLength:         cfg.queueLength,
-			IncomingQueueLength: cfg.queueLength,
-			Full:                broadcast.DropNewest,
-		}),
 	}
-	e.fullLog.every = 10 * time.Second
 	if ctx.Done() != nil {
 		// No goroutine waits for ctx: AfterFunc starts one only once ctx
 		// is done, to run Shutdown.
@@ -94,51 +77,52 @@ func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 // event every watcher shares and must not modify it. A handler that panics
 // is logged and counted, and the next event is handled as usual.
 //
-// The returned watch.Interface stops the watcher (events already queued for
-// it are still handled); its ResultChan delivers nothing and is closed once
-// the last event has been handled. After Shutdown began, StartEventWatcher
-// logs and returns a watch that is already closed, as client-go does.
+// The returned watch.Interface stops the watcher (events recorded before
+// Stop are still handled); its ResultChan delivers nothing and is closed
+// once the last event has been handled. After Shutdown began,
+// StartEventWatcher logs and returns a watch that is already closed, as
+// client-go does.
 func (e *EventBroadcaster) StartEventWatcher(handler func(*v1.Event)) watch.Interface {
 	if handler == nil {
 		e.logger.Error(nil, "Unable start event watcher: nil handler (will not retry!)")
 		return watch.NewEmptyWatch()
 	}
-	h, w := e.start(nil, func(ev *v1.Event) {
-		defer func() {
-			if r := recover(); r != nil {
-				e.handlerPan.Add(1)
-				e.logger.Error(nil, "Event handler panicked", "panic", r, "event", klog.KObj(ev))
-			}
-		}()
-		handler(ev)
-	})
-	if w != nil {
-		e.mu.Lock()
-		e.watchers = append(e.watchers, w)
-		e.mu.Unlock()
+	result := make(chan watch.Event)
+	c, err := e.p.StartHandler(e.logger, handler, func() { close(result) })
+	if err != nil {
+		e.logger.Error(err, "Unable start event watcher (will not retry!)")
+		return watch.NewEmptyWatch()
 	}
-	return h
+	return &Handle{stop: c.Stop, result: result, stats: func() Stats {
+		var s Stats
+		t := c.Tally()
+		s.addHandlers(t)
+		s.Queued = t.Queued
+		return s
+	}}
 }
 
 // StartRecordingToSink writes every event to sink, with client-go's
 // correlation (each sink has its own correlator), create-or-patch, retries
 // and error handling; see the package documentation. The returned
-// watch.Interface stops the recording once the events already queued for
-// it are written.
+// watch.Interface stops the recording once the events recorded before
+// Stop are written.
 func (e *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
 	if sink == nil {
 		e.logger.Error(nil, "Unable to start recording to a nil sink (will not retry!)")
 		return watch.NewEmptyWatch()
 	}
-	s := &sinkWriter{e: e, sink: sink, corr: NewEventCorrelatorWithOptions(e.correlatorOptions())}
-	h, w := e.start(&s.stats, s.record)
-	if w != nil {
-		e.mu.Lock()
-		e.sinks = append(e.sinks, &s.stats)
-		e.sinkQueues = append(e.sinkQueues, w)
-		e.mu.Unlock()
+	s := e.newSinkWriter(sink)
+	result := make(chan watch.Event)
+	c, err := pipeline.Start(e.p, e.sinks, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
+		defer close(result)
+		s.run(c)
+	})
+	if err != nil {
+		e.logger.Error(err, "Unable start event watcher (will not retry!)")
+		return watch.NewEmptyWatch()
 	}
-	return h
+	return &Handle{stop: c.Stop, result: result, stats: func() Stats { return sinkStats(c.Tally()) }}
 }
 
 // correlatorOptions are the options each sink's correlator gets: the
@@ -183,62 +167,45 @@ func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSo
 	return &Recorder{e: e, scheme: scheme, source: source, logger: e.logger}
 }
 
-// start registers a watcher and starts the goroutine that runs handle for
-// each of its events. It returns client-go's empty watch once shutdown has
-// begun.
-func (e *EventBroadcaster) start(stats *sinkStats, handle func(*v1.Event)) (watch.Interface, *broadcast.Watcher[*v1.Event]) {
-	if !e.life.Add() {
-		e.logger.Error(broadcast.ErrClosed, "Unable start event watcher (will not retry!)")
-		return watch.NewEmptyWatch(), nil
-	}
-	w, err := e.b.Watch()
-	if err != nil { // shutdown began meanwhile
-		e.life.Done()
-		e.logger.Error(err, "Unable start event watcher (will not retry!)")
-		return watch.NewEmptyWatch(), nil
-	}
-	h := &Handle{w: w, result: make(chan watch.Event), sink: stats}
-	go func() {
-		defer e.life.Done()
-		defer close(h.result)
-		for ev := range w.All() {
-			handle(ev)
-		}
-	}()
-	return h, w
-}
-
 // Handle is the watch.Interface that StartEventWatcher, StartLogging,
 // StartStructuredLogging and StartRecordingToSink return (type-assert to
 // reach Stats). It is safe for concurrent use; only the Start… methods
 // make one.
 type Handle struct {
-	w      *broadcast.Watcher[*v1.Event]
+	stop   func()
 	result chan watch.Event
-	sink   *sinkStats // nil unless StartRecordingToSink
+	stats  func() Stats
 }
 
-// Stop ends the watcher: nothing more is queued for it; what was queued is
-// still handled. It is idempotent.
-func (h *Handle) Stop() { h.w.Stop() }
+// Stop ends the watcher at the current queue position: every event
+// recorded before Stop is still handled (written, for a sink), none
+// recorded after Stop returns is. It is idempotent.
+func (h *Handle) Stop() { h.stop() }
 
 // ResultChan delivers nothing (the events go to the handler) and is closed
 // once the watcher's goroutine has handled its last event.
 func (h *Handle) ResultChan() <-chan watch.Event { return h.result }
 
-// Stats returns this watcher's own counters: for a sink, the sink fields
-// of Stats (Created, Patched, … DroppedSinkQueue); for a handler,
-// DroppedWatcherQueue and nothing else.
-func (h *Handle) Stats() Stats {
-	var s Stats
-	if h.sink == nil {
-		s.DroppedWatcherQueue = h.w.Dropped()
-		return s
-	}
-	h.sink.addTo(&s)
-	s.DroppedSinkQueue = h.w.Dropped()
-	return s
-}
+// Stats returns this watcher's own counters, with Queued the events it was
+// owed (see Stats for the equation they satisfy): for a sink, the sink
+// fields of Stats (Created, Patched, … DroppedSinkQueue); for a handler,
+// Handled, DroppedWatcherQueue and HandlerPanics.
+func (h *Handle) Stats() Stats { return h.stats() }
+
+// Flush returns once every event recorded before the call has been
+// handled by every sink, handler and logger started before the call:
+// written (created or patched), skipped by the spam filter, given up on
+// (after its retries, whose pauses run on the WithClock clock, so that a
+// test with a fake clock never waits), or dropped because its queue was
+// full. Every such event is then in one of the fates of Stats. Events
+// recorded concurrently with Flush may or may not be handled yet. It is
+// the helper a controller's unit test wants: record, Flush, assert.
+//
+// Flush returns ctx.Err() if ctx ends first: a sink call that hangs holds
+// Flush no longer than ctx. After Shutdown, which handles every event
+// already, Flush returns nil at once, unless a sink call still hangs. It
+// panics on a nil ctx.
+func (e *EventBroadcaster) Flush(ctx context.Context) error { return e.p.Flush(ctx) }
 
 // Shutdown stops the broadcaster and flushes: every event recorded before
 // it is handed to every started sink and handler (an event that fails gets
@@ -247,7 +214,7 @@ func (h *Handle) Stats() Stats {
 // stuck in a sink call that never returns. What the timeout cut short is
 // counted in Stats.Abandoned and logged. Shutdown is idempotent.
 func (e *EventBroadcaster) Shutdown() {
-	lifecycle.ShutdownWithin(e.cfg.shutdownTimeout, e.ShutdownContext, e.logger)
+	pipeline.ShutdownWithin(e.cfg.ShutdownTimeout, e.ShutdownContext, e.logger)
 }
 
 // ShutdownContext is Shutdown bounded by ctx instead of the shutdown
@@ -257,61 +224,18 @@ func (e *EventBroadcaster) Shutdown() {
 // their current sink call returns. A later call waits for them again. It
 // panics on a nil ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
-	if ctx == nil {
-		panic("k8sadapter: nil Context")
-	}
 	if e.stopCtx != nil {
 		e.stopCtx() // no longer needed; harmless if it already ran
 	}
-	// The watchers drop rather than block, so the flush returns at once:
-	// every queued event is then in some watcher's queue.
-	return e.life.Shutdown(ctx, e.b.Shutdown)
+	return e.p.Shutdown(ctx)
 }
 
 // Stats returns a snapshot of the broadcaster's counters.
 func (e *EventBroadcaster) Stats() Stats {
-	s := Stats{
-		Recorded:         e.recorded.Load(),
-		InvalidObject:    e.invalidObject.Load(),
-		InvalidType:      e.invalidType.Load(),
-		DroppedQueueFull: e.droppedFull.Load(),
-		DroppedClosed:    e.droppedClosed.Load(),
-		HandlerPanics:    e.handlerPan.Load(),
-	}
-	s.Queued = e.b.Stats().Published
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, st := range e.sinks {
-		st.addTo(&s)
-	}
-	for _, w := range e.sinkQueues {
-		s.DroppedSinkQueue += w.Dropped()
-	}
-	for _, w := range e.watchers {
-		s.DroppedWatcherQueue += w.Dropped()
-	}
+	s := sinkStats(e.sinks.Sum())
+	s.addHandlers(e.p.Handlers())
+	r := e.p.RecorderCounts()
+	s.Recorded, s.Queued, s.InvalidObject, s.InvalidType = r.Recorded, r.Queued, r.InvalidObject, r.InvalidType
+	s.DroppedQueueFull, s.DroppedClosed = r.DroppedQueueFull, r.DroppedClosed
 	return s
-}
-
-// burstLog lets a repeated condition be logged once per interval, with the
-// number of occurrences since the last line.
-type burstLog struct {
-	mu    sync.Mutex
-	every time.Duration
-	last  time.Time
-	n     uint64
-}
-
-// note counts one occurrence at now and reports whether to log, with the
-// count to report.
-func (l *burstLog) note(now time.Time) (uint64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n++
-	if !l.last.IsZero() && now.Sub(l.last) < l.every {
-		return 0, false
-	}
-	n := l.n
-	l.n, l.last = 0, now
-	return n, true
 }

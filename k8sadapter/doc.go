@@ -41,22 +41,33 @@
 //
 //   - Speed: the correlator builds patches without a JSON diff, and nothing
 //     on the path from a recorder to a sink starts a goroutine per event.
+//   - Flush: EventBroadcaster.Flush returns once every event recorded
+//     before it has been handled by every started sink, handler and logger
+//     (written, skipped, or given up on), bounded by its context. A
+//     controller's unit test records, flushes and asserts, with no
+//     polling; client-go's tests sleep.
 //   - A flush on Shutdown: every event recorded before Shutdown reaches
 //     every started sink (one attempt each once shutdown began), within
 //     WithShutdownTimeout or the context of ShutdownContext. client-go
-//     drops what is still queued.
-//   - Accounting: Stats counts every event by fate (created, patched,
-//     deduplicated, aggregated, spam-skipped, dropped at a full queue, failed
-//     by error class, abandoned at shutdown), and drops are logged once per
-//     burst. client-go drops silently when a sink falls behind.
+//     drops what is still queued. Likewise, a watcher's Stop takes effect
+//     at its place in the queue: what was recorded before it is handled.
+//   - Accounting: Stats counts every event in exactly one fate (created,
+//     patched, spam-skipped, dropped at a full queue, failed by error
+//     class, abandoned at shutdown...; see Stats for the equations), and
+//     each drop is logged, once per burst with a count: a full queue
+//     before the watchers, a sink or handler that falls behind its own
+//     queue, recording after Shutdown. client-go drops silently when a
+//     sink falls behind.
 //   - Containment: a sink or handler that panics is logged and counted and
 //     the next event goes on; a sink that hangs holds only its own queue; a
-//     sink that returns neither event nor error is counted, not a crash.
-//   - An injectable clock (WithClock) for event timestamps, correlation
-//     and retry pauses, so that tests need not wait.
+//     sink that returns neither event nor error is counted, not a crash;
+//     a recorder never panics on what it is given (a typed nil object or
+//     reference is refused and counted: client-go dereferences it).
+//   - An injectable clock (WithClock) for event timestamps, correlation,
+//     retry pauses and the drop log's bursts, so that tests need not wait.
 //   - PastEventf, which records an event at a given time (client-go dropped
 //     it because it ignored the time).
-//
+
 // # Deliberate differences from client-go
 //
 //   - Correlation keys are structs, so fields never run together (client-go
@@ -77,5 +88,8 @@
 //
 // Every method is safe for concurrent use. NewBroadcaster starts one
 // goroutine; each Start… call starts one more, which runs its handler or
-// sink one event at a time, in order. Shutdown ends them all.
+// sink one event at a time, in order, and ends once its watcher is
+// stopped and what it was owed is handled. Shutdown ends them all. A
+// stopped watcher is forgotten, its counts kept in Stats: starting and
+// stopping watchers for ever keeps memory flat.
 package k8sadapter

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/heraldgo/herald/internal/testlog"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -111,3 +112,36 @@ func (s *scriptSink) snapshot() []call {
 	defer s.mu.Unlock()
 	return append([]call(nil), s.calls...)
 }
+
+// logContext returns a context carrying a logger that writes to l, for
+// WithContext.
+func logContext(l *testlog.Lines) context.Context {
+	return klog.NewContext(context.Background(), l.Logger())
+}
+
+// gate makes a sink call wait: each call of wait takes one token, or
+// returns at once once the gate is open.
+type gate struct {
+	tokens chan struct{}
+	open   chan struct{}
+	once   sync.Once
+}
+
+func newGate() *gate { return &gate{tokens: make(chan struct{}), open: make(chan struct{})} }
+
+func (g *gate) wait() {
+	select {
+	case <-g.tokens:
+	case <-g.open:
+	}
+}
+
+// let lets n waiting calls through, one at a time.
+func (g *gate) let(n int) {
+	for range n {
+		g.tokens <- struct{}{}
+	}
+}
+
+// release lets every call through from now on.
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }

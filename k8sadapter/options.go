@@ -6,22 +6,24 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/heraldgo/herald/internal/pipeline"
 )
 
 // Defaults, equal to client-go's where client-go has the same knob.
 const (
 	// DefaultSleepDuration is the pause between two attempts to write an
 	// event to a sink (the first pause is a random fraction of it).
-	DefaultSleepDuration = 10 * time.Second
+	DefaultSleepDuration = pipeline.DefaultSleep
 	// DefaultMaxTries is how many times an event is offered to a sink
 	// before it is given up on.
-	DefaultMaxTries = 12
+	DefaultMaxTries = pipeline.DefaultMaxTries
 	// DefaultQueueLength is the capacity of the queue between recorders and
 	// watchers, and of each watcher's own queue.
-	DefaultQueueLength = 1000
+	DefaultQueueLength = pipeline.DefaultQueueLength
 	// DefaultShutdownTimeout bounds how long Shutdown flushes queued events
 	// to the sinks.
-	DefaultShutdownTimeout = 10 * time.Second
+	DefaultShutdownTimeout = pipeline.DefaultShutdownTimeout
 )
 
 // BroadcasterOption configures NewBroadcaster. The options named as in
@@ -29,24 +31,17 @@ const (
 // they mean there. Options apply in order; the last one wins.
 type BroadcasterOption func(*config)
 
+// config is what the options set: the settings both adapters share, and
+// core/v1's own.
 type config struct {
-	correlator      record.CorrelatorOptions
-	ctx             context.Context
-	sleep           time.Duration
-	clock           clock.PassiveClock
-	maxTries        int
-	queueLength     int
-	shutdownTimeout time.Duration
+	pipeline.Config
+	correlator record.CorrelatorOptions
+	ctx        context.Context
+	clock      clock.PassiveClock
 }
 
 func defaultConfig() config {
-	return config{
-		sleep:           DefaultSleepDuration,
-		clock:           clock.RealClock{},
-		maxTries:        DefaultMaxTries,
-		queueLength:     DefaultQueueLength,
-		shutdownTimeout: DefaultShutdownTimeout,
-	}
+	return config{Config: pipeline.DefaultConfig(), clock: clock.RealClock{}}
 }
 
 // WithSleepDuration sets the pause between attempts to write an event to a
@@ -54,7 +49,7 @@ func defaultConfig() config {
 // many clients do not retry in step after an apiserver outage. Zero means no
 // pause; negative values are treated as zero.
 func WithSleepDuration(d time.Duration) BroadcasterOption {
-	return func(c *config) { c.sleep = max(d, 0) }
+	return func(c *config) { c.SetSleep(d) }
 }
 
 // WithCorrelatorOptions sets the options of the correlator that every sink
@@ -72,11 +67,12 @@ func WithContext(ctx context.Context) BroadcasterOption {
 	return func(c *config) { c.ctx = ctx }
 }
 
-// WithClock sets the clock that stamps events and drives correlation, and,
-// if it is a clock.Clock (as k8s.io/utils/clock/testing.FakeClock is), the
-// pauses between attempts to write to a sink. client-go stamps events with
-// the real clock and offers no way to change it. A clock in
-// CorrelatorOptions.Clock takes precedence for correlation.
+// WithClock sets the clock that stamps events and drives correlation and
+// the once-per-burst drop log lines, and, if it is a clock.Clock (as
+// k8s.io/utils/clock/testing.FakeClock is), the pauses between attempts to
+// write to a sink. client-go stamps events with the real clock and offers
+// no way to change it. A clock in CorrelatorOptions.Clock takes precedence
+// for correlation.
 func WithClock(c clock.PassiveClock) BroadcasterOption {
 	return func(cfg *config) {
 		if c != nil {
@@ -89,7 +85,7 @@ func WithClock(c clock.PassiveClock) BroadcasterOption {
 // is given up on (DefaultMaxTries, client-go's fixed 12). Values below 1 mean
 // 1.
 func WithMaxTries(n int) BroadcasterOption {
-	return func(c *config) { c.maxTries = max(n, 1) }
+	return func(c *config) { c.SetMaxTries(n) }
 }
 
 // WithQueueLength sets the capacity of the queue between recorders and
@@ -97,16 +93,12 @@ func WithMaxTries(n int) BroadcasterOption {
 // A recorder never blocks: when the queue is full the event is dropped,
 // logged and counted. Values below 1 mean the default.
 func WithQueueLength(n int) BroadcasterOption {
-	return func(c *config) {
-		if n > 0 {
-			c.queueLength = n
-		}
-	}
+	return func(c *config) { c.SetQueueLength(n) }
 }
 
 // WithShutdownTimeout bounds how long Shutdown spends flushing queued
 // events to the sinks (DefaultShutdownTimeout). ShutdownContext uses its
 // context instead. Values below zero mean zero: no flush beyond one pass.
 func WithShutdownTimeout(d time.Duration) BroadcasterOption {
-	return func(c *config) { c.shutdownTimeout = max(d, 0) }
+	return func(c *config) { c.SetShutdownTimeout(d) }
 }

@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-
-	"github.com/heraldgo/herald/internal/kube"
 )
 
 // Compile-time proof that a Recorder is what client-go's NewRecorder returns.
@@ -18,9 +16,11 @@ var _ record.EventRecorderLogger = (*Recorder)(nil)
 
 // Recorder records events about objects on behalf of one event source, as
 // client-go's recorder does, into its EventBroadcaster. Its methods never
-// block and never start a goroutine; they return once the event is queued,
-// or logged and counted as refused. Get one from EventBroadcaster.NewRecorder;
-// it is safe for concurrent use. Its zero value is not usable.
+// block, never panic and never start a goroutine; they return once the
+// event is queued, or counted and logged as refused (a refusal for a full
+// queue or after Shutdown is logged once per burst, with a count). Get one
+// from EventBroadcaster.NewRecorder; it is safe for concurrent use. Its
+// zero value is not usable.
 type Recorder struct {
 	e      *EventBroadcaster
 	scheme *runtime.Scheme
@@ -29,7 +29,9 @@ type Recorder struct {
 }
 
 // Event records an event about object (any object the scheme knows, or a
-// *v1.ObjectReference) of type Normal or Warning.
+// non-nil *v1.ObjectReference) of type Normal or Warning. Any other object
+// or type is refused, counted in Stats.InvalidObject or InvalidType, and
+// logged.
 func (r *Recorder) Event(object runtime.Object, eventtype, reason, message string) {
 	r.generate(object, nil, time.Time{}, eventtype, reason, message)
 }
@@ -68,16 +70,8 @@ func (r *Recorder) WithLogger(logger klog.Logger) record.EventRecorderLogger {
 // Nothing it is given can make it panic or block.
 func (r *Recorder) generate(object runtime.Object, annotations map[string]string, at time.Time, eventtype, reason, message string) {
 	e := r.e
-	e.recorded.Add(1)
-	ref, err := kube.Reference(r.scheme, object)
-	if err != nil {
-		e.invalidObject.Add(1)
-		r.logger.Error(err, "Could not construct reference, will not report event", "object", object, "eventType", eventtype, "reason", reason, "message", message)
-		return
-	}
-	if eventtype != v1.EventTypeNormal && eventtype != v1.EventTypeWarning {
-		e.invalidType.Add(1)
-		r.logger.Error(nil, "Unsupported event type", "eventType", eventtype)
+	ref := e.p.Accept(r.logger, r.scheme, object, eventtype, reason, message)
+	if ref == nil {
 		return
 	}
 	if at.IsZero() {
@@ -87,18 +81,7 @@ func (r *Recorder) generate(object runtime.Object, annotations map[string]string
 	ev.Source = r.source
 	ev.ReportingInstance = r.source.Host
 	ev.ReportingController = r.source.Component
-
-	sent, err := e.b.TryPublish(ev)
-	switch {
-	case err != nil:
-		e.droppedClosed.Add(1)
-		r.logger.Error(err, "Unable to record event (will not retry!)")
-	case !sent:
-		e.droppedFull.Add(1)
-		if n, ok := e.fullLog.note(e.cfg.clock.Now()); ok {
-			r.logger.Error(nil, "Unable to record event: too many queued events, dropped event", "event", klog.KObj(ev), "droppedSinceLastReport", n)
-		}
-	}
+	e.p.Publish(r.logger, ev)
 }
 
 // makeEvent is client-go's makeEvent with the time given.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,18 +32,18 @@ func TestSinkErrorClasses(t *testing.T) {
 		err       error
 		failTimes int // then succeed
 		attempts  int
-		check     func(k8sadapter.Stats) bool
+		want      k8sadapter.Stats // besides the one event recorded and queued
 	}{
-		{"request construction", &rest.RequestConstructionError{Err: errors.New("bad")}, 1000, 1, func(s k8sadapter.Stats) bool { return s.FailedConstruction == 1 }},
-		{"empty status error", &apierrors.StatusError{}, 1000, 1, func(s k8sadapter.Stats) bool { return s.FailedRejected == 1 }},
-		{"already exists", apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, "x"), 1000, 1, func(s k8sadapter.Stats) bool { return s.FailedRejected == 1 }},
-		{"namespace terminating", terminating, 1000, 1, func(s k8sadapter.Stats) bool { return s.FailedRejected == 1 }},
-		{"server overloaded (final, as in client-go)", apierrors.NewTooManyRequests("slow down", 1), 1000, 1, func(s k8sadapter.Stats) bool { return s.FailedRejected == 1 }},
-		{"unexpected object", &apierrors.UnexpectedObjectError{}, 1000, 12, func(s k8sadapter.Stats) bool { return s.FailedRetries == 1 && s.Retries == 11 }},
-		{"transport error", errors.New("connection refused"), 1000, 12, func(s k8sadapter.Stats) bool { return s.FailedRetries == 1 }},
-		{"wrapped status error (retried, as in client-go)", fmt.Errorf("wrapped: %w", &apierrors.StatusError{}), 1000, 12, func(s k8sadapter.Stats) bool { return s.FailedRetries == 1 }},
-		{"fails once then succeeds", errors.New("blip"), 1, 2, func(s k8sadapter.Stats) bool { return s.Created == 1 && s.Retries == 1 }},
-		{"fails twice then succeeds", errors.New("blip"), 2, 3, func(s k8sadapter.Stats) bool { return s.Created == 1 && s.Retries == 2 }},
+		{"request construction", &rest.RequestConstructionError{Err: errors.New("bad")}, 1000, 1, k8sadapter.Stats{FailedConstruction: 1}},
+		{"empty status error", &apierrors.StatusError{}, 1000, 1, k8sadapter.Stats{FailedRejected: 1}},
+		{"already exists", apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, "x"), 1000, 1, k8sadapter.Stats{FailedRejected: 1}},
+		{"namespace terminating", terminating, 1000, 1, k8sadapter.Stats{FailedRejected: 1}},
+		{"server overloaded (final, as in client-go)", apierrors.NewTooManyRequests("slow down", 1), 1000, 1, k8sadapter.Stats{FailedRejected: 1}},
+		{"unexpected object", &apierrors.UnexpectedObjectError{}, 1000, 12, k8sadapter.Stats{FailedRetries: 1, Retries: 11}},
+		{"transport error", errors.New("connection refused"), 1000, 12, k8sadapter.Stats{FailedRetries: 1, Retries: 11}},
+		{"wrapped status error (retried, as in client-go)", fmt.Errorf("wrapped: %w", &apierrors.StatusError{}), 1000, 12, k8sadapter.Stats{FailedRetries: 1, Retries: 11}},
+		{"fails once then succeeds", errors.New("blip"), 1, 2, k8sadapter.Stats{Created: 1, Retries: 1}},
+		{"fails twice then succeeds", errors.New("blip"), 2, 3, k8sadapter.Stats{Created: 1, Retries: 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,8 +61,10 @@ func TestSinkErrorClasses(t *testing.T) {
 				if got := len(sink.snapshot()); got != tc.attempts {
 					t.Errorf("attempts = %d, want %d", got, tc.attempts)
 				}
-				if s := e.Stats(); !tc.check(s) {
-					t.Errorf("Stats() = %+v", s)
+				want := tc.want
+				want.Recorded, want.Queued = 1, 1
+				if diff := cmp.Diff(want, e.Stats()); diff != "" {
+					t.Errorf("Stats() (-want +got):\n%s", diff)
 				}
 			})
 		})

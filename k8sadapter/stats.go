@@ -1,22 +1,41 @@
 package k8sadapter
 
-import "sync/atomic"
+import "github.com/heraldgo/herald/internal/pipeline"
 
 // Stats counts what happened to every event handed to the broadcaster's
-// recorders. The counters add up (see the invariants below), so that an
-// event is never lost without a trace.
+// recorders: each one ends in exactly one fate, so that none is lost
+// without a trace.
 //
-// On the recorder side:
+// On the recorder side, every call is counted in Recorded and in exactly
+// one of:
 //
 //	Recorded = Queued + InvalidObject + InvalidType + DroppedQueueFull + DroppedClosed
 //
-// and for each sink, over the events queued while it was started:
+// Each sink is owed every event queued while it was started (from
+// StartRecordingToSink until its Stop, which takes effect at the queue
+// position of the call), and each of these events ends in exactly one of
+// its fate counters:
 //
-//	queued = Created + Patched + SpamSkipped + DroppedSinkQueue
-//	         + FailedConstruction + FailedRejected + FailedRetries
-//	         + FailedShutdown + FailedPanic + Abandoned
+//	owed = Created + Patched + SpamSkipped + DroppedSinkQueue
+//	       + FailedConstruction + FailedRejected + FailedRetries
+//	       + FailedShutdown + FailedPanic + Abandoned
 //
-// The sink counters are summed over all sinks.
+// and each handler (StartEventWatcher, StartLogging,
+// StartStructuredLogging) in one of:
+//
+//	owed = Handled + DroppedWatcherQueue
+//
+// A Handle's Stats reports its own owed events as Queued. The equations
+// hold exactly once the events have been handled: after Flush or Shutdown
+// returned nil. Before, the events still queued or being written are in
+// no fate yet. The broadcaster's Stats sums the sink and handler counters
+// over every sink and handler it ever started; with one sink started
+// before the first event and never stopped, the sink's owed events are
+// Queued.
+//
+// Deduplicated, Aggregated, Retries, NilResponses, HandlerPanics and
+// CorrelateErrors are not fates: they say more about events counted in
+// one.
 type Stats struct {
 	// Recorded counts calls of Event, Eventf, AnnotatedEventf and
 	// PastEventf.
@@ -24,7 +43,8 @@ type Stats struct {
 	// Queued counts events accepted for delivery to the watchers.
 	Queued uint64
 	// InvalidObject counts events refused because no reference could be
-	// built for their object (nil, unknown to the scheme, no metadata).
+	// built for their object (nil, typed nil, unknown to the scheme, no
+	// metadata).
 	InvalidObject uint64
 	// InvalidType counts events refused for a type other than Normal or
 	// Warning.
@@ -83,28 +103,41 @@ type Stats struct {
 	// CorrelateErrors counts events whose correlation failed (a panicking
 	// CorrelatorOptions function); they were written uncorrelated.
 	CorrelateErrors uint64
+	// Handled counts events handed to a StartEventWatcher, StartLogging or
+	// StartStructuredLogging handler, one per handler (those that
+	// panicked included).
+	Handled uint64
 }
 
-// sinkStats are the counters of one sink.
-type sinkStats struct {
-	created, patched, deduplicated, aggregated, spamSkipped           atomic.Uint64
-	failedConstruction, failedRejected, failedRetries, failedShutdown atomic.Uint64
-	failedPanic, abandoned, retries, nilResponses, correlateErrors    atomic.Uint64
+// sinkCounts are the counters of one sink, owned by its goroutine.
+type sinkCounts struct {
+	pipeline.Counts
+	deduplicated, aggregated, spamSkipped, correlateErrors uint64
 }
 
-func (s *sinkStats) addTo(st *Stats) {
-	st.Created += s.created.Load()
-	st.Patched += s.patched.Load()
-	st.Deduplicated += s.deduplicated.Load()
-	st.Aggregated += s.aggregated.Load()
-	st.SpamSkipped += s.spamSkipped.Load()
-	st.FailedConstruction += s.failedConstruction.Load()
-	st.FailedRejected += s.failedRejected.Load()
-	st.FailedRetries += s.failedRetries.Load()
-	st.FailedShutdown += s.failedShutdown.Load()
-	st.FailedPanic += s.failedPanic.Load()
-	st.Abandoned += s.abandoned.Load()
-	st.Retries += s.retries.Load()
-	st.NilResponses += s.nilResponses.Load()
-	st.CorrelateErrors += s.correlateErrors.Load()
+func addSinkCounts(c *sinkCounts, o sinkCounts) {
+	c.Counts.Add(o.Counts)
+	c.deduplicated += o.deduplicated
+	c.aggregated += o.aggregated
+	c.spamSkipped += o.spamSkipped
+	c.correlateErrors += o.correlateErrors
+}
+
+// sinkStats is the sink part of Stats, for one sink or for all of them;
+// Queued is what they were owed.
+func sinkStats(t pipeline.Tally[sinkCounts]) Stats {
+	c := t.Counts
+	return Stats{
+		Queued: t.Queued, Created: c.Created, Patched: c.Patched, Deduplicated: c.deduplicated,
+		Aggregated: c.aggregated, SpamSkipped: c.spamSkipped, DroppedSinkQueue: t.Dropped,
+		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected,
+		FailedRetries: c.FailedRetries, FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic,
+		Abandoned: c.Abandoned, Retries: c.Retries, NilResponses: c.NilResponses,
+		CorrelateErrors: c.correlateErrors,
+	}
+}
+
+// addHandlers sets the handler part of s, for one handler or for all.
+func (s *Stats) addHandlers(t pipeline.Tally[pipeline.HandlerCounts]) {
+	s.Handled, s.DroppedWatcherQueue, s.HandlerPanics = t.Handled, t.Dropped, t.Counts.Panics
 }

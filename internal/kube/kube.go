@@ -1,6 +1,7 @@
 // Package kube holds what herald's two Kubernetes adapters (core/v1 and
-// events.k8s.io/v1) do alike: building object references without letting
-// client-go panic, and calling a sink without letting it panic.
+// events.k8s.io/v1) do alike with client-go's types: building object
+// references without letting client-go panic, and calling a sink without
+// letting it panic.
 package kube
 
 import (
@@ -11,15 +12,21 @@ import (
 	"k8s.io/client-go/tools/reference"
 )
 
-// Reference is client-go's reference.GetReference, with its panics (on a
-// typed nil object, for one) turned into errors.
+// Reference is client-go's reference.GetReference with every way it can
+// fail turned into an error: its panics (a typed nil object), and the nil
+// reference it returns without an error for a typed nil
+// *v1.ObjectReference. A nil error means a non-nil reference.
 func Reference(scheme *runtime.Scheme, object runtime.Object) (ref *v1.ObjectReference, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ref, err = nil, fmt.Errorf("herald: cannot reference %T: %v", object, p)
 		}
 	}()
-	return reference.GetReference(scheme, object)
+	ref, err = reference.GetReference(scheme, object)
+	if err == nil && ref == nil {
+		return nil, fmt.Errorf("herald: cannot reference a nil %T", object)
+	}
+	return ref, err
 }
 
 // SinkPanic reports a sink call that panicked.

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/heraldgo/herald/internal/kube"
@@ -19,9 +20,14 @@ func TestReference(t *testing.T) {
 	if err != nil || ref.Name != "a" || ref.Kind != "Pod" {
 		t.Errorf("Reference(pod) = %+v, %v", ref, err)
 	}
-	var typedNil *v1.Pod
-	if _, err := kube.Reference(scheme.Scheme, typedNil); err == nil {
-		t.Error("Reference(typed nil) did not fail")
+	for name, obj := range map[string]runtime.Object{
+		"nil":                        nil,
+		"typed nil *v1.Pod":          (*v1.Pod)(nil),
+		"typed nil *ObjectReference": (*v1.ObjectReference)(nil), // client-go returns nil, nil
+	} {
+		if ref, err := kube.Reference(scheme.Scheme, obj); err == nil || ref != nil {
+			t.Errorf("Reference(%s) = %v, %v; want nil and an error", name, ref, err)
+		}
 	}
 }
 

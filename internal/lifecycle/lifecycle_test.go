@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/internal/lifecycle"
 )
@@ -23,9 +22,15 @@ func TestShutdownWaitsForGoroutines(t *testing.T) {
 			t.Fatal("Add refused before the shutdown")
 		}
 		go func() { defer g.Done(); <-release }()
+		select {
+		case <-g.Stopping():
+			t.Fatal("Stopping closed before Begin")
+		default:
+		}
 		if !g.Begin() || g.Begin() {
 			t.Fatal("Begin: want true once, then false")
 		}
+		<-g.Stopping()
 		if g.Add() {
 			t.Error("Add accepted after Begin")
 		}
@@ -41,25 +46,12 @@ func TestShutdownWaitsForGoroutines(t *testing.T) {
 	})
 }
 
-func TestPauseEndsWithTheShutdown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := lifecycle.New()
-		if !g.Pause(clock.RealClock{}, time.Second) {
-			t.Error("Pause before the shutdown returned false")
-		}
-		done := make(chan bool)
-		go func() { done <- g.Pause(clock.RealClock{}, time.Hour) }()
-		synctest.Wait()
-		start := time.Now()
-		g.Begin()
-		if <-done || time.Since(start) != 0 {
-			t.Error("Pause did not end at once when the shutdown began")
-		}
-		if g.Pause(clock.RealClock{}, 0) {
-			t.Error("Pause(0) during the shutdown returned true")
-		}
-		if err := g.Wait(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+func TestWaitWithoutGoroutines(t *testing.T) {
+	g := lifecycle.New()
+	g.Begin()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := g.Wait(ctx); err != nil || g.Aborted() {
+		t.Errorf("Wait with nothing running = %v, aborted %v; want nil, false", err, g.Aborted())
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"sync"
-	"sync/atomic"
 
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,8 +11,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/lifecycle"
+	"github.com/heraldgo/herald/internal/pipeline"
 )
 
 // Compile-time proof of the drop-in promise.
@@ -32,23 +29,17 @@ var ErrRecording = errors.New("events: already recording to the sink")
 type EventBroadcaster struct {
 	sink   clientevents.EventSink
 	cfg    config
-	b      *broadcast.Broadcaster[*eventsv1.Event]
-	life   *lifecycle.Group
-	logger klog.Logger
-
-	mu        sync.Mutex // guards recording, writer, watchers
-	recording bool
-	writer    *writer
-	watchers  []*broadcast.Watcher[*eventsv1.Event]
-
-	recorded, invalidObject, invalidType, droppedFull, droppedClosed, handlerPanics atomic.Uint64
+	p      *pipeline.Pipeline[*eventsv1.Event]
+	wr     *writer
+	logger klog.Logger // klog's global logger, as client-go's; never changes
 }
 
 // NewBroadcaster returns a broadcaster that writes to sink once
-// StartRecordingToSinkWithContext is called. Like client-go's, it takes
-// the sink here; unlike client-go's, it starts no goroutine per event or
-// per write: one goroutine distributes events, and each Start… call starts
-// one more. Shutdown ends them all.
+// StartRecordingToSinkWithContext is called; the events recorded before
+// wait in the writer's queue (client-go drops them). Like client-go's, it
+// takes the sink here; unlike client-go's, it starts no goroutine per event
+// or per write: one goroutine distributes events, and each Start… call
+// starts one more. Shutdown ends them all.
 func NewBroadcaster(sink clientevents.EventSink, opts ...Option) *EventBroadcaster {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -56,17 +47,19 @@ func NewBroadcaster(sink clientevents.EventSink, opts ...Option) *EventBroadcast
 			o(&cfg)
 		}
 	}
-	return &EventBroadcaster{
+	logger := klog.Background()
+	e := &EventBroadcaster{
 		sink:   sink,
 		cfg:    cfg,
-		life:   lifecycle.New(),
-		logger: klog.Background(),
-		b: broadcast.New[*eventsv1.Event](broadcast.Options{
-			QueueLength:         cfg.queueLength,
-			IncomingQueueLength: cfg.queueLength,
-			Full:                broadcast.DropNewest,
-		}),
+		p:      pipeline.New[*eventsv1.Event](pipeline.Options{Name: "events", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger}),
+		logger: logger,
 	}
+	c, err := pipeline.Watch[*eventsv1.Event, writerCounts](e.p, "sink")
+	if err != nil {
+		panic("events: " + err.Error()) // a new pipeline is not shut down
+	}
+	e.wr = newWriter(e, c)
+	return e
 }
 
 // StartRecordingToSink is StartRecordingToSinkWithContext with a context
@@ -78,75 +71,48 @@ func (e *EventBroadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 }
 
 // StartRecordingToSinkWithContext starts the writer: one goroutine that
-// takes the events in order, keeps the series, writes to the sink (create
-// for a first occurrence, patch with the series for the second, nothing for
-// later ones until the periodic refresh and finish passes), and ends when
-// ctx ends (what is queued is abandoned, counted) or at Shutdown (what is
-// queued is written and every open series gets its final count). The
-// logger comes from ctx.
+// takes the events in order, from the first recorded after NewBroadcaster,
+// keeps the series, and writes to the sink (create for a first
+// occurrence, patch with the series for the second, nothing for later
+// ones until the periodic refresh and finish passes). It logs to the
+// logger of ctx.
+//
+// The writer ends at Shutdown, after writing what is queued and every
+// open series' final count, or when ctx ends. Then what is queued, and
+// what is recorded later, waits in its queue (up to WithQueueLength
+// events; more are dropped and counted) for the next call, which starts
+// recording again with the same series, or for Shutdown, which counts it
+// as Abandoned. While the writer runs, a call returns ErrRecording; after
+// Shutdown began, broadcast.ErrClosed; a nil ctx or sink is an error.
 func (e *EventBroadcaster) StartRecordingToSinkWithContext(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("events: nil Context")
+	}
 	if e.sink == nil {
 		return errors.New("events: nil sink")
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.recording {
+	logger := klog.FromContext(ctx)
+	err := e.wr.c.Go(logger, e.wr.run(ctx, logger))
+	if errors.Is(err, pipeline.ErrRunning) {
 		return ErrRecording
 	}
-	if !e.life.Add() {
-		return broadcast.ErrClosed
-	}
-	w, err := e.b.Watch()
-	if err != nil {
-		e.life.Done()
-		return err
-	}
-	e.recording = true
-	e.logger = klog.FromContext(ctx)
-	e.writer = newWriter(e, w)
-	go func() {
-		defer e.life.Done()
-		e.writer.run(ctx)
-	}()
-	return nil
+	return err
 }
 
 // StartEventWatcher calls handler with every event, in order, on a
-// goroutine of its own, and returns a function that stops it. A handler
-// that panics is logged and counted. After Shutdown began it returns
-// broadcast.ErrClosed, as client-go returns its error.
+// goroutine of its own, and returns a function that stops it (events
+// recorded before the stop are still handled). A handler that panics is
+// logged and counted. After Shutdown began it returns broadcast.ErrClosed,
+// as client-go returns its error.
 func (e *EventBroadcaster) StartEventWatcher(handler func(event runtime.Object)) (func(), error) {
 	if handler == nil {
 		return nil, errors.New("events: nil handler")
 	}
-	if !e.life.Add() {
-		return nil, broadcast.ErrClosed
-	}
-	w, err := e.b.Watch()
+	c, err := e.p.StartHandler(e.logger, func(ev *eventsv1.Event) { handler(ev) }, nil)
 	if err != nil {
-		e.life.Done()
 		return nil, err
 	}
-	e.mu.Lock()
-	e.watchers = append(e.watchers, w)
-	e.mu.Unlock()
-	go func() {
-		defer e.life.Done()
-		for ev := range w.All() {
-			e.handle(handler, ev)
-		}
-	}()
-	return w.Stop, nil
-}
-
-func (e *EventBroadcaster) handle(handler func(runtime.Object), ev *eventsv1.Event) {
-	defer func() {
-		if p := recover(); p != nil {
-			e.handlerPanics.Add(1)
-			e.logger.Error(nil, "Event handler panicked", "panic", p, "event", klog.KObj(ev))
-		}
-	}()
-	handler(ev)
+	return c.Stop, nil
 }
 
 // StartLogging logs every event to logger as "Event occurred", with
@@ -160,11 +126,10 @@ func (e *EventBroadcaster) StartLogging(logger klog.Logger) (func(), error) {
 	})
 }
 
-// StartStructuredLogging is StartLogging at the given verbosity of the
-// broadcaster's logger. It returns a no-op function if it cannot start.
+// StartStructuredLogging is StartLogging at the given verbosity of klog's
+// global logger. It returns a no-op function if it cannot start.
 func (e *EventBroadcaster) StartStructuredLogging(verbosity klog.Level) func() {
-	logger := e.logger.V(int(verbosity))
-	stop, err := e.StartLogging(logger)
+	stop, err := e.StartLogging(e.logger.V(int(verbosity)))
 	if err != nil {
 		e.logger.Error(err, "Failed to start event watcher")
 		return func() {}
@@ -174,6 +139,7 @@ func (e *EventBroadcaster) StartStructuredLogging(verbosity klog.Level) func() {
 
 // NewRecorder returns a recorder for reportingController; its reporting
 // instance is reportingController + "-" + the host name, as in client-go.
+// It logs to klog's global logger unless given another with WithLogger.
 func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, reportingController string) clientevents.EventRecorderLogger {
 	hostname, _ := os.Hostname()
 	return &Recorder{e: e, scheme: scheme, controller: reportingController,
@@ -183,39 +149,44 @@ func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, reportingControll
 // Shutdown stops the broadcaster: every event recorded before it is
 // written (one attempt each once shutdown began), every open series gets
 // its final count, within the shutdown timeout; then every goroutine has
-// ended, except one stuck in a sink call that never returns.
+// ended, except one stuck in a sink call that never returns. If the writer
+// was not recording, what waited in its queue is counted as Abandoned.
 func (e *EventBroadcaster) Shutdown() {
-	lifecycle.ShutdownWithin(e.cfg.shutdownTimeout, e.ShutdownContext, e.logger)
+	pipeline.ShutdownWithin(e.cfg.ShutdownTimeout, e.ShutdownContext, e.logger)
 }
 
 // ShutdownContext is Shutdown bounded by ctx. It returns ctx.Err() if ctx
 // ended first; what was left is abandoned and counted. It panics on a nil
 // ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
-	if ctx == nil {
-		panic("events: nil Context")
-	}
-	return e.life.Shutdown(ctx, e.b.Shutdown)
+	err := e.p.Shutdown(ctx)
+	// Nothing starts the writer any more: what is left in its queue
+	// (closed now) is abandoned, here if it is not running, else when its
+	// context ends or its hung sink call returns.
+	e.wr.c.Drain(e.wr.abandon)
+	return err
 }
 
 // Stats returns a snapshot of the broadcaster's counters.
 func (e *EventBroadcaster) Stats() Stats {
-	s := Stats{
-		Recorded:         e.recorded.Load(),
-		Queued:           e.b.Stats().Published,
-		InvalidObject:    e.invalidObject.Load(),
-		InvalidType:      e.invalidType.Load(),
-		DroppedQueueFull: e.droppedFull.Load(),
-		DroppedClosed:    e.droppedClosed.Load(),
-		HandlerPanics:    e.handlerPanics.Load(),
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.writer != nil {
-		e.writer.addTo(&s)
-	}
-	for _, w := range e.watchers {
-		s.DroppedWatcherQueue += w.Dropped()
-	}
-	return s
+	return stats(e.p.RecorderCounts(), e.wr.c.Tally(), e.p.Handlers())
 }
+
+// Flush waits until the events recorded before the call are handled, and
+// returns nil; or ctx.Err() if ctx ends first (a hung sink call, say). It
+// is what a controller's unit test needs between recording an event and
+// looking for it in a fake clientset: no polling, no sleeping.
+//
+// Handled means: by the writer, if it is recording, and by each handler
+// and logger started before the call. The writer has then created,
+// patched or counted each event in its series, or given up on it after its
+// retries (paused on the WithClock clock: a test with a fake clock does
+// not wait for them), or lost it to a full queue, so that each is in one
+// of the fates of Stats. Events the writer will take only once recording
+// starts (again) are not waited for. An event recorded while Flush runs
+// may or may not be handled when it returns.
+//
+// After Shutdown, which has handled everything, Flush returns nil at
+// once, unless a sink call it abandoned still hangs. It panics on a nil
+// ctx.
+func (e *EventBroadcaster) Flush(ctx context.Context) error { return e.p.Flush(ctx) }

@@ -39,14 +39,30 @@
 //   - The series cache is bounded (WithCacheSize, least recently seen
 //     forgotten, evictions counted; an open series gets its final count
 //     written first).
+//   - Nothing recorded is lost for want of a writer: the writer's queue
+//     exists from NewBroadcaster on, so the events recorded before
+//     StartRecordingToSinkWithContext, or after its context ended, wait
+//     for it (up to the queue length). Recording can be started again
+//     after its context ended, with the same series; while it runs, a
+//     second start returns ErrRecording (client-go starts a second set of
+//     goroutines on the same cache).
+//   - Flush returns once every event recorded before it has been handled
+//     by the writer (if recording) and every handler and logger, bounded by
+//     its context: a unit test records, flushes and asserts, no polling.
 //   - Shutdown flushes: queued events are written (one attempt each) and
 //     every open series gets its final count, within the shutdown timeout.
-//   - Every event is accounted for in Stats.
-//   - One clock (WithClock) for event times, names, series and the
-//     periodic passes; client-go uses the real clock for event times and to
-//     finish series.
-//   - A sink or handler that panics is logged and counted.
-//   - StartRecordingToSinkWithContext starts the writer once; a second
-//     call returns ErrRecording (client-go starts a second set of
-//     goroutines on the same cache).
+//     What waits for a writer that is not recording is counted as
+//     abandoned.
+//   - Every event is accounted for in Stats, in exactly one fate, and
+//     every drop is logged once per burst, with a count (client-go's
+//     recorder logs a line per refused event).
+//   - One clock (WithClock) for event times, names, series, the periodic
+//     passes, retry pauses and the drop log's bursts; client-go uses the
+//     real clock for event times and to finish series.
+//   - A sink or handler that panics is logged and counted; a recorder never
+//     panics on what it is given (a typed nil regarding object is refused
+//     and counted).
+//   - Loggers are fixed when made: recorders and the logging watchers log
+//     to klog's global logger (or WithLogger's), the writer to the logger
+//     of its recording context.
 package events

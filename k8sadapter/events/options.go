@@ -4,61 +4,59 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/heraldgo/herald/internal/pipeline"
 )
 
-// Timings and sizes; those client-go has are client-go's.
+// client-go's timings and sizes.
 const (
 	// DefaultSleepDuration is the base pause between attempts to write an
 	// event; each pause is jittered up to 25 % longer, as in client-go.
-	DefaultSleepDuration = 10 * time.Second
-	// DefaultMaxTries is how many times an event is offered to the sink.
-	DefaultMaxTries = 12
-	// DefaultQueueLength is the capacity of the queue between recorders
-	// and watchers, and of each watcher's queue.
-	DefaultQueueLength = 1000
-	// DefaultCacheSize bounds the series cache (client-go's is unbounded).
-	DefaultCacheSize = 4096
-	// DefaultShutdownTimeout bounds how long Shutdown flushes.
-	DefaultShutdownTimeout = 10 * time.Second
+	DefaultSleepDuration = pipeline.DefaultSleep
 	// FinishTime is how long a series may go unobserved before its final
 	// count is written and it is forgotten; also the period of that check.
 	FinishTime = 6 * time.Minute
 	// RefreshTime is the period at which every open series is written
 	// again, so that it does not expire on the server.
 	RefreshTime = 30 * time.Minute
+	// DefaultMaxTries is how many times an event is offered to the sink.
+	DefaultMaxTries = pipeline.DefaultMaxTries
+	// DefaultQueueLength is the capacity of the queue between recorders
+	// and watchers, and of each watcher's queue.
+	DefaultQueueLength = pipeline.DefaultQueueLength
+)
+
+// herald's bounds, where client-go has none.
+const (
+	// DefaultCacheSize bounds the series cache (client-go's is unbounded).
+	DefaultCacheSize = 4096
+	// DefaultShutdownTimeout bounds how long Shutdown flushes.
+	DefaultShutdownTimeout = pipeline.DefaultShutdownTimeout
 )
 
 // Option configures NewBroadcaster.
 type Option func(*config)
 
+// config is what the options set: the settings both adapters share, and
+// this one's own.
 type config struct {
-	sleep           time.Duration
-	clock           clock.Clock
-	maxTries        int
-	queueLength     int
-	cacheSize       int
-	shutdownTimeout time.Duration
+	pipeline.Config
+	clock     clock.Clock
+	cacheSize int
 }
 
 func defaultConfig() config {
-	return config{
-		sleep:           DefaultSleepDuration,
-		clock:           clock.RealClock{},
-		maxTries:        DefaultMaxTries,
-		queueLength:     DefaultQueueLength,
-		cacheSize:       DefaultCacheSize,
-		shutdownTimeout: DefaultShutdownTimeout,
-	}
+	return config{Config: pipeline.DefaultConfig(), clock: clock.RealClock{}, cacheSize: DefaultCacheSize}
 }
 
 // WithSleepDuration sets the base pause between attempts to write an
 // event. Negative values mean zero.
-func WithSleepDuration(d time.Duration) Option { return func(c *config) { c.sleep = max(d, 0) } }
+func WithSleepDuration(d time.Duration) Option { return func(c *config) { c.SetSleep(d) } }
 
 // WithClock sets the clock for event times, event names, series times,
-// the finish and refresh passes, and retry pauses. client-go uses the real
-// clock for event times and for finishing series whatever its recorder's
-// clock.
+// the finish and refresh passes, retry pauses and the once-per-burst drop
+// log lines. client-go uses the real clock for event times and for
+// finishing series whatever its recorder's clock.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) {
 		if c != nil {
@@ -69,17 +67,11 @@ func WithClock(c clock.Clock) Option {
 
 // WithMaxTries sets how many times an event is offered to the sink. Values
 // below 1 mean 1.
-func WithMaxTries(n int) Option { return func(c *config) { c.maxTries = max(n, 1) } }
+func WithMaxTries(n int) Option { return func(c *config) { c.SetMaxTries(n) } }
 
 // WithQueueLength sets the capacity of the queues. Values below 1 mean the
 // default.
-func WithQueueLength(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.queueLength = n
-		}
-	}
-}
+func WithQueueLength(n int) Option { return func(c *config) { c.SetQueueLength(n) } }
 
 // WithCacheSize bounds the number of events remembered for series. When
 // the cache is full, the least recently seen event is forgotten; an open
@@ -95,6 +87,4 @@ func WithCacheSize(n int) Option {
 
 // WithShutdownTimeout bounds how long Shutdown flushes. Negative values
 // mean zero.
-func WithShutdownTimeout(d time.Duration) Option {
-	return func(c *config) { c.shutdownTimeout = max(d, 0) }
-}
+func WithShutdownTimeout(d time.Duration) Option { return func(c *config) { c.SetShutdownTimeout(d) } }

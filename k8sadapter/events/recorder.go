@@ -19,10 +19,11 @@ import (
 var _ clientevents.EventRecorderLogger = (*Recorder)(nil)
 
 // Recorder records events.k8s.io/v1 events for one reporting controller.
-// Eventf never blocks and never starts a goroutine (client-go's starts one
-// per event): the event is queued, or refused, logged and counted. It is
-// safe for concurrent use. Its zero value is not usable: get one from
-// EventBroadcaster.NewRecorder.
+// Eventf never blocks, never panics and never starts a goroutine
+// (client-go's starts one per event): the event is queued, or refused,
+// counted and logged (a refusal for a full queue or after Shutdown once
+// per burst, with a count). It is safe for concurrent use. Its zero value
+// is not usable: get one from EventBroadcaster.NewRecorder.
 type Recorder struct {
 	e                    *EventBroadcaster
 	scheme               *runtime.Scheme
@@ -34,26 +35,19 @@ type Recorder struct {
 // type (Normal or Warning), reason, action and note, formatted with args.
 func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
 	e := r.e
-	e.recorded.Add(1)
 	clk := e.cfg.clock
 	timestamp := metav1.MicroTime{Time: clk.Now()}
 	message := fmt.Sprintf(note, args...)
-	refRegarding, err := kube.Reference(r.scheme, regarding)
-	if err != nil {
-		e.invalidObject.Add(1)
-		r.logger.Error(err, "Could not construct reference, will not report event", "object", regarding, "eventType", eventtype, "reason", reason, "message", message)
+	refRegarding := e.p.Accept(r.logger, r.scheme, regarding, eventtype, reason, message)
+	if refRegarding == nil {
 		return
 	}
 	var refRelated *v1.ObjectReference
 	if related != nil {
+		var err error
 		if refRelated, err = kube.Reference(r.scheme, related); err != nil {
 			r.logger.V(9).Info("Could not construct reference", "object", related, "err", err)
 		}
-	}
-	if !util.ValidateEventType(eventtype) {
-		e.invalidType.Add(1)
-		r.logger.Error(nil, "Unsupported event type", "eventType", eventtype)
-		return
 	}
 	namespace := refRegarding.Namespace
 	if namespace == "" {
@@ -74,15 +68,7 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 		Note:                message,
 		Type:                eventtype,
 	}
-	sent, err := e.b.TryPublish(event)
-	switch {
-	case err != nil:
-		e.droppedClosed.Add(1)
-		r.logger.Error(err, "Unable to record event (will not retry!)")
-	case !sent:
-		e.droppedFull.Add(1)
-		r.logger.Error(nil, "Unable to record event: too many queued events, dropped event", "event", klog.KObj(event))
-	}
+	e.p.Publish(r.logger, event)
 }
 
 // WithLogger returns a recorder that logs its failures to logger.

@@ -1,63 +1,64 @@
 package events
 
+import "github.com/heraldgo/herald/internal/pipeline"
+
 // Stats counts what happened to every event handed to the broadcaster's
-// recorders. On the recorder side:
+// recorders; each one ends in exactly one fate. On the recorder side,
+// every Eventf call is counted in Recorded and in exactly one of:
 //
 //	Recorded = Queued + InvalidObject + InvalidType + DroppedQueueFull + DroppedClosed
 //
-// and at the sink, once the writer has taken every queued event:
+// The sink's writer is owed every queued event (its queue exists from
+// NewBroadcaster on, so events recorded before StartRecordingToSinkWithContext
+// wait for it), and each ends in exactly one of:
 //
 //	Queued = Created + Patched + SeriesObserved + DroppedSinkQueue
 //	         + FailedConstruction + FailedRejected + FailedRetries
 //	         + FailedShutdown + FailedPanic + Abandoned
 //
+// and each handler of StartEventWatcher or StartLogging in one of:
+//
+//	owed = Handled + DroppedWatcherQueue
+//
+// (the owed events of a handler are those queued while it was started).
+// The equations hold exactly once the events have been handled: after
+// Flush while recording, or after Shutdown. Before, events still queued or
+// being written are in no fate yet; so are events queued while recording
+// is stopped, until it starts again or Shutdown abandons them.
+//
 // Writes that no single event caused (the refresh and finish passes, the
-// final count of a series at eviction or shutdown) are SeriesWrites.
+// final count of a series at eviction or shutdown) are SeriesWrites and
+// SeriesWriteFailures, not fates; nor are Evicted, Retries, NilResponses
+// and HandlerPanics.
 type Stats struct {
-	// Recorded counts Eventf calls.
-	Recorded uint64
-	// Queued counts events accepted for the watchers.
-	Queued uint64
-	// InvalidObject counts events refused for want of a reference to the
-	// regarding object.
-	InvalidObject uint64
-	// InvalidType counts events refused for a type other than Normal or
-	// Warning.
-	InvalidType uint64
-	// DroppedQueueFull counts events refused because the queue was full.
-	DroppedQueueFull uint64
-	// DroppedClosed counts events recorded after Shutdown began.
-	DroppedClosed uint64
+	// The recorder side. Recorded counts Eventf calls. Queued counts the
+	// events accepted for the watchers; the others were refused:
+	// InvalidObject for want of a reference to the regarding object (nil,
+	// typed nil, unknown to the scheme), InvalidType for a type other than
+	// Normal or Warning, DroppedQueueFull because the queue was full,
+	// DroppedClosed because Shutdown had begun.
+	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
 
-	// Created counts events the sink created: first occurrences, and
-	// second ones whose event was gone.
-	Created uint64
-	// Patched counts second occurrences written as a series of 2.
-	Patched uint64
-	// SeriesObserved counts third and later occurrences, counted in their
-	// series and written by the next refresh, finish or flush.
-	SeriesObserved uint64
+	// What the sink's writer did with each queued event. Created: a first
+	// occurrence, or a second whose event was gone, created. Patched: a
+	// second occurrence written as a series of 2. SeriesObserved: a third
+	// or later occurrence, counted in its series and written by the next
+	// refresh, finish or flush.
+	Created, Patched, SeriesObserved uint64
 	// Evicted counts events forgotten because the cache was full (an open
-	// series has its final count written first).
+	// series has its final count written first). It is not a fate: the
+	// event was handled before.
 	Evicted uint64
-	// DroppedSinkQueue counts events the writer missed because its queue
-	// was full.
-	DroppedSinkQueue uint64
-	// FailedConstruction counts events whose request could not be built.
-	FailedConstruction uint64
-	// FailedRejected counts events the server refused (a StatusError other
-	// than AlreadyExists on a series, which is retried).
-	FailedRejected uint64
-	// FailedRetries counts events given up on after the last attempt.
-	FailedRetries uint64
-	// FailedShutdown counts events given up on because the shutdown began
-	// (or the recording context ended) while they were failing.
-	FailedShutdown uint64
-	// FailedPanic counts events whose sink call panicked.
-	FailedPanic uint64
-	// Abandoned counts events still queued when the recording context
-	// ended or a shutdown deadline passed.
-	Abandoned uint64
+	// The writer's other fates. DroppedSinkQueue: missed, its queue was
+	// full. FailedConstruction: the request could not be built.
+	// FailedRejected: the server refused it (a StatusError other than
+	// AlreadyExists on a series, which is retried). FailedRetries: given up
+	// on after the last attempt. FailedShutdown: given up on because the
+	// shutdown began, or the recording context ended, while it was
+	// failing. FailedPanic: the sink panicked. Abandoned: left unwritten
+	// because the recording context ended, or because the broadcaster shut
+	// down while no writer was recording or after its deadline passed.
+	DroppedSinkQueue, FailedConstruction, FailedRejected, FailedRetries, FailedShutdown, FailedPanic, Abandoned uint64
 	// Retries counts attempts after the first.
 	Retries uint64
 	// SeriesWrites counts series counts written by the refresh, finish and
@@ -66,9 +67,33 @@ type Stats struct {
 	SeriesWrites, SeriesWriteFailures uint64
 	// NilResponses counts sink calls that returned neither event nor error.
 	NilResponses uint64
-	// DroppedWatcherQueue counts events a StartEventWatcher or logging
-	// watcher missed because its queue was full.
-	DroppedWatcherQueue uint64
-	// HandlerPanics counts handler calls that panicked.
-	HandlerPanics uint64
+	// The handlers of StartEventWatcher and StartLogging: DroppedWatcherQueue
+	// counts events one missed because its queue was full; HandlerPanics,
+	// calls that panicked; Handled, events handed to one (one per handler,
+	// those that panicked included).
+	DroppedWatcherQueue, HandlerPanics, Handled uint64
+}
+
+// writerCounts are the writer's counters, owned by the goroutine that
+// writes.
+type writerCounts struct {
+	pipeline.Counts
+	seriesObserved, evicted, seriesWrites, seriesWriteFailures uint64
+}
+
+// stats assembles Stats from the counters of the recorder side, the
+// writer and the handlers.
+func stats(r pipeline.RecorderCounts, w pipeline.Tally[writerCounts], h pipeline.Tally[pipeline.HandlerCounts]) Stats {
+	c := w.Counts
+	return Stats{
+		Recorded: r.Recorded, Queued: r.Queued, InvalidObject: r.InvalidObject, InvalidType: r.InvalidType,
+		DroppedQueueFull: r.DroppedQueueFull, DroppedClosed: r.DroppedClosed,
+
+		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
+		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedRetries: c.FailedRetries,
+		FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic, Abandoned: c.Abandoned, Retries: c.Retries,
+		SeriesWrites: c.seriesWrites, SeriesWriteFailures: c.seriesWriteFailures, NilResponses: c.NilResponses,
+
+		DroppedWatcherQueue: h.Dropped, HandlerPanics: h.Counts.Panics, Handled: h.Handled,
+	}
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,9 +17,8 @@ import (
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/internal/kube"
-	"github.com/heraldgo/herald/internal/lru"
+	"github.com/heraldgo/herald/internal/pipeline"
 )
 
 // key is client-go's isomorphism key: events equal in these fields form a
@@ -42,204 +41,197 @@ func keyOf(e *eventsv1.Event) key {
 	return k
 }
 
-// entry is a remembered event, with the series count last written.
+// entry is a remembered event, with the series count last written. While
+// event has no series it is the recorded event itself, which every
+// watcher shares and none modifies; the second occurrence replaces it with
+// a copy of the writer's own, which carries the series. (One copy fewer
+// per new event than client-go: BenchmarkRecordToSink.)
 type entry struct {
+	key     key
 	event   *eventsv1.Event
 	written int32 // series count the sink has (1 for a singleton)
 }
 
-// writer is the one goroutine that writes to the sink: it owns the series
-// cache, so no lock is needed around it.
+// writer writes to the sink. Its watcher exists from NewBroadcaster on;
+// its goroutine runs while recording (StartRecordingToSinkWithContext,
+// until that context ends or the broadcaster shuts down). Everything in
+// it below c belongs to that goroutine, the series cache included, so no
+// lock guards them.
 type writer struct {
-	e     *EventBroadcaster
-	w     *broadcast.Watcher[*eventsv1.Event]
-	seed  maphash.Seed
-	cache *lru.Cache[key, entry]
-
-	created, patched, observed, evicted               atomic.Uint64
-	failedConstruction, failedRejected, failedRetries atomic.Uint64
-	failedShutdown, failedPanic, abandoned, retries   atomic.Uint64
-	seriesWrites, seriesWriteFailures, nilResponses   atomic.Uint64
+	e       *EventBroadcaster
+	c       *pipeline.Consumer[*eventsv1.Event, writerCounts]
+	w       pipeline.Writer[*eventsv1.Event]
+	attempt pipeline.Attempt[*eventsv1.Event] // wr.write, bound once
+	ctx     context.Context                   // the recording context: sink calls take it
+	seed    maphash.Seed
+	// cache maps the hash of each key to its entry: struct keys of some
+	// twenty strings are hashed once per event, not once per map
+	// operation. Two keys with one hash (odds of 2^-64 a pair) make each
+	// other forgotten, as an eviction would.
+	cache  *simplelru.LRU[uint64, *entry]
+	counts writerCounts
 }
 
-func newWriter(e *EventBroadcaster, w *broadcast.Watcher[*eventsv1.Event]) *writer {
-	return &writer{e: e, w: w, seed: maphash.MakeSeed(), cache: lru.New[key, entry](e.cfg.cacheSize)}
-}
-
-// run takes events until the broadcaster shuts down (then it flushes the
-// open series) or ctx ends (then it abandons what is queued). The finish
-// and refresh passes run on this goroutine too, on timers of the
-// broadcaster's clock.
-func (wr *writer) run(ctx context.Context) {
-	clk := wr.e.cfg.clock
-	finish, refresh := clk.NewTimer(FinishTime), clk.NewTimer(RefreshTime)
-	defer finish.Stop()
-	defer refresh.Stop()
-	events := wr.w.Events()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				wr.flush(ctx)
-				return
-			}
-			wr.handle(ctx, ev)
-		case <-finish.C():
-			wr.finish(ctx)
-			finish.Reset(FinishTime)
-		case <-refresh.C():
-			wr.refresh(ctx)
-			refresh.Reset(RefreshTime)
-		case <-ctx.Done():
-			wr.w.Stop()
-			for range events {
-				wr.abandoned.Add(1)
-			}
-			return
-		}
+func newWriter(e *EventBroadcaster, c *pipeline.Consumer[*eventsv1.Event, writerCounts]) *writer {
+	cache, err := simplelru.NewLRU[uint64, *entry](e.cfg.cacheSize, nil)
+	if err != nil {
+		panic("events: " + err.Error()) // cacheSize is positive
 	}
+	wr := &writer{
+		e: e,
+		c: c,
+		w: pipeline.Writer[*eventsv1.Event]{
+			MaxTries: e.cfg.MaxTries,
+			Pause:    jitter(e.cfg.Sleep),
+			Classify: classify,
+			Clock:    e.cfg.clock,
+			Stopping: e.p.Stopping(),
+			Logger:   e.logger,
+		},
+		seed:  maphash.MakeSeed(),
+		cache: cache,
+	}
+	wr.attempt = wr.write
+	return wr
+}
+
+// jitter is client-go's spacing of attempts, wait.Jitter(sleep, 0.25):
+// each pause is sleep plus up to a quarter more.
+func jitter(sleep time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return sleep + time.Duration(rand.Float64()*0.25*float64(sleep)) }
+}
+
+// classify is client-go's recordEvent classification for events.k8s.io:
+// every StatusError is final, except AlreadyExists for a series (the
+// create of its first occurrence raced the patch, so another attempt
+// finds it); AlreadyExists is expected, and logged at V(5).
+func classify(err error, ev *eventsv1.Event) (pipeline.Class, bool) {
+	c := pipeline.ClassOf(err)
+	if c != pipeline.Rejected || !apierrors.IsAlreadyExists(err) {
+		return c, false
+	}
+	if ev.Series != nil {
+		return pipeline.Retry, true
+	}
+	return c, true
+}
+
+// run returns the body of the writer's goroutine for one recording: it
+// takes events until the broadcaster shuts down (then it writes every
+// open series' final count) or ctx ends (then what is queued waits for the
+// next recording, or for Shutdown to abandon it). The finish and refresh
+// passes run on this goroutine too, on timers of the broadcaster's clock.
+func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Consumer[*eventsv1.Event, writerCounts]) {
+	return func(c *pipeline.Consumer[*eventsv1.Event, writerCounts]) {
+		wr.ctx, wr.w.Logger = ctx, logger
+		clk := wr.e.cfg.clock
+		finish, refresh := clk.NewTimer(FinishTime), clk.NewTimer(RefreshTime)
+		defer finish.Stop()
+		defer refresh.Stop()
+		events := c.Events()
+		for ctx.Err() == nil { // an ended context wins over a queued event
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					wr.flush()
+					c.Publish(&wr.counts)
+					return
+				}
+				wr.handle(ev)
+				c.Done(&wr.counts)
+			case <-finish.C():
+				wr.finish()
+				c.Publish(&wr.counts)
+				finish.Reset(FinishTime)
+			case <-refresh.C():
+				wr.refresh()
+				c.Publish(&wr.counts)
+				refresh.Reset(RefreshTime)
+			case <-ctx.Done():
+			}
+		}
+		// What is queued waits for the next recording, or for Shutdown to
+		// abandon it.
+	}
+}
+
+// abandon counts an event no writer will take: what is left in the queue
+// at Shutdown when the writer is not recording (see Consumer.Drain).
+func (wr *writer) abandon(*eventsv1.Event) {
+	wr.counts.Abandoned++
+	wr.c.Done(&wr.counts)
 }
 
 // handle is client-go's recordToSink for one event, without the goroutine:
 // a new event is created; the second of a series is patched with the
 // series; later ones only count.
-func (wr *writer) handle(ctx context.Context, ev *eventsv1.Event) {
-	if wr.e.life.Aborted() {
-		wr.abandoned.Add(1)
+func (wr *writer) handle(ev *eventsv1.Event) {
+	if wr.e.p.Aborted() || wr.ctx.Err() != nil {
+		wr.counts.Abandoned++
 		return
 	}
 	k := keyOf(ev)
 	h := maphash.Comparable(wr.seed, k)
-	now := metav1.MicroTime{Time: wr.e.cfg.clock.Now()}
-	if ent, ok := wr.cache.Get(k, h); ok {
+	ent, ok := wr.cache.Get(h)
+	if ok && ent.key == k {
+		now := metav1.MicroTime{Time: wr.e.cfg.clock.Now()}
 		if ent.event.Series != nil {
 			ent.event.Series.Count++
 			ent.event.Series.LastObservedTime = now
-			wr.observed.Add(1)
+			wr.counts.seriesObserved++
 			return
 		}
+		ent.event = ent.event.DeepCopy() // the writer's own from now on
 		ent.event.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: now}
-		if wr.attempts(ctx, ent.event.DeepCopy(), true) {
+		if wr.w.Write(wr.ctx, &wr.counts.Counts, ent.event.DeepCopy(), wr.attempt) {
 			ent.written = 2
 		}
 		return
 	}
-	ent, recycled := wr.cache.Add(k, h)
-	var final *eventsv1.Event
-	if recycled {
-		wr.evicted.Add(1)
-		if s := ent.event.Series; s != nil && s.Count > ent.written {
-			final = ent.event // its last count is not on the server yet
-		}
+	if ok { // another key with the same hash: it makes way
+		wr.cache.Remove(h)
+	} else if wr.cache.Len() >= wr.e.cfg.cacheSize {
+		_, ent, _ = wr.cache.RemoveOldest()
 	}
-	*ent = entry{event: ev.DeepCopy()}
-	if final != nil {
-		wr.writeSeries(ctx, final)
+	if ent != nil {
+		wr.forget(ent)
+	} else {
+		ent = new(entry)
 	}
-	if wr.attempts(ctx, ent.event.DeepCopy(), true) {
+	*ent = entry{key: k, event: ev}
+	wr.cache.Add(h, ent)
+	if wr.w.Write(wr.ctx, &wr.counts.Counts, ev.DeepCopy(), wr.attempt) {
 		ent.written = 1
 	}
 }
 
-// attempts writes ev with client-go's retries: up to WithMaxTries attempts,
-// pausing a jittered sleep duration between them; one attempt once the
-// shutdown began. It reports whether ev was written. With count set, the
-// outcome is counted against the event that caused the write.
-func (wr *writer) attempts(ctx context.Context, ev *eventsv1.Event, count bool) bool {
-	e := wr.e
-	for tries := 1; ; tries++ {
-		created, err, retry := wr.write(ctx, ev)
-		if err == nil {
-			if count && created {
-				wr.created.Add(1)
-			} else if count {
-				wr.patched.Add(1)
-			}
-			return true
-		}
-		if !retry {
-			if count {
-				wr.countFailure(err)
-			}
-			return false
-		}
-		if tries >= e.cfg.maxTries {
-			if count {
-				wr.failedRetries.Add(1)
-			}
-			e.logger.Error(nil, "Unable to write event (retry limit exceeded!)", "event", klog.KObj(ev))
-			return false
-		}
-		// Jittered as client-go's wait.Jitter(sleep, 0.25).
-		delay := e.cfg.sleep + time.Duration(rand.Float64()*0.25*float64(e.cfg.sleep))
-		if e.life.IsStopping() || !e.life.Pause(e.cfg.clock, delay) || ctx.Err() != nil {
-			if count {
-				wr.failedShutdown.Add(1)
-			}
-			return false
-		}
-		wr.retries.Add(1)
+// forget counts an entry evicted from the cache, and first writes the
+// final count of its series if the sink does not have it.
+func (wr *writer) forget(ent *entry) {
+	wr.counts.evicted++
+	if s := ent.event.Series; s != nil && s.Count > ent.written {
+		wr.writeSeries(ent.event)
 	}
 }
 
-func (wr *writer) countFailure(err error) {
-	switch err.(type) {
-	case *rest.RequestConstructionError:
-		wr.failedConstruction.Add(1)
-	case *kube.SinkPanic:
-		wr.failedPanic.Add(1)
-	default:
-		wr.failedRejected.Add(1)
-	}
-}
-
-// write is client-go's recordEvent: patch a series (create when the event
-// is gone), create otherwise; it reports whether it created, the error,
-// and whether the error is worth another attempt.
-func (wr *writer) write(ctx context.Context, ev *eventsv1.Event) (created bool, err error, retry bool) {
-	logger := wr.e.logger
+// write makes one attempt, client-go's recordEvent: patch a series (create
+// when the event is gone), create otherwise.
+func (wr *writer) write(ev *eventsv1.Event) (got *eventsv1.Event, created bool, err error) {
 	series := ev.Series != nil
-	var got *eventsv1.Event
 	if series {
 		patch, perr := seriesPatch(ev)
 		if perr != nil {
-			logger.Error(perr, "Unable to calculate diff, no merge is possible")
-			return false, &rest.RequestConstructionError{Err: perr}, false
+			wr.w.Logger.Error(perr, "Unable to calculate diff, no merge is possible")
+			return nil, false, &rest.RequestConstructionError{Err: perr}
 		}
-		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Patch(ctx, ev, patch) })
+		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Patch(wr.ctx, ev, patch) })
 	}
 	if !series || util.IsKeyNotFoundError(err) {
-		ev.ResourceVersion = ""
 		created = true
-		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Create(ctx, ev) })
+		ev.ResourceVersion = ""
+		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Create(wr.ctx, ev) })
 	}
-	if err == nil {
-		if got == nil {
-			wr.nilResponses.Add(1)
-		}
-		return created, nil, false
-	}
-	switch err.(type) {
-	case *rest.RequestConstructionError:
-		logger.Error(err, "Unable to construct event (will not retry!)", "event", klog.KObj(ev))
-		return created, err, false
-	case *apierrors.StatusError:
-		if apierrors.IsAlreadyExists(err) {
-			if series {
-				// The create of the first occurrence raced the patch.
-				return created, err, true
-			}
-			logger.V(5).Info("Server rejected event (will not retry!)", "event", klog.KObj(ev), "err", err)
-		} else {
-			logger.Error(err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
-		}
-		return created, err, false
-	case *kube.SinkPanic:
-		logger.Error(err, "Event sink panicked (will not retry!)", "event", klog.KObj(ev))
-		return created, err, false
-	}
-	logger.Error(err, "Unable to write event (may retry after sleeping)")
-	return created, err, true
+	return got, created, err
 }
 
 // seriesPatch is client-go's createPatchBytesForSeries: the strategic merge
@@ -263,44 +255,43 @@ func seriesPatch(ev *eventsv1.Event) ([]byte, error) {
 // eviction, shutdown). It reports whether the sink has it now, and whether
 // the matter is settled (written, or failed for good: client-go's "no
 // retry").
-func (wr *writer) writeSeries(ctx context.Context, ev *eventsv1.Event) (written, settled bool) {
-	_, err, retry := wr.write(ctx, ev.DeepCopy())
-	if err != nil {
-		wr.seriesWriteFailures.Add(1)
-		return false, !retry
+func (wr *writer) writeSeries(ev *eventsv1.Event) (written, settled bool) {
+	written, settled = wr.w.WriteOnce(&wr.counts.Counts, ev.DeepCopy(), wr.attempt)
+	if written {
+		wr.counts.seriesWrites++
+	} else {
+		wr.counts.seriesWriteFailures++
 	}
-	wr.seriesWrites.Add(1)
-	return true, true
+	return written, settled
 }
 
 // finish is client-go's finishSeries, on the broadcaster's clock: a series
 // not observed for FinishTime gets its final count written and is
 // forgotten; a single event older than FinishTime is forgotten.
-func (wr *writer) finish(ctx context.Context) {
+func (wr *writer) finish() {
 	cutoff := wr.e.cfg.clock.Now().Add(-FinishTime)
-	var done []key
-	for k, ent := range wr.cache.All() {
+	for _, h := range wr.cache.Keys() {
+		ent, _ := wr.cache.Peek(h)
 		if s := ent.event.Series; s != nil {
-			if s.LastObservedTime.Time.Before(cutoff) {
-				if _, settled := wr.writeSeries(ctx, ent.event); settled {
-					done = append(done, k)
-				}
+			if !s.LastObservedTime.Time.Before(cutoff) {
+				continue
 			}
-		} else if ent.event.EventTime.Time.Before(cutoff) {
-			done = append(done, k)
+			if _, settled := wr.writeSeries(ent.event); !settled {
+				continue
+			}
+		} else if !ent.event.EventTime.Time.Before(cutoff) {
+			continue
 		}
-	}
-	for _, k := range done {
-		wr.cache.Remove(k, maphash.Comparable(wr.seed, k))
+		wr.cache.Remove(h)
 	}
 }
 
 // refresh is client-go's refreshExistingEventSeries: every open series is
 // written again, so that it outlives the server's event TTL.
-func (wr *writer) refresh(ctx context.Context) {
-	for _, ent := range wr.cache.All() {
+func (wr *writer) refresh() {
+	for _, ent := range wr.cache.Values() {
 		if s := ent.event.Series; s != nil {
-			if written, _ := wr.writeSeries(ctx, ent.event); written {
+			if written, _ := wr.writeSeries(ent.event); written {
 				ent.written = s.Count
 			}
 		}
@@ -309,33 +300,15 @@ func (wr *writer) refresh(ctx context.Context) {
 
 // flush writes, once each, the series whose latest count the server does
 // not have: the shutdown loses no count.
-func (wr *writer) flush(ctx context.Context) {
-	for _, ent := range wr.cache.All() {
-		if wr.e.life.Aborted() {
+func (wr *writer) flush() {
+	for _, ent := range wr.cache.Values() {
+		if wr.e.p.Aborted() {
 			return
 		}
 		if s := ent.event.Series; s != nil && s.Count > ent.written {
-			if written, _ := wr.writeSeries(ctx, ent.event); written {
+			if written, _ := wr.writeSeries(ent.event); written {
 				ent.written = s.Count
 			}
 		}
 	}
-}
-
-func (wr *writer) addTo(s *Stats) {
-	s.Created = wr.created.Load()
-	s.Patched = wr.patched.Load()
-	s.SeriesObserved = wr.observed.Load()
-	s.Evicted = wr.evicted.Load()
-	s.FailedConstruction = wr.failedConstruction.Load()
-	s.FailedRejected = wr.failedRejected.Load()
-	s.FailedRetries = wr.failedRetries.Load()
-	s.FailedShutdown = wr.failedShutdown.Load()
-	s.FailedPanic = wr.failedPanic.Load()
-	s.Abandoned = wr.abandoned.Load()
-	s.Retries = wr.retries.Load()
-	s.SeriesWrites = wr.seriesWrites.Load()
-	s.SeriesWriteFailures = wr.seriesWriteFailures.Load()
-	s.NilResponses = wr.nilResponses.Load()
-	s.DroppedSinkQueue = wr.w.Dropped()
 }

@@ -1,0 +1,287 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/heraldgo/herald/broadcast"
+)
+
+// ErrRunning is returned by Consumer.Go while the consumer's goroutine
+// runs.
+var ErrRunning = errors.New("pipeline: consumer already running")
+
+// Tally is what one consumer, or a set of them, did with the events it was
+// owed.
+type Tally[C any] struct {
+	// Counts are the consumer's own counters, as of its last Done.
+	Counts C
+	// Queued counts events owed to the consumer: placed in its queue, or
+	// dropped because the queue was full.
+	Queued uint64
+	// Handled counts events its goroutine took from the queue and finished
+	// with (Done).
+	Handled uint64
+	// Dropped counts events its full queue refused.
+	Dropped uint64
+}
+
+// Consumer is one watcher of a pipeline and the goroutine that takes its
+// events: a sink's writer or an event handler. The goroutine owns its
+// counters, a plain struct C, and publishes a copy with Done after each
+// event; Tally, Flush and Stats read the copies. A Consumer is safe for
+// concurrent use.
+type Consumer[E Event, C any] struct {
+	p     *Pipeline[E]
+	w     *broadcast.Watcher[E]
+	what  string // names the watcher in drop log lines
+	drops Burst
+
+	mu       sync.Mutex // guards the fields below
+	logger   klog.Logger
+	counts   C
+	handled  uint64
+	dropSeen uint64  // watcher drops already given to the drop log
+	running  bool    // a goroutine takes the events
+	drain    func(E) // set by Drain: what to do with what is left
+	waiters  []waiter
+}
+
+// waiter is a Flush waiting until a consumer has handled target events.
+type waiter struct {
+	target uint64
+	done   chan struct{}
+}
+
+// All returns the consumer's events in order, as broadcast.Watcher.All.
+func (c *Consumer[E, C]) All() iter.Seq[E] { return c.w.All() }
+
+// Events returns the consumer's events as a channel, as
+// broadcast.Watcher.Events.
+func (c *Consumer[E, C]) Events() <-chan E { return c.w.Events() }
+
+// Done records, on the consumer's goroutine, that one more event was
+// handled and that its counters now are *counts. It releases the Flush
+// calls this event completes and logs the drops at the consumer's queue
+// since the last call, one line per burst.
+func (c *Consumer[E, C]) Done(counts *C) { c.publish(counts, 1) }
+
+// Publish is Done for work no event was taken for (a periodic pass).
+func (c *Consumer[E, C]) Publish(counts *C) { c.publish(counts, 0) }
+
+func (c *Consumer[E, C]) publish(counts *C, handled uint64) {
+	c.mu.Lock()
+	c.counts = *counts
+	c.handled += handled
+	if len(c.waiters) > 0 {
+		c.releaseLocked()
+	}
+	fresh, logger := c.takeDropsLocked(), c.logger
+	c.mu.Unlock()
+	if fresh > 0 {
+		if n, due := c.drops.Add(c.p.clock.Now(), fresh); due {
+			c.logDrops(logger, n)
+		}
+	}
+}
+
+// releaseLocked releases the waiters whose target is reached, or all of
+// them once no goroutine runs.
+func (c *Consumer[E, C]) releaseLocked() {
+	c.waiters = slices.DeleteFunc(c.waiters, func(w waiter) bool {
+		if c.running && c.handled < w.target {
+			return false
+		}
+		close(w.done)
+		return true
+	})
+}
+
+// Stop ends the consumer's watcher at the current queue position: every
+// event published before the call is still placed in its queue and
+// handled; none published after Stop returns is. It is idempotent.
+func (c *Consumer[E, C]) Stop() {
+	// The broadcaster's Stop takes effect when its distributor gets to it,
+	// not at a queue position: events published before it but not yet
+	// distributed would be skipped. Its Flush is a queue position. With
+	// DropNewest watchers only, the distributor never waits for one, so
+	// this returns as soon as it has caught up.
+	_ = c.p.b.Flush(context.Background())
+	c.w.Stop()
+}
+
+// Tally returns a snapshot of what the consumer did.
+func (c *Consumer[E, C]) Tally() Tally[C] {
+	c.mu.Lock()
+	t := Tally[C]{Counts: c.counts, Handled: c.handled}
+	c.mu.Unlock()
+	// Read after handled, so that Queued >= Handled + Dropped.
+	t.Dropped = c.w.Dropped()
+	t.Queued = c.w.Delivered() + t.Dropped
+	return t
+}
+
+// await returns once the consumer has handled every event its watcher
+// holds now, or at once if no goroutine takes its events; ctx.Err() if ctx
+// ends first. It is called after the broadcaster's Flush, when Delivered
+// counts every event published before the Flush that the watcher did not
+// drop (a DropNewest watcher's drops never enter its queue).
+func (c *Consumer[E, C]) await(ctx context.Context) error {
+	target := c.w.Delivered()
+	c.mu.Lock()
+	if !c.running || c.handled >= target {
+		c.mu.Unlock()
+		return nil
+	}
+	w := waiter{target: target, done: make(chan struct{})}
+	c.waiters = append(c.waiters, w)
+	c.mu.Unlock()
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-w.done: // released as ctx ended
+		return nil
+	default:
+	}
+	c.waiters = slices.DeleteFunc(c.waiters, func(o waiter) bool { return o.done == w.done })
+	return ctx.Err()
+}
+
+// Go starts the consumer's goroutine, which runs run and logs with
+// logger; run takes events and calls Done after each. It returns
+// ErrRunning if the goroutine runs already, and broadcast.ErrClosed once
+// the shutdown has begun. A consumer whose goroutine returned may be
+// started again: its queue kept what arrived meanwhile.
+func (c *Consumer[E, C]) Go(logger klog.Logger, run func(*Consumer[E, C])) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return ErrRunning
+	}
+	if !c.p.life.Add() {
+		return broadcast.ErrClosed
+	}
+	c.running, c.logger = true, logger
+	go func() {
+		defer c.p.life.Done()
+		run(c)
+		c.stopped()
+	}()
+	return nil
+}
+
+// stopped records that the goroutine taking the events returned: Flush no
+// longer waits for it, and the drops no line reported get one now. If
+// Drain asked for it meanwhile, it first hands what is left to Drain's f.
+func (c *Consumer[E, C]) stopped() {
+	for {
+		c.mu.Lock()
+		f := c.drain
+		c.drain = nil
+		if f == nil {
+			c.running = false
+			c.releaseLocked()
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
+		for ev := range c.w.All() {
+			f(ev)
+		}
+	}
+	c.reportRest()
+}
+
+// Drain hands every event left in the consumer's queue to f, once no
+// goroutine takes them: at once, on the caller's goroutine, if none runs;
+// else on the consumer's goroutine when run returns. It is for a consumer
+// whose goroutine may have stopped early (a Go consumer whose context
+// ended), once its watcher is closed: after the pipeline's Shutdown.
+func (c *Consumer[E, C]) Drain(f func(E)) {
+	c.mu.Lock()
+	c.drain = f
+	if c.running {
+		c.mu.Unlock()
+		return
+	}
+	c.running = true // this goroutine takes the events now
+	c.mu.Unlock()
+	c.stopped()
+}
+
+// reportRest logs the drops at the consumer's queue that no line has
+// reported yet.
+func (c *Consumer[E, C]) reportRest() {
+	c.mu.Lock()
+	fresh, logger := c.takeDropsLocked(), c.logger
+	c.mu.Unlock()
+	c.drops.Add(c.p.clock.Now(), fresh) // counted, whether due or not
+	if n := c.drops.Rest(); n > 0 {
+		c.logDrops(logger, n)
+	}
+}
+
+// takeDropsLocked returns the drops at the consumer's queue since the
+// last call.
+func (c *Consumer[E, C]) takeDropsLocked() uint64 {
+	dropped := c.w.Dropped()
+	fresh := dropped - c.dropSeen
+	c.dropSeen = dropped
+	return fresh
+}
+
+func (c *Consumer[E, C]) logDrops(logger klog.Logger, n uint64) {
+	logger.Error(nil, "Unable to deliver events: the watcher's queue is full, dropped events (it falls behind the recorders)",
+		"watcher", c.what, "dropped", n, "reportedEvery", BurstInterval)
+}
+
+// Set is the consumers of one kind (the sinks, the handlers): those
+// running and the summed tally of those that ended, so that Stats stays
+// exact however many have come and gone, in memory that does not grow
+// with them. It is safe for concurrent use.
+type Set[E Event, C any] struct {
+	add func(*C, C) // adds counters
+
+	mu    sync.Mutex // guards live, ended
+	live  []*Consumer[E, C]
+	ended Tally[C]
+}
+
+// NewSet returns an empty Set whose counters add with add.
+func NewSet[E Event, C any](add func(*C, C)) *Set[E, C] { return &Set[E, C]{add: add} }
+
+// Sum returns the tally of every consumer the set has had.
+func (s *Set[E, C]) Sum() Tally[C] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.ended
+	for _, c := range s.live {
+		s.addTally(&t, c.Tally())
+	}
+	return t
+}
+
+func (s *Set[E, C]) addTally(t *Tally[C], o Tally[C]) {
+	s.add(&t.Counts, o.Counts)
+	t.Queued += o.Queued
+	t.Handled += o.Handled
+	t.Dropped += o.Dropped
+}
+
+// retire moves c from the running consumers to the ended total.
+func (s *Set[E, C]) retire(c *Consumer[E, C]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.live = slices.DeleteFunc(s.live, func(o *Consumer[E, C]) bool { return o == c })
+	s.addTally(&s.ended, c.Tally())
+}

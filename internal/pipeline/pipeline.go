@@ -1,0 +1,326 @@
+// Package pipeline is the path a Kubernetes event takes in herald, from a
+// recorder to the sinks, shared by the two adapters (core/v1 and
+// events.k8s.io/v1): the recorder side (reference, type check, a queue
+// that never blocks, with its counters), one broadcaster and its watchers,
+// the goroutine that consumes each watcher and its counters (Consumer),
+// the retry-and-classify write to a sink (Writer), the drop-log policy
+// (Burst), Flush and Shutdown.
+//
+// What is client-go's in each adapter (how an event is built and
+// correlated, which sink methods are called, how errors are classified,
+// how retries are spaced) is given to this package by the adapter.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record/util"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/internal/lifecycle"
+)
+
+// Event is what a pipeline carries: a pointer to a Kubernetes event.
+type Event interface {
+	comparable
+	klog.KMetadata
+}
+
+// Options configure a Pipeline.
+type Options struct {
+	// Name is the adapter's package name, for the messages of panics.
+	Name string
+	// QueueLength is the capacity of the queue between recorders and
+	// watchers, and of each watcher's queue (at least 1).
+	QueueLength int
+	// Clock times the drop-log bursts.
+	Clock clock.PassiveClock
+	// Logger receives the pipeline's own lines.
+	Logger klog.Logger
+}
+
+// Pipeline is one adapter's broadcaster and what hangs on it. Its zero
+// value is not usable; create one with New. It is safe for concurrent
+// use.
+type Pipeline[E Event] struct {
+	name     string
+	b        *broadcast.Broadcaster[E]
+	life     *lifecycle.Group
+	clock    clock.PassiveClock
+	logger   klog.Logger
+	handlers *Set[E, HandlerCounts]
+
+	recorded, invalidObject, invalidType, droppedQueueFull, droppedClosed atomic.Uint64
+	queueFullLog, closedLog                                               Burst
+
+	mu        sync.Mutex // guards consumers
+	consumers []flushable
+}
+
+// flushable is a consumer, as Flush and Shutdown see it.
+type flushable interface {
+	await(ctx context.Context) error
+	reportRest()
+}
+
+// New returns a running Pipeline. It starts the broadcaster's distributor
+// goroutine; Shutdown ends it.
+func New[E Event](o Options) *Pipeline[E] {
+	return &Pipeline[E]{
+		b: broadcast.New[E](broadcast.Options{
+			QueueLength:         o.QueueLength,
+			IncomingQueueLength: o.QueueLength,
+			// A recorder never blocks, and one slow watcher never holds
+			// another: a full watcher misses the newest events, counted.
+			Full: broadcast.DropNewest,
+		}),
+		name:     o.Name,
+		life:     lifecycle.New(),
+		clock:    o.Clock,
+		logger:   o.Logger,
+		handlers: NewSet[E](func(c *HandlerCounts, o HandlerCounts) { c.Panics += o.Panics }),
+	}
+}
+
+// Stopping is closed once the shutdown has begun.
+func (p *Pipeline[E]) Stopping() <-chan struct{} { return p.life.Stopping() }
+
+// Aborted reports whether a shutdown deadline has passed: what is still
+// queued is then abandoned.
+func (p *Pipeline[E]) Aborted() bool { return p.life.Aborted() }
+
+// Accept counts one recorded event and checks what every event needs: a
+// reference to its object, and the type Normal or Warning. It returns the
+// reference, or nil after counting and logging the refusal as client-go
+// logs it.
+func (p *Pipeline[E]) Accept(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, eventtype, reason, message string) *v1.ObjectReference {
+	p.recorded.Add(1)
+	ref, err := kube.Reference(scheme, object)
+	if err != nil {
+		p.invalidObject.Add(1)
+		logger.Error(err, "Could not construct reference, will not report event", "object", object, "eventType", eventtype, "reason", reason, "message", message)
+		return nil
+	}
+	if !util.ValidateEventType(eventtype) {
+		p.invalidType.Add(1)
+		logger.Error(nil, "Unsupported event type", "eventType", eventtype)
+		return nil
+	}
+	return ref
+}
+
+// Publish queues an accepted event for the watchers without blocking. An
+// event refused (the queue is full, or the shutdown has begun) is counted
+// and logged, one line per burst.
+func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
+	sent, err := p.b.TryPublish(ev)
+	switch {
+	case sent:
+	case err != nil:
+		p.droppedClosed.Add(1)
+		if n, due := p.closedLog.Add(p.clock.Now(), 1); due {
+			logger.Error(err, "Unable to record event (will not retry!)", "event", klog.KObj(ev),
+				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
+		}
+	default:
+		p.droppedQueueFull.Add(1)
+		if n, due := p.queueFullLog.Add(p.clock.Now(), 1); due {
+			logger.Error(nil, "Unable to record event: too many queued events, dropped event", "event", klog.KObj(ev),
+				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
+		}
+	}
+}
+
+// RecorderCounts are the recorder side's counters. Every recorded event
+// is counted in Recorded and in exactly one other.
+type RecorderCounts struct {
+	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
+}
+
+// RecorderCounts returns a snapshot of the recorder side's counters.
+func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
+	// The fates first: an event being recorded now may be in Recorded and
+	// not yet in its fate, never the other way round.
+	r := RecorderCounts{
+		Queued:           p.b.Stats().Published,
+		InvalidObject:    p.invalidObject.Load(),
+		InvalidType:      p.invalidType.Load(),
+		DroppedQueueFull: p.droppedQueueFull.Load(),
+		DroppedClosed:    p.droppedClosed.Load(),
+	}
+	r.Recorded = p.recorded.Load()
+	return r
+}
+
+// Watch registers a consumer whose goroutine is started, and may be
+// started again, with Consumer.Go. Its watcher lives as long as the
+// pipeline: what is published while no goroutine runs waits in its queue.
+func Watch[E Event, C any](p *Pipeline[E], what string) (*Consumer[E, C], error) {
+	w, err := p.b.Watch()
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer[E, C]{p: p, w: w, what: what, logger: p.logger}
+	p.register(c)
+	return c, nil
+}
+
+// Start registers a consumer in set and starts its goroutine, which runs
+// run and logs with logger; run takes the events (until the watcher is
+// stopped or the pipeline shut down, and its queue is drained) and calls
+// Done after each. When run returns, the consumer leaves the pipeline and
+// its tally joins the set's ended total. Once the shutdown has begun Start
+// returns broadcast.ErrClosed.
+func Start[E Event, C any](p *Pipeline[E], set *Set[E, C], what string, logger klog.Logger, run func(*Consumer[E, C])) (*Consumer[E, C], error) {
+	if !p.life.Add() {
+		return nil, broadcast.ErrClosed
+	}
+	w, err := p.b.Watch()
+	if err != nil { // the shutdown began meanwhile
+		p.life.Done()
+		return nil, err
+	}
+	c := &Consumer[E, C]{p: p, w: w, what: what, logger: logger, running: true}
+	set.mu.Lock()
+	set.live = append(set.live, c)
+	set.mu.Unlock()
+	p.register(c)
+	go func() {
+		defer p.life.Done()
+		run(c)
+		c.stopped()
+		p.unregister(c)
+		set.retire(c)
+	}()
+	return c, nil
+}
+
+func (p *Pipeline[E]) register(c flushable) {
+	p.mu.Lock()
+	p.consumers = append(p.consumers, c)
+	p.mu.Unlock()
+}
+
+func (p *Pipeline[E]) unregister(c flushable) {
+	p.mu.Lock()
+	p.consumers = slices.DeleteFunc(p.consumers, func(o flushable) bool { return o == c })
+	p.mu.Unlock()
+}
+
+// HandlerCounts are the counters of an event handler's consumer.
+type HandlerCounts struct {
+	// Panics counts handler calls that panicked.
+	Panics uint64
+}
+
+// StartHandler starts a consumer that calls handler with each event, in
+// order, on a goroutine of its own, and then ended, if not nil, once the
+// last event was handled. A handler that panics is logged and counted, and
+// the next event goes on.
+func (p *Pipeline[E]) StartHandler(logger klog.Logger, handler func(E), ended func()) (*Consumer[E, HandlerCounts], error) {
+	return Start(p, p.handlers, "event handler", logger, func(c *Consumer[E, HandlerCounts]) {
+		var counts HandlerCounts
+		for ev := range c.All() {
+			if r := call(handler, ev); r != nil {
+				counts.Panics++
+				logger.Error(nil, "Event handler panicked", "panic", r, "event", klog.KObj(ev))
+			}
+			c.Done(&counts)
+		}
+		if ended != nil {
+			ended()
+		}
+	})
+}
+
+// call calls handler and returns what it panicked with, if it did (since
+// Go 1.21 a panic never recovers as nil).
+func call[E any](handler func(E), ev E) (panicked any) {
+	defer func() { panicked = recover() }()
+	handler(ev)
+	return nil
+}
+
+// Handlers returns the tally of every handler started so far.
+func (p *Pipeline[E]) Handlers() Tally[HandlerCounts] { return p.handlers.Sum() }
+
+// Flush returns once every event published before the call has been
+// handled by every consumer started before the call whose goroutine runs:
+// written (or given up on) by a sink, passed to a handler. It returns
+// ctx.Err() if ctx ends first. After the shutdown it returns nil at once,
+// unless a consumer is still stuck in a call. It panics on a nil ctx.
+func (p *Pipeline[E]) Flush(ctx context.Context) error {
+	p.mustContext(ctx)
+	p.mu.Lock()
+	consumers := slices.Clone(p.consumers)
+	p.mu.Unlock()
+	// Place every event published so far in the queues; after the
+	// shutdown that is done already.
+	if err := p.b.Flush(ctx); err != nil && !errors.Is(err, broadcast.ErrClosed) {
+		return err
+	}
+	for _, c := range consumers {
+		if err := c.await(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the pipeline: recorders are refused from now on, every
+// event published before is handed to the consumers, and Shutdown waits
+// until their goroutines have handled it and ended. If ctx ends first, it
+// aborts (Aborted reports true; the consumers abandon what is left) and
+// returns ctx.Err() without waiting further. Either way the drops no log
+// line reported yet get one. Shutdown is idempotent. It panics on a nil
+// ctx.
+func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
+	p.mustContext(ctx)
+	p.life.Begin()
+	// DropNewest watchers never make the distributor wait: this returns
+	// once it has placed every queued event and closed the watchers.
+	err := p.b.Shutdown(ctx)
+	if err == nil {
+		err = p.life.Wait(ctx)
+	} else {
+		p.life.Abort()
+	}
+	p.mu.Lock()
+	left := slices.Clone(p.consumers)
+	p.mu.Unlock()
+	for _, c := range left {
+		c.reportRest()
+	}
+	if n := p.queueFullLog.Rest(); n > 0 {
+		p.logger.Error(nil, "Unable to record event: too many queued events, dropped events", "droppedSinceLastReport", n)
+	}
+	return err
+}
+
+// mustContext panics on a nil ctx, as the standard library does: that is
+// a programming error.
+func (p *Pipeline[E]) mustContext(ctx context.Context) {
+	if ctx == nil {
+		panic(p.name + ": nil Context")
+	}
+}
+
+// ShutdownWithin runs shutdown with a context that ends after d, and logs
+// its error: the body of the adapters' Shutdown, which returns nothing.
+func ShutdownWithin(d time.Duration, shutdown func(context.Context) error, logger klog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		logger.Error(err, "Event broadcaster shutdown did not flush every event in time", "timeout", d)
+	}
+}

@@ -1,0 +1,218 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldgo/herald/internal/kube"
+)
+
+// Class is what an error from a sink means for the event being written.
+// Each adapter's classifier keeps client-go's rules for its API.
+type Class int
+
+const (
+	// Retry: the write may succeed later (a transport error, above all).
+	Retry Class = iota
+	// Construction: the request cannot be built; it would be built the
+	// same way next time (rest.RequestConstructionError). Final.
+	Construction
+	// Rejected: the server refused the event (a StatusError). Final.
+	Rejected
+	// Panicked: the sink panicked. Final.
+	Panicked
+)
+
+// ClassOf is the classification both of client-go's event APIs share: a
+// request that cannot be built, a StatusError (any: client-go does not
+// retry even 429 or 5xx) and a sink panic are final, everything else
+// (transport errors, UnexpectedObjectError, a wrapped StatusError) is
+// worth another attempt. Each adapter refines it.
+func ClassOf(err error) Class {
+	switch err.(type) {
+	case *rest.RequestConstructionError:
+		return Construction
+	case *apierrors.StatusError:
+		return Rejected
+	case *kube.SinkPanic:
+		return Panicked
+	}
+	return Retry
+}
+
+// Counts are the counters of one writer. They are a plain struct: the
+// goroutine that writes owns them, and others see the copies it publishes
+// with Consumer.Done.
+type Counts struct {
+	// Created and Patched count events written by Create and by Patch.
+	Created, Patched uint64
+	// FailedConstruction, FailedRejected and FailedPanic count events
+	// given up on for an error of that class; FailedRetries after the last
+	// of MaxTries attempts; FailedShutdown because the shutdown began, or
+	// the writer's context ended, while they were failing.
+	FailedConstruction, FailedRejected, FailedPanic, FailedRetries, FailedShutdown uint64
+	// Abandoned counts events left unwritten because a shutdown deadline
+	// passed (or, for the events.k8s.io writer, its context ended).
+	Abandoned uint64
+	// Retries counts attempts after the first; NilResponses, writes the
+	// sink answered with neither an event nor an error.
+	Retries, NilResponses uint64
+}
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.Created += o.Created
+	c.Patched += o.Patched
+	c.FailedConstruction += o.FailedConstruction
+	c.FailedRejected += o.FailedRejected
+	c.FailedPanic += o.FailedPanic
+	c.FailedRetries += o.FailedRetries
+	c.FailedShutdown += o.FailedShutdown
+	c.Abandoned += o.Abandoned
+	c.Retries += o.Retries
+	c.NilResponses += o.NilResponses
+}
+
+// Attempt makes one attempt to write ev: Create, or Patch and Create when
+// the patched event is gone. It reports what the sink returned and
+// whether the event was created rather than patched.
+type Attempt[E any] func(ev E) (got E, created bool, err error)
+
+// Writer is the retry-and-classify write path of both adapters: it offers
+// an event to a sink until it is written or given up on, with client-go's
+// log lines, and counts the outcome. What differs between the two APIs is
+// injected: the classifier of errors and the pause before each retry (the
+// jitter). Pauses run on Clock, so tests drive them with a fake clock.
+//
+// A Writer is used by one goroutine at a time; its fields are set before
+// that goroutine starts.
+type Writer[E Event] struct {
+	// MaxTries is how many attempts an event gets (at least 1).
+	MaxTries int
+	// Pause returns the pause after the given number of failed attempts.
+	Pause func(failures int) time.Duration
+	// Classify says what err, returned when writing ev, means; quiet
+	// lowers its log line to V(5), for refusals that are expected.
+	Classify func(err error, ev E) (c Class, quiet bool)
+	// Clock runs the pauses.
+	Clock clock.Clock
+	// Stopping is closed when the shutdown begins: an event that fails
+	// after that gets no further attempt.
+	Stopping <-chan struct{}
+	// Logger receives the log lines.
+	Logger klog.Logger
+}
+
+// Write offers ev to the sink through attempt, retrying as configured,
+// and counts its fate in c: exactly one of Created, Patched,
+// FailedConstruction, FailedRejected, FailedPanic, FailedRetries and
+// FailedShutdown. It reports whether ev was written. It returns early,
+// with FailedShutdown, when ctx ends or the shutdown begins during a
+// pause.
+func (w *Writer[E]) Write(ctx context.Context, c *Counts, ev E, attempt Attempt[E]) bool {
+	for tries := 1; ; tries++ {
+		class, created, err := w.try(c, ev, attempt)
+		if err == nil {
+			if created {
+				c.Created++
+			} else {
+				c.Patched++
+			}
+			return true
+		}
+		switch class {
+		case Construction:
+			c.FailedConstruction++
+			return false
+		case Rejected:
+			c.FailedRejected++
+			return false
+		case Panicked:
+			c.FailedPanic++
+			return false
+		}
+		if tries >= w.MaxTries {
+			c.FailedRetries++
+			w.Logger.Error(nil, "Unable to write event (retry limit exceeded!)", "event", klog.KObj(ev))
+			return false
+		}
+		if !w.pause(ctx, w.Pause(tries)) {
+			c.FailedShutdown++
+			w.Logger.Error(nil, "Unable to write event (broadcaster is shut down)", "event", klog.KObj(ev))
+			return false
+		}
+		c.Retries++
+	}
+}
+
+// WriteOnce makes one attempt, for writes no single event is waiting on
+// (the events.k8s.io series passes). It reports whether ev was written,
+// and whether the matter is settled: written, or failed for good. It
+// counts only NilResponses.
+func (w *Writer[E]) WriteOnce(c *Counts, ev E, attempt Attempt[E]) (written, settled bool) {
+	class, _, err := w.try(c, ev, attempt)
+	return err == nil, err == nil || class != Retry
+}
+
+// try makes one attempt and logs its error as client-go does.
+func (w *Writer[E]) try(c *Counts, ev E, attempt Attempt[E]) (Class, bool, error) {
+	got, created, err := attempt(ev)
+	if err == nil {
+		var none E
+		if got == none {
+			// client-go crashes here; as far as the sink said, the event
+			// was stored.
+			c.NilResponses++
+			w.Logger.Error(nil, "Event sink returned neither an event nor an error", "event", klog.KObj(ev))
+		}
+		return Retry, created, nil
+	}
+	class, quiet := w.Classify(err, ev)
+	var msg string
+	switch class {
+	case Construction:
+		msg = "Unable to construct event (will not retry!)"
+	case Rejected:
+		msg = "Server rejected event (will not retry!)"
+	case Panicked:
+		msg = "Event sink panicked (will not retry!)"
+	default:
+		msg = "Unable to write event (may retry after sleeping)"
+	}
+	if quiet {
+		w.Logger.V(5).Info(msg, "event", klog.KObj(ev), "err", err)
+	} else {
+		w.Logger.Error(err, msg, "event", klog.KObj(ev))
+	}
+	return class, created, err
+}
+
+// pause waits d on the clock. It reports false, at once, if the shutdown
+// has begun or ctx has ended, or as soon as either happens.
+func (w *Writer[E]) pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-w.Stopping:
+		return false
+	case <-ctx.Done():
+		return false
+	default:
+	}
+	if d <= 0 {
+		return true
+	}
+	t := w.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-w.Stopping:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,222 @@
+package k8sadapter_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/k8sadapter"
+)
+
+// sinkFates is the sum of a sink's fate counters (see Stats).
+func sinkFates(s k8sadapter.Stats) uint64 {
+	return s.Created + s.Patched + s.SpamSkipped + s.DroppedSinkQueue + s.FailedConstruction + s.FailedRejected +
+		s.FailedRetries + s.FailedShutdown + s.FailedPanic + s.Abandoned
+}
+
+// recorderFates is the sum of the recorder side's fate counters.
+func recorderFates(s k8sadapter.Stats) uint64 {
+	return s.Queued + s.InvalidObject + s.InvalidType + s.DroppedQueueFull + s.DroppedClosed
+}
+
+// TestTypedNilReferenceIsRefused: a typed nil *v1.ObjectReference, for
+// which client-go's reference helper returns neither a reference nor an
+// error, is refused and counted by every recording method, never a panic
+// in the caller's goroutine.
+func TestTypedNilReferenceIsRefused(t *testing.T) {
+	e := newBroadcaster(t)
+	sink := &scriptSink{}
+	e.StartRecordingToSink(sink)
+	r := recorder(e)
+	var ref *v1.ObjectReference
+	r.Event(ref, v1.EventTypeNormal, "Started", "event")
+	r.Eventf(ref, v1.EventTypeNormal, "Started", "%s", "eventf")
+	r.AnnotatedEventf(ref, map[string]string{"k": "v"}, v1.EventTypeNormal, "Started", "%s", "annotated")
+	r.(*k8sadapter.Recorder).PastEventf(ref, metav1.Now(), v1.EventTypeNormal, "Started", "%s", "past")
+	r.Event(pod("ok"), v1.EventTypeNormal, "Started", "a valid one")
+	join(t, e)
+	want := k8sadapter.Stats{Recorded: 5, InvalidObject: 4, Queued: 1, Created: 1}
+	if diff := cmp.Diff(want, e.Stats()); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+	if calls := sink.snapshot(); len(calls) != 1 {
+		t.Errorf("sink calls %v, want the valid event only", verbs(calls))
+	}
+}
+
+// TestStopRightAfterRecordingHandlesEveryEvent: a sink stopped right after
+// events were recorded still writes every one of them, and counts each in
+// one fate: Stop takes effect at its queue position. (Before, the events
+// not yet distributed when Stop arrived were neither written nor counted,
+// in a few rounds out of a hundred.)
+func TestStopRightAfterRecordingHandlesEveryEvent(t *testing.T) {
+	const perRound, rounds = 200, 300
+	e := newBroadcaster(t)
+	r := recorder(e)
+	for range 20 { // the distributor has more to do each round: Stop lands mid-round more often
+		e.StartEventWatcher(func(*v1.Event) {})
+	}
+	for round := range rounds {
+		sink := &countingSink{}
+		h := e.StartRecordingToSink(sink)
+		for i := range perRound {
+			r.Eventf(pod(fmt.Sprint("p", round, "-", i)), v1.EventTypeNormal, "Started", "event %d", i)
+		}
+		h.Stop()
+		for range h.ResultChan() { // closed once the sink has handled its last event
+		}
+		if got := sink.n.Load(); got != perRound {
+			t.Fatalf("round %d: the sink wrote %d of the %d events recorded before Stop", round, got, perRound)
+		}
+		if s := h.(*k8sadapter.Handle).Stats(); s.Queued != perRound || sinkFates(s) != perRound {
+			t.Fatalf("round %d: the sink was owed %d events and counted %d fates, want %d: %+v", round, s.Queued, sinkFates(s), perRound, s)
+		}
+	}
+	if s := e.Stats(); s.DroppedQueueFull != 0 || s.Created != uint64(rounds*perRound) {
+		t.Errorf("Stats() = %+v, want every event created", s)
+	}
+}
+
+// TestSinkQueueDropsAreLoggedPerBurst: a sink that falls behind by more
+// than its queue loses events; the log says so once per burst, with the
+// count, and the lines add up to DroppedSinkQueue. (client-go drops them
+// silently; herald used to as well.)
+func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		g := newGate()
+		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithQueueLength(5))
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		n := 0
+		burst := func() { // one event in the sink, 5 queued, 14 dropped
+			for range 20 {
+				r.Eventf(pod(fmt.Sprint("p", n)), v1.EventTypeNormal, "Started", "event %d", n)
+				n++
+				synctest.Wait()
+			}
+			g.let(6)
+			synctest.Wait()
+		}
+		const line = "the watcher's queue is full"
+		burst()
+		if got := log.With(line); len(got) != 1 || !strings.Contains(got[0], `"dropped"=14`) || !strings.Contains(got[0], `"watcher"="sink"`) {
+			t.Fatalf("after a burst of drops: %q, want one line reporting 14", got)
+		}
+		burst() // at the same instant: counted, reported later
+		if got := log.With(line); len(got) != 1 {
+			t.Fatalf("after a second burst within the interval: %d lines, want 1", len(got))
+		}
+		g.release()
+		join(t, e)
+		got := log.With(line)
+		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=14`) {
+			t.Errorf("after Shutdown: %q, want a last line reporting the other 14", got)
+		}
+		if s := e.Stats(); s.DroppedSinkQueue != 28 || s.Created != 12 || sinkFates(s) != s.Queued {
+			t.Errorf("Stats() = %+v, want 28 dropped at the sink's queue, 12 created, all accounted for", s)
+		}
+	})
+}
+
+// TestRecordingAfterShutdownLogsOncePerBurst: every event recorded after
+// Shutdown is refused and counted, and an operator reads one log line for
+// the lot, not one per event.
+func TestRecordingAfterShutdownLogsOncePerBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
+		e.Shutdown()
+		r := recorder(e)
+		for i := range 10_000 {
+			r.Eventf(pod("p"), v1.EventTypeNormal, "Late", "event %d", i)
+		}
+		if got := log.With("Unable to record event"); len(got) != 1 {
+			t.Errorf("10000 events after Shutdown logged %d lines, want 1", len(got))
+		}
+		if s := e.Stats(); s.DroppedClosed != 10_000 || recorderFates(s) != s.Recorded {
+			t.Errorf("Stats() = %+v, want 10000 refused after shutdown", s)
+		}
+	})
+}
+
+// TestStoppedWatchersAreNotKept: starting and stopping sinks and handlers
+// over and over keeps the broadcaster's memory flat (it used to keep every
+// watcher, its queue and its correlator, for Stats), and Stats still
+// counts what the stopped ones did.
+func TestStoppedWatchersAreNotKept(t *testing.T) {
+	e := newBroadcaster(t)
+	r := recorder(e)
+	cycle := func(n int) {
+		for i := range n {
+			sink := e.StartRecordingToSink(&countingSink{})
+			handler := e.StartEventWatcher(func(*v1.Event) {})
+			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
+			for _, w := range []interface{ Stop() }{sink, handler} {
+				w.Stop()
+			}
+			for range sink.ResultChan() {
+			}
+			for range handler.ResultChan() {
+			}
+		}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	cycle(100)
+	before := heap()
+	cycle(2000)
+	after := heap()
+	if growth := int64(after) - int64(before); growth > 2<<20 {
+		t.Errorf("2000 started and stopped watcher pairs grew the heap by %d KiB, want it flat", growth>>10)
+	}
+	if s := e.Stats(); s.Created != 2100 || s.Handled != 2100 {
+		t.Errorf("Stats() = %+v, want the stopped sinks' 2100 created and handlers' 2100 handled", s)
+	}
+}
+
+// TestShutdownTimeoutBoundsShutdown: with a sink call that hangs,
+// Shutdown returns after WithShutdownTimeout, logs that it did not flush
+// everything, and the events it gave up on are counted as abandoned once
+// the call returns.
+func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		g := newGate()
+		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithShutdownTimeout(5*time.Second))
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		for i := range 3 { // the first hangs in the sink, two wait behind it
+			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
+		}
+		synctest.Wait()
+		start := time.Now()
+		e.Shutdown()
+		if waited := time.Since(start); waited != 5*time.Second {
+			t.Errorf("Shutdown returned after %v, want the 5s timeout", waited)
+		}
+		if got := log.With("did not flush every event in time"); len(got) != 1 {
+			t.Errorf("log %q, want one line saying the flush was cut short", got)
+		}
+		g.release()
+		synctest.Wait()
+		want := k8sadapter.Stats{Recorded: 3, Queued: 3, Created: 1, Abandoned: 2}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() (-want +got):\n%s", diff)
+		}
+	})
+}
