@@ -90,5 +90,7 @@
 // GetEventRecorder returns controller-runtime's recorder.EventRecorder,
 // which adds AnnotatedEventf; the Provider's returns client-go's
 // events.EventRecorder, which a reconciler that keeps its recorder as an
-// events.EventRecorder accepts unchanged.
+// events.EventRecorder accepts unchanged. herald's recorder has
+// AnnotatedEventf as well, so where a v0.25 recorder.EventRecorder is
+// wanted, p.GetEventRecorder(name).(recorder.EventRecorder) holds.
 package ctrlruntime

@@ -458,3 +458,29 @@ func TestSeriesAlreadyExistsIsRetried(t *testing.T) {
 		}
 	})
 }
+
+// TestAnnotatedEventf: client-go v0.37's AnnotatedEventRecorder. The
+// annotations are on the stored event, copied from the caller's map, and
+// not part of the series key.
+func TestAnnotatedEventf(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSink()
+		e, r := start(t, s)
+		ann := map[string]string{"example.com/trace": "abc"}
+		r.(interface {
+			AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{})
+		}).AnnotatedEventf(pod("foo"), nil, ann, v1.EventTypeNormal, "Pulled", "Pulling", "image %s", "x")
+		ann["example.com/trace"] = "changed"
+		r.Eventf(pod("foo"), nil, v1.EventTypeNormal, "Pulled", "Pulling", "image %s", "x")
+		if err := e.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		calls, stored := s.snapshot()
+		if got := verbs(calls); got != "create patch" {
+			t.Errorf("sink calls %q, want create patch: annotations do not split a series", got)
+		}
+		if len(stored) != 1 || stored[0].Annotations["example.com/trace"] != "abc" {
+			t.Errorf("stored %v, want one event annotated example.com/trace=abc", stored)
+		}
+	})
+}

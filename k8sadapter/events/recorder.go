@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -34,6 +35,17 @@ type Recorder struct {
 // Eventf records an event about regarding (and optionally related): its
 // type (Normal or Warning), reason, action and note, formatted with args.
 func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	r.eventf(regarding, related, nil, eventtype, reason, action, note, args...)
+}
+
+// AnnotatedEventf is Eventf with annotations on the event (client-go's
+// AnnotatedEventRecorder, from v0.37). The map is copied. Annotations are
+// not part of what makes events a series.
+func (r *Recorder) AnnotatedEventf(regarding runtime.Object, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{}) {
+	r.eventf(regarding, related, maps.Clone(annotations), eventtype, reason, action, note, args...)
+}
+
+func (r *Recorder) eventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{}) {
 	e := r.e
 	clk := e.cfg.clock
 	timestamp := metav1.MicroTime{Time: clk.Now()}
@@ -55,8 +67,9 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 	}
 	event := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      util.GenerateEventName(refRegarding.Name, clk.Now().UnixNano()),
-			Namespace: namespace,
+			Name:        util.GenerateEventName(refRegarding.Name, clk.Now().UnixNano()),
+			Namespace:   namespace,
+			Annotations: annotations,
 		},
 		EventTime:           timestamp,
 		ReportingController: r.controller,
