@@ -168,7 +168,11 @@ func (p *Provider) start() (*k8sadapter.EventBroadcaster, *events.EventBroadcast
 	if err := p.events.StartRecordingToSinkWithContext(logged); err != nil {
 		p.logger.Error(err, "Unable to start recording events.k8s.io/v1 events")
 	}
-	p.events.StartStructuredLogging(1)
+	// StartStructuredLogging would log to klog's global logger, as
+	// client-go's does; StartLogging takes the manager's.
+	if _, err := p.events.StartLogging(p.logger.V(1)); err != nil {
+		p.logger.Error(err, "Unable to log events.k8s.io/v1 events")
+	}
 	return p.core, p.events
 }
 
