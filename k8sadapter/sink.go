@@ -68,6 +68,7 @@ func classify(err error, _ *v1.Event) (pipeline.Class, bool) {
 
 // run is the sink's goroutine: every event of its watcher, in order.
 func (s *sinkWriter) run(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
+	s.w.Progress = func() { c.Publish(&s.counts) }
 	for ev := range c.All() {
 		s.record(ev)
 		c.Done(&s.counts)

@@ -304,3 +304,22 @@ func TestContextCancelShutsDown(t *testing.T) {
 		}
 	})
 }
+
+// TestStatsShowRetriesWhileTheyRun: an event the apiserver keeps refusing
+// is retried for minutes; Stats count each retry as it happens, not only
+// once the event's fate is known, so an operator sees the outage.
+func TestStatsShowRetriesWhileTheyRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := &scriptSink{onCreate: func(int, *v1.Event) (*v1.Event, error) { return nil, errors.New("down") }}
+		e := newBroadcaster(t, k8sadapter.WithSleepDuration(10*time.Second))
+		e.StartRecordingToSink(sink)
+		recorder(e).Event(pod("foo"), v1.EventTypeNormal, "Started", "hello")
+		// Fake time: the first pause is random within 10 s, the others
+		// 10 s, so by 35 s three or four pauses have ended, of eleven.
+		time.Sleep(35 * time.Second)
+		synctest.Wait()
+		if s := e.Stats(); s.Retries < 3 || s.Retries > 4 || s.FailedRetries != 0 {
+			t.Errorf("Stats() during the retries = %+v, want Retries 3 or 4 and no fate yet", s)
+		}
+	})
+}

@@ -106,6 +106,10 @@ type Writer[E Event] struct {
 	Stopping <-chan struct{}
 	// Logger receives the log lines.
 	Logger klog.Logger
+	// Progress, if set, is called after each retry is counted, so that
+	// Stats show a long series of retries while it runs, not only once
+	// the event's fate is known.
+	Progress func()
 }
 
 // Write offers ev to the sink through attempt, retrying as configured,
@@ -147,6 +151,9 @@ func (w *Writer[E]) Write(ctx context.Context, c *Counts, ev E, attempt Attempt[
 			return false
 		}
 		c.Retries++
+		if w.Progress != nil {
+			w.Progress()
+		}
 	}
 }
 

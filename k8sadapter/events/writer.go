@@ -124,6 +124,7 @@ func classify(err error, ev *eventsv1.Event) (pipeline.Class, bool) {
 func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Consumer[*eventsv1.Event, writerCounts]) {
 	return func(c *pipeline.Consumer[*eventsv1.Event, writerCounts]) {
 		wr.ctx, wr.w.Logger = ctx, logger
+		wr.w.Progress = func() { c.Publish(&wr.counts) }
 		clk := wr.e.cfg.clock
 		finish, refresh := clk.NewTimer(FinishTime), clk.NewTimer(RefreshTime)
 		defer finish.Stop()
