@@ -1,0 +1,138 @@
+// Package hashlru holds the least-recently-used caches under herald's
+// correlator and rate limiter: golang-lru's simplelru keyed by a 64-bit
+// hash the caller computes once per key, so that a large struct key is
+// hashed once per event and compared once, on a hit, never hashed again
+// by a map. The rare keys that share a hash live together in one entry.
+//
+// Nothing here is safe for concurrent use: the owner holds its own lock,
+// as golang-lru's Cache does around simplelru.
+package hashlru
+
+import "github.com/hashicorp/golang-lru/v2/simplelru"
+
+// Cache maps keys of type K to values of type V, holding at most Size
+// keys; adding one more forgets the least recently used. Values live in
+// the cache and are updated in place through the pointers Get and Add
+// return.
+//
+// Keys whose hashes are equal share one entry of the underlying LRU: they
+// are used, and forgotten, together. That costs the precision of the LRU
+// order, never a wrong answer; with 64-bit seeded hashes it does not
+// happen in practice.
+//
+// Its zero value is not usable: create one with New.
+type Cache[K comparable, V any] struct {
+	lru     *simplelru.LRU[uint64, *node[K, V]]
+	size    int
+	n       int         // keys held, at most size
+	evicted uint64      // keys forgotten to make room
+	free    *node[K, V] // forgotten nodes, for Add to reuse
+}
+
+// node is one key and its value; next is another key with the same hash.
+type node[K comparable, V any] struct {
+	key  K
+	val  V
+	next *node[K, V]
+}
+
+// New returns a Cache of at most size keys. It panics if size < 1.
+func New[K comparable, V any](size int) *Cache[K, V] {
+	if size < 1 {
+		panic("hashlru: size must be positive")
+	}
+	// simplelru returns an error only for a size below 1. Its eviction
+	// callback is not used: Add evicts by hand, to count forgotten keys
+	// and reuse their nodes.
+	l, _ := simplelru.NewLRU[uint64, *node[K, V]](size, nil)
+	return &Cache[K, V]{lru: l, size: size}
+}
+
+// find returns the node of key in the chain starting at n, or nil.
+func find[K comparable, V any](n *node[K, V], key K) *node[K, V] {
+	for ; n != nil; n = n.next {
+		if n.key == key {
+			return n
+		}
+	}
+	return nil
+}
+
+// Get returns a pointer to the value of key, whose hash is h, and marks it
+// most recently used. The pointer is valid until the key is forgotten.
+func (c *Cache[K, V]) Get(key K, h uint64) (*V, bool) {
+	first, ok := c.lru.Get(h)
+	if !ok {
+		return nil, false
+	}
+	if n := find(first, key); n != nil {
+		return &n.val, true
+	}
+	return nil, false
+}
+
+// Peek is Get without marking the key used.
+func (c *Cache[K, V]) Peek(key K, h uint64) (*V, bool) {
+	first, ok := c.lru.Peek(h)
+	if !ok {
+		return nil, false
+	}
+	if n := find(first, key); n != nil {
+		return &n.val, true
+	}
+	return nil, false
+}
+
+// Add inserts key, whose hash is h and which must not be in the cache, as
+// the most recently used, and returns a pointer to its value for the
+// caller to set. When the cache is full, the least recently used key is
+// forgotten first and its node reused: the value then still holds the
+// forgotten key's value (recycled reports so), whose buffers the caller
+// may reuse; otherwise it is the zero value.
+func (c *Cache[K, V]) Add(key K, h uint64) (v *V, recycled bool) {
+	for c.n >= c.size {
+		c.evictOldest()
+	}
+	n := c.free
+	if n != nil {
+		c.free, n.next = n.next, nil
+		recycled = true
+	} else {
+		n = new(node[K, V])
+	}
+	n.key = key
+	if first, ok := c.lru.Peek(h); ok {
+		// Rare: another key has this hash. Chain behind it; the entry
+		// becomes the most recently used.
+		n.next, first.next = first.next, n
+		c.lru.Get(h)
+	} else {
+		c.lru.Add(h, n) // never evicts: the LRU holds at most c.n < size entries
+	}
+	c.n++
+	return &n.val, recycled
+}
+
+// evictOldest forgets the least recently used entry: one key, or all the
+// keys sharing its hash.
+func (c *Cache[K, V]) evictOldest() {
+	_, n, ok := c.lru.RemoveOldest()
+	if !ok {
+		panic("hashlru: keys counted but none held") // unreachable: c.n counts the LRU's keys
+	}
+	for n != nil {
+		next := n.next
+		var zero K
+		n.key = zero // the value is kept for reuse; the key is not needed
+		n.next, c.free = c.free, n
+		c.n--
+		c.evicted++
+		n = next
+	}
+}
+
+// Len returns the number of keys held.
+func (c *Cache[K, V]) Len() int { return c.n }
+
+// Evicted returns how many keys were forgotten to make room.
+func (c *Cache[K, V]) Evicted() uint64 { return c.evicted }
