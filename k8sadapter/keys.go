@@ -8,18 +8,18 @@ import (
 	"k8s.io/client-go/tools/record/util"
 )
 
-// key is every correlation key of a core/v1 Event: the exact-repeat key, the
-// default group and member keys, the default spam key, and the strings a
-// user's CorrelatorOptions.KeyFunc or SpamKeyFunc return (in custom). Each
-// kind of key fills the fields client-go concatenates for it and leaves the
-// others empty. Being a comparable struct, a key cannot collide across field
-// boundaries as client-go's concatenated strings do ("ab"+"c" = "a"+"bc").
+// key is every correlation key of a core/v1 Event: the exact-repeat key,
+// the default group key, the default spam key, and the strings a user's
+// CorrelatorOptions.KeyFunc or SpamKeyFunc return (in custom). Each kind of
+// key fills the fields client-go concatenates for it and leaves the others
+// empty; kinds never meet in one cache. Being a comparable struct, a key
+// cannot collide across field boundaries as client-go's concatenated
+// strings do ("ab"+"c" = "a"+"bc").
 //
-// h is the key's hash, computed once from the hashes of its fields (see
-// fieldHashes), so that the correlator's caches never hash the strings
-// again; equal keys have equal fields and so equal h.
+// A key travels with its hash, computed once from the hashes of its fields
+// (see fieldHashes), so that the correlator's caches never hash the strings
+// again.
 type key struct {
-	h                                                 uint64 // first: unequal keys differ here at once
 	component, host                                   string
 	kind, namespace, name, fieldPath, uid, apiVersion string
 	eventType, reason, message                        string
@@ -27,10 +27,20 @@ type key struct {
 	custom                                            string
 }
 
-// hashOf is the correlator's Hash option.
-func hashOf(k key) uint64 { return k.h }
+// member tells the events of one group apart: by message for client-go's
+// default grouping, by the string a user's KeyFunc returns otherwise. h is
+// the hash of s, compared first.
+type member struct {
+	h uint64
+	s string
+}
 
 var hashSeed = maphash.MakeSeed()
+
+func hashString(s string) uint64 { return maphash.String(hashSeed, s) }
+
+// emptyHash is the hash of "".
+var emptyHash = hashString("")
 
 // fieldHashes are the hashes of the event fields keys are made of.
 type fieldHashes struct {
@@ -41,13 +51,13 @@ type fieldHashes struct {
 func hashFields(e *v1.Event) fieldHashes {
 	o := &e.InvolvedObject
 	return fieldHashes{
-		component: maphash.String(hashSeed, e.Source.Component), host: maphash.String(hashSeed, e.Source.Host),
-		kind: maphash.String(hashSeed, o.Kind), namespace: maphash.String(hashSeed, o.Namespace),
-		name: maphash.String(hashSeed, o.Name), fieldPath: maphash.String(hashSeed, o.FieldPath),
-		uid: maphash.String(hashSeed, string(o.UID)), apiVersion: maphash.String(hashSeed, o.APIVersion),
-		eventType: maphash.String(hashSeed, e.Type), reason: maphash.String(hashSeed, e.Reason),
-		message: maphash.String(hashSeed, e.Message), reportingController: maphash.String(hashSeed, e.ReportingController),
-		reportingInstance: maphash.String(hashSeed, e.ReportingInstance),
+		component: hashString(e.Source.Component), host: hashString(e.Source.Host),
+		kind: hashString(o.Kind), namespace: hashString(o.Namespace),
+		name: hashString(o.Name), fieldPath: hashString(o.FieldPath),
+		uid: hashString(string(o.UID)), apiVersion: hashString(o.APIVersion),
+		eventType: hashString(e.Type), reason: hashString(e.Reason),
+		message: hashString(e.Message), reportingController: hashString(e.ReportingController),
+		reportingInstance: hashString(e.ReportingInstance),
 	}
 }
 
@@ -67,55 +77,50 @@ const (
 	kindEvent uint64 = iota + 1
 	kindSpam
 	kindGroup
-	kindMember
 	kindCustomGroup
-	kindCustomMember
 	kindCustomSpam
 )
 
 // eventKey is client-go's getEventKey: what makes two events identical.
-func eventKey(e *v1.Event, f *fieldHashes) key {
+func eventKey(e *v1.Event, f *fieldHashes) (key, uint64) {
 	o := &e.InvolvedObject
 	return key{
-		component: e.Source.Component, host: e.Source.Host,
-		kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
-		uid: string(o.UID), apiVersion: o.APIVersion,
-		eventType: e.Type, reason: e.Reason, message: e.Message,
-		h: mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
-			f.eventType, f.reason, f.message),
-	}
+			component: e.Source.Component, host: e.Source.Host,
+			kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
+			uid: string(o.UID), apiVersion: o.APIVersion,
+			eventType: e.Type, reason: e.Reason, message: e.Message,
+		}, mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
+			f.eventType, f.reason, f.message)
 }
 
 // spamKey is client-go's getSpamKey: one token bucket per source and object.
-func spamKey(e *v1.Event, f *fieldHashes) key {
+func spamKey(e *v1.Event, f *fieldHashes) (key, uint64) {
 	o := &e.InvolvedObject
 	return key{
 		component: e.Source.Component, host: e.Source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
 		eventType: e.Type,
-		h:         mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType),
-	}
+	}, mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
 }
 
 // groupByReason is client-go's EventAggregatorByReasonFunc: events that
 // differ only in message (and field path) form a group; the message tells
 // its members apart.
-func groupByReason(e *v1.Event, f *fieldHashes) (group, member key) {
+func groupByReason(e *v1.Event, f *fieldHashes) (key, uint64, member) {
 	o := &e.InvolvedObject
-	group = key{
-		component: e.Source.Component, host: e.Source.Host,
-		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
-		eventType: e.Type, reason: e.Reason,
-		reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-		h: mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
+	return key{
+			component: e.Source.Component, host: e.Source.Host,
+			kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+			eventType: e.Type, reason: e.Reason,
+			reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
+		}, mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
 			f.reason, f.reportingController, f.reportingInstance),
-	}
-	return group, key{message: e.Message, h: mix(kindMember, f.message)}
+		member{h: f.message, s: e.Message}
 }
 
 // customKey wraps a string from a user's key function.
-func customKey(kind uint64, s string) key {
-	return key{custom: s, h: mix(kind, maphash.String(hashSeed, s))}
+func customKey(kind uint64, s string) (key, uint64) {
+	return key{custom: s}, mix(kind, hashString(s))
 }
 
 // eventName is client-go's util.GenerateEventName without fmt and regular
@@ -131,6 +136,15 @@ func eventName(refName string, unixNano int64) string {
 		return util.GenerateEventName(refName, unixNano)
 	}
 	return string(buf)
+}
+
+// combinedName is the name client-go gives a combined event:
+// "<name>.<hex nanos>", unchecked.
+func combinedName(refName string, unixNano int64) string {
+	buf := make([]byte, 0, len(refName)+18)
+	buf = append(buf, refName...)
+	buf = append(buf, '.')
+	return string(strconv.AppendInt(buf, unixNano, 16))
 }
 
 // isDNS1123Subdomain reports whether s is a valid DNS subdomain name as
