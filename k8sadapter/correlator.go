@@ -47,13 +47,14 @@ var defaultQPS float32 = 1. / 300.
 type EventCorrelator struct {
 	msg record.EventAggregatorMessageFunc
 
-	// mu guards the engine and the two items it is handed, which are
-	// reused from call to call.
+	// mu guards the engine, the two items it is handed, which are reused
+	// from call to call, and the field hasher.
 	mu      sync.Mutex
 	c       *correlation.Correlator[*item, key, member, last]
 	in      item     // the event being correlated
 	standIn item     // its group's combined event, when there is one
 	combo   v1.Event // standIn's event
+	hasher  fieldHasher
 }
 
 // item is what the engine sees: an event and the hashes of its fields,
@@ -129,10 +130,10 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		ec.msg = record.EventAggregatorByReasonMessageFunc
 	}
 	opts := correlation.Options[*item, key, member, last]{
-		Key:     func(it *item) (key, uint64) { return eventKey(it.e, &it.f) },
-		Group:   func(it *item) (key, uint64, member) { return groupByReason(it.e, &it.f) },
+		Key:     func(it *item, k *key) uint64 { return eventKey(it.e, &it.f, k) },
+		Group:   func(it *item, g *key, m *member) uint64 { return groupByReason(it.e, &it.f, g, m) },
 		Combine: ec.combine,
-		Spam:    func(it *item) (key, uint64) { return spamKey(it.e, &it.f) },
+		Spam:    func(it *item, k *key) uint64 { return spamKey(it.e, &it.f, k) },
 		Seed:    seed,
 		Keep:    ec.keep,
 		// client-go reads the clock for the aggregator and again for the
@@ -152,13 +153,13 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		opts.Rate = rate.Inf
 	}
 	if f := o.SpamKeyFunc; f != nil {
-		opts.Spam = func(it *item) (key, uint64) { return customKey(kindCustomSpam, f(it.e)) }
+		opts.Spam = func(it *item, k *key) uint64 { return customKey(kindCustomSpam, f(it.e), k) }
 	}
 	if f := o.KeyFunc; f != nil {
-		opts.Group = func(it *item) (key, uint64, member) {
+		opts.Group = func(it *item, gk *key, mk *member) uint64 {
 			g, m := f(it.e)
-			gk, gh := customKey(kindCustomGroup, g)
-			return gk, gh, member{h: hashString(m), s: m}
+			*mk = member{h: hashString(m), s: m}
+			return customKey(kindCustomGroup, g, gk)
 		}
 	}
 	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
@@ -248,7 +249,7 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		return nil, false, errNilEvent
 	}
 	c.mu.Lock()
-	c.in = item{e: e, f: hashFields(e)}
+	c.in = item{e: e, f: c.hasher.hash(e)}
 	r, p := c.c.Correlate(&c.in)
 	if p != nil {
 		c.mu.Unlock()
@@ -262,18 +263,20 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	var out *result
 	var buf []byte
 	if r.Previous.Count > 0 {
-		p := &patched{result: result{ev: *r.Event.e}} // the one copy, made while the combined event is ours
+		p := new(patched)
 		out, buf = &p.result, p.buf[:0]
 	} else {
-		out = &result{ev: *r.Event.e}
+		out = new(result)
 	}
+	out.ev = *r.Event.e // the one copy, made while the combined event is ours
 	prev := r.Previous
 	if prev.Count > 0 && int32(r.Count) == 0 && !r.Combined {
 		// The int32 count wrapped to 0 (an event that arrived with a
 		// negative count): client-go remembers that 0, so its next
 		// occurrence counts as new. Remember it the same way.
-		k, h := eventKey(e, &c.in.f)
-		c.c.Stored(k, h, correlation.Observation[last]{First: prev.First, Last: prev.Last})
+		var k key
+		h := eventKey(e, &c.in.f, &k)
+		c.c.Stored(&k, h, correlation.Observation[last]{First: prev.First, Last: prev.Last})
 	}
 	c.mu.Unlock()
 
@@ -295,14 +298,15 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 	if e == nil {
 		return
 	}
-	f := hashFields(e)
-	k, h := eventKey(e, &f)
 	obs := correlation.Observation[last]{
 		Count: int(uint32(e.Count)), // as seed: client-go keeps a uint
 		First: e.FirstTimestamp.Time,
 		Last:  last{name: e.Name, rv: e.ResourceVersion},
 	}
+	var k key
 	c.mu.Lock()
-	c.c.Stored(k, h, obs)
+	f := c.hasher.hash(e)
+	h := eventKey(e, &f, &k)
+	c.c.Stored(&k, h, obs)
 	c.mu.Unlock()
 }

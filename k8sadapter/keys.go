@@ -48,16 +48,47 @@ type fieldHashes struct {
 	eventType, reason, message, reportingController, reportingInstance uint64
 }
 
-func hashFields(e *v1.Event) fieldHashes {
+// memo is one field's last string and its hash.
+type memo struct {
+	s string
+	h uint64
+}
+
+// hash returns the hash of s, from memory when s is the last string given:
+// then the comparison is all it costs, and a string compared with itself
+// is equal at once.
+func (m *memo) hash(s string) uint64 {
+	if m.h != 0 && s == m.s {
+		return m.h
+	}
+	return m.remember(s)
+}
+
+func (m *memo) remember(s string) uint64 {
+	m.s, m.h = s, hashString(s)
+	return m.h
+}
+
+// fieldHasher hashes the key fields of events, remembering each field's
+// last string. Consecutive events of one source share most of their
+// strings (the source, the object's kind, namespace, name and UID, the
+// reason), so most fields cost a comparison instead of a hash. Its zero
+// value is ready to use; it is not safe for concurrent use.
+type fieldHasher struct {
+	component, host, kind, namespace, name, fieldPath, uid, apiVersion memo
+	eventType, reason, message, reportingController, reportingInstance memo
+}
+
+func (m *fieldHasher) hash(e *v1.Event) fieldHashes {
 	o := &e.InvolvedObject
 	return fieldHashes{
-		component: hashString(e.Source.Component), host: hashString(e.Source.Host),
-		kind: hashString(o.Kind), namespace: hashString(o.Namespace),
-		name: hashString(o.Name), fieldPath: hashString(o.FieldPath),
-		uid: hashString(string(o.UID)), apiVersion: hashString(o.APIVersion),
-		eventType: hashString(e.Type), reason: hashString(e.Reason),
-		message: hashString(e.Message), reportingController: hashString(e.ReportingController),
-		reportingInstance: hashString(e.ReportingInstance),
+		component: m.component.hash(e.Source.Component), host: m.host.hash(e.Source.Host),
+		kind: m.kind.hash(o.Kind), namespace: m.namespace.hash(o.Namespace),
+		name: m.name.hash(o.Name), fieldPath: m.fieldPath.hash(o.FieldPath),
+		uid: m.uid.hash(string(o.UID)), apiVersion: m.apiVersion.hash(o.APIVersion),
+		eventType: m.eventType.hash(e.Type), reason: m.reason.hash(e.Reason),
+		message: m.message.hash(e.Message), reportingController: m.reportingController.hash(e.ReportingController),
+		reportingInstance: m.reportingInstance.hash(e.ReportingInstance),
 	}
 }
 
@@ -81,46 +112,56 @@ const (
 	kindCustomSpam
 )
 
-// eventKey is client-go's getEventKey: what makes two events identical.
-func eventKey(e *v1.Event, f *fieldHashes) (key, uint64) {
+// The key builders below set every field of *k one by one, the unused
+// ones to "": assigning a composite literal through the pointer builds it
+// aside and copies it, twice the work.
+
+// eventKey sets *k to client-go's getEventKey, what makes two events
+// identical, and returns its hash.
+func eventKey(e *v1.Event, f *fieldHashes, k *key) uint64 {
 	o := &e.InvolvedObject
-	return key{
-			component: e.Source.Component, host: e.Source.Host,
-			kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
-			uid: string(o.UID), apiVersion: o.APIVersion,
-			eventType: e.Type, reason: e.Reason, message: e.Message,
-		}, mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
-			f.eventType, f.reason, f.message)
+	k.component, k.host = e.Source.Component, e.Source.Host
+	k.kind, k.namespace, k.name, k.fieldPath = o.Kind, o.Namespace, o.Name, o.FieldPath
+	k.uid, k.apiVersion = string(o.UID), o.APIVersion
+	k.eventType, k.reason, k.message = e.Type, e.Reason, e.Message
+	k.reportingController, k.reportingInstance, k.custom = "", "", ""
+	return mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
+		f.eventType, f.reason, f.message)
 }
 
-// spamKey is client-go's getSpamKey: one token bucket per source and object.
-func spamKey(e *v1.Event, f *fieldHashes) (key, uint64) {
+// spamKey sets *k to client-go's getSpamKey, one token bucket per source
+// and object, and returns its hash.
+func spamKey(e *v1.Event, f *fieldHashes, k *key) uint64 {
 	o := &e.InvolvedObject
-	return key{
-		component: e.Source.Component, host: e.Source.Host,
-		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
-		eventType: e.Type,
-	}, mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+	k.component, k.host = e.Source.Component, e.Source.Host
+	k.kind, k.namespace, k.name, k.fieldPath = o.Kind, o.Namespace, o.Name, ""
+	k.uid, k.apiVersion = string(o.UID), o.APIVersion
+	k.eventType, k.reason, k.message = e.Type, "", ""
+	k.reportingController, k.reportingInstance, k.custom = "", "", ""
+	return mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
 }
 
 // groupByReason is client-go's EventAggregatorByReasonFunc: events that
-// differ only in message (and field path) form a group; the message tells
-// its members apart.
-func groupByReason(e *v1.Event, f *fieldHashes) (key, uint64, member) {
+// differ only in message (and field path) form a group, whose key it sets
+// in *g and whose hash it returns; the message, in *m, tells its members
+// apart.
+func groupByReason(e *v1.Event, f *fieldHashes, g *key, m *member) uint64 {
 	o := &e.InvolvedObject
-	return key{
-			component: e.Source.Component, host: e.Source.Host,
-			kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
-			eventType: e.Type, reason: e.Reason,
-			reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-		}, mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
-			f.reason, f.reportingController, f.reportingInstance),
-		member{h: f.message, s: e.Message}
+	g.component, g.host = e.Source.Component, e.Source.Host
+	g.kind, g.namespace, g.name, g.fieldPath = o.Kind, o.Namespace, o.Name, ""
+	g.uid, g.apiVersion = string(o.UID), o.APIVersion
+	g.eventType, g.reason, g.message = e.Type, e.Reason, ""
+	g.reportingController, g.reportingInstance, g.custom = e.ReportingController, e.ReportingInstance, ""
+	m.h, m.s = f.message, e.Message
+	return mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
+		f.reason, f.reportingController, f.reportingInstance)
 }
 
-// customKey wraps a string from a user's key function.
-func customKey(kind uint64, s string) (key, uint64) {
-	return key{custom: s}, mix(kind, hashString(s))
+// customKey sets *k to a string from a user's key function and returns
+// its hash.
+func customKey(kind uint64, s string, k *key) uint64 {
+	*k = key{custom: s}
+	return mix(kind, hashString(s))
 }
 
 // eventName is client-go's util.GenerateEventName without fmt and regular

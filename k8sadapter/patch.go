@@ -68,7 +68,7 @@ func appendJSONString(buf []byte, s string) []byte {
 	// Fast path: printable ASCII that encoding/json writes as is.
 	plain := true
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			plain = false
 			break
 		}
@@ -88,6 +88,15 @@ func appendJSONString(buf []byte, s string) []byte {
 	b, _ := json.Marshal(s)
 	return append(buf, b...)
 }
+
+// jsonPlain tells the bytes encoding/json writes as they are: printable
+// ASCII but for '"', '\\' and the HTML-escaped '<', '>' and '&'.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendRFC3339 appends t as metav1.Time marshals it: quoted RFC 3339 in
 // UTC, to the second. Years outside 0-9999 take time's own formatting.

@@ -33,17 +33,18 @@ type Clock interface {
 // the Correlator as it was. Seed and Keep run while it commits and must
 // not panic.
 type Options[T any, K, M comparable, L any] struct {
-	// Key returns v's key and its hash. Equal keys must have equal hashes.
-	Key func(v T) (K, uint64)
-	// Group returns v's group key, its hash and v's member key in the
-	// group. nil: no groups.
-	Group func(v T) (group K, hash uint64, member M)
+	// Key sets *k to v's key and returns its hash; equal keys must have
+	// equal hashes. Keys are written in place, as they may be large.
+	Key func(v T, k *K) uint64
+	// Group sets *group to v's group key and *member to v's member key in
+	// the group, and returns the group key's hash. nil: no groups.
+	Group func(v T, group *K, member *M) uint64
 	// Combine builds a full group's stand-in from the value that filled
 	// it. nil: that value stands in.
 	Combine func(trigger T, now time.Time) T
-	// Spam returns the key of v's token bucket and its hash; v may be a
-	// stand-in. nil: no spam filter.
-	Spam func(v T) (K, uint64)
+	// Spam sets *k to the key of v's token bucket and returns its hash; v
+	// may be a stand-in. nil: no spam filter.
+	Spam func(v T, k *K) uint64
 	// Seed returns the count and first time of a key seen for the first
 	// time (or forgotten). nil: 1 and now.
 	Seed func(v T, now time.Time) (count int, first time.Time)
@@ -64,10 +65,10 @@ type Options[T any, K, M comparable, L any] struct {
 // Correlator is the engine. Its zero value is not usable: create one with
 // New.
 type Correlator[T any, K, M comparable, L any] struct {
-	key        func(T) (K, uint64)
-	group      func(T) (K, uint64, M)
+	key        func(T, *K) uint64
+	group      func(T, *K, *M) uint64
 	combine    func(T, time.Time) T
-	spamKey    func(T) (K, uint64)
+	spamKey    func(T, *K) uint64
 	seed       func(T, time.Time) (int, time.Time)
 	keep       func(T) L
 	spamClock  bool
@@ -79,6 +80,14 @@ type Correlator[T any, K, M comparable, L any] struct {
 	obs    *hashlru.Cache[obsKey[K], Observation[L]]
 	spam   *hashlru.Limiter[K] // nil without Options.Spam
 	stats  Stats
+
+	// p and res are the plan and the result of the last call. They live
+	// here, not on the stack, because the key functions write into the
+	// plan (a pointer given to a function value would move a local plan
+	// to the heap on every call), and so that the result need not be
+	// copied out.
+	p   plan[K, M]
+	res Result[T, K, L]
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -91,7 +100,7 @@ type Observation[L any] struct {
 // Result is what Correlate decided for one value.
 type Result[T any, K comparable, L any] struct {
 	Event    T    // the value, or its group's stand-in
-	Key      K    // the key Event is counted under
+	Key      *K   // the key Event is counted under, valid until the next call
 	Combined bool // Event is a stand-in, counted under its group key
 	Count    int  // occurrences under Key, this one included
 	First    time.Time
@@ -173,16 +182,18 @@ type plan[K, M comparable] struct {
 // function of Options that may panic and reads the caches without
 // changing them; the commit then changes the caches and counters, and
 // calls no function that may panic. So a Correlate call either has all its
-// effects or, having panicked, none but Stats.Panics: it then returns the
-// panic value and a zero Result.
-func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, K, L], panicked any) {
-	var p plan[K, M]
-	if panicked = c.plan(v, &res, &p); panicked != nil {
+// effects or, having panicked, none but Stats.Panics: it then returns a
+// nil Result and the panic value.
+//
+// The Result belongs to the Correlator and is valid until its next call.
+func (c *Correlator[T, K, M, L]) Correlate(v T) (*Result[T, K, L], any) {
+	c.res = Result[T, K, L]{}
+	if panicked := c.plan(v, &c.res, &c.p); panicked != nil {
 		c.stats.Panics++
-		return Result[T, K, L]{}, panicked
+		return nil, panicked
 	}
-	c.commit(&res, &p)
-	return res, nil
+	c.commit(&c.res, &c.p)
+	return &c.res, nil
 }
 
 // plan fills p and res.Event, res.Key and res.Combined, and returns the
@@ -191,11 +202,12 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) 
 	defer func() { panicked = recover() }()
 	p.now = c.clock.Now()
 	res.Event = v
-	p.key.k, p.h = c.key(v) // client-go computes the value's key first too
+	p.key.combined, p.full = false, false // the rest is set below before it is read
+	p.h = c.key(v, &p.key.k)              // client-go computes the value's key first too
 	if c.group != nil {
-		p.g, p.gh, p.m = c.group(v)
-		p.grp, _ = c.groups.Peek(p.g, p.gh)
-		p.fresh = p.grp == nil || p.now.Sub(p.grp.last) > c.window
+		p.gh = c.group(v, &p.g, &p.m)
+		p.grp, _ = c.groups.Peek(&p.g, p.gh)
+		p.fresh = p.grp == nil || p.now.After(p.grp.last.Add(c.window)) // more than Window since the last
 		p.at, p.full = -1, c.maxMembers <= 1
 		if !p.fresh {
 			p.at = slices.Index(p.grp.members, p.m)
@@ -213,9 +225,9 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) 
 			}
 		}
 	}
-	res.Key = p.key.k
+	res.Key = &p.key.k
 	if c.spamKey != nil {
-		p.sk, p.skh = c.spamKey(res.Event)
+		p.skh = c.spamKey(res.Event, &p.sk)
 		p.spamNow = p.now
 		if c.spamClock {
 			p.spamNow = c.clock.Now()
@@ -231,7 +243,7 @@ func (c *Correlator[T, K, M, L]) commit(res *Result[T, K, L], p *plan[K, M]) {
 		c.join(p)
 	}
 
-	o, hit := c.obs.Get(p.key, p.h)
+	o, hit, _ := c.obs.GetOrAdd(&p.key, p.h)
 	if hit && o.Count > 0 {
 		res.Previous = *o
 		o.Count++
@@ -242,16 +254,13 @@ func (c *Correlator[T, K, M, L]) commit(res *Result[T, K, L], p *plan[K, M]) {
 		if c.seed != nil {
 			res.Count, res.First = c.seed(res.Event, p.now)
 		}
-		if !hit {
-			o, _ = c.obs.Add(p.key, p.h)
-		}
 		*o = Observation[L]{Count: res.Count, First: res.First, Last: c.keep(res.Event)}
 		c.stats.New++
 	}
 
 	// After the count: a skipped occurrence still counts.
 	if c.spam != nil {
-		res.Skip = !c.spam.AllowAt(p.sk, p.skh, p.spamNow)
+		res.Skip = !c.spam.AllowAt(&p.sk, p.skh, p.spamNow)
 	}
 
 	c.stats.Correlated++
@@ -268,9 +277,9 @@ func (c *Correlator[T, K, M, L]) commit(res *Result[T, K, L], p *plan[K, M]) {
 func (c *Correlator[T, K, M, L]) join(p *plan[K, M]) {
 	rec := p.grp
 	if rec == nil {
-		rec, _ = c.groups.Add(p.g, p.gh) // may reuse a forgotten group's members
+		rec, _ = c.groups.Add(&p.g, p.gh) // may reuse a forgotten group's members
 	} else {
-		c.groups.Get(p.g, p.gh) // mark it used
+		c.groups.Touch(p.gh) // found by plan's Peek: mark it used
 	}
 	if p.fresh {
 		clear(rec.members) // drop references for the garbage collector
@@ -294,12 +303,9 @@ func (c *Correlator[T, K, M, L]) join(p *plan[K, M]) {
 
 // Stored replaces what is remembered under the value key key, whose hash
 // is h, with obs, and marks it most recently used.
-func (c *Correlator[T, K, M, L]) Stored(key K, h uint64, obs Observation[L]) {
-	k := obsKey[K]{k: key}
-	o, ok := c.obs.Get(k, h)
-	if !ok {
-		o, _ = c.obs.Add(k, h)
-	}
+func (c *Correlator[T, K, M, L]) Stored(key *K, h uint64, obs Observation[L]) {
+	k := obsKey[K]{k: *key}
+	o, _, _ := c.obs.GetOrAdd(&k, h)
 	*o = obs
 }
 

@@ -13,7 +13,8 @@ import "github.com/hashicorp/golang-lru/v2/simplelru"
 // Cache maps keys of type K to values of type V, holding at most Size
 // keys; adding one more forgets the least recently used. Values live in
 // the cache and are updated in place through the pointers Get and Add
-// return.
+// return. Keys are passed by pointer, as they may be large structs; the
+// cache keeps its own copy.
 //
 // Keys whose hashes are equal share one entry of the underlying LRU: they
 // are used, and forgotten, together. That costs the precision of the LRU
@@ -49,9 +50,9 @@ func New[K comparable, V any](size int) *Cache[K, V] {
 }
 
 // find returns the node of key in the chain starting at n, or nil.
-func find[K comparable, V any](n *node[K, V], key K) *node[K, V] {
+func find[K comparable, V any](n *node[K, V], key *K) *node[K, V] {
 	for ; n != nil; n = n.next {
-		if n.key == key {
+		if n.key == *key {
 			return n
 		}
 	}
@@ -60,7 +61,7 @@ func find[K comparable, V any](n *node[K, V], key K) *node[K, V] {
 
 // Get returns a pointer to the value of key, whose hash is h, and marks it
 // most recently used. The pointer is valid until the key is forgotten.
-func (c *Cache[K, V]) Get(key K, h uint64) (*V, bool) {
+func (c *Cache[K, V]) Get(key *K, h uint64) (*V, bool) {
 	first, ok := c.lru.Get(h)
 	if !ok {
 		return nil, false
@@ -72,7 +73,7 @@ func (c *Cache[K, V]) Get(key K, h uint64) (*V, bool) {
 }
 
 // Peek is Get without marking the key used.
-func (c *Cache[K, V]) Peek(key K, h uint64) (*V, bool) {
+func (c *Cache[K, V]) Peek(key *K, h uint64) (*V, bool) {
 	first, ok := c.lru.Peek(h)
 	if !ok {
 		return nil, false
@@ -83,15 +84,39 @@ func (c *Cache[K, V]) Peek(key K, h uint64) (*V, bool) {
 	return nil, false
 }
 
+// Touch marks the entry of hash h most recently used, as Get does, for a
+// caller that already found its key with Peek.
+func (c *Cache[K, V]) Touch(h uint64) { c.lru.Get(h) }
+
+// GetOrAdd is Get, and Add when the key is missing: found reports which,
+// and recycled is Add's.
+func (c *Cache[K, V]) GetOrAdd(key *K, h uint64) (v *V, found, recycled bool) {
+	first, ok := c.lru.Get(h)
+	if ok {
+		if n := find(first, key); n != nil {
+			return &n.val, true, false
+		}
+	}
+	v, recycled = c.add(key, h, ok)
+	return v, false, recycled
+}
+
 // Add inserts key, whose hash is h and which must not be in the cache, as
 // the most recently used, and returns a pointer to its value for the
 // caller to set. When the cache is full, the least recently used key is
 // forgotten first and its node reused: the value then still holds the
 // forgotten key's value (recycled reports so), whose buffers the caller
 // may reuse; otherwise it is the zero value.
-func (c *Cache[K, V]) Add(key K, h uint64) (v *V, recycled bool) {
+func (c *Cache[K, V]) Add(key *K, h uint64) (v *V, recycled bool) {
+	return c.add(key, h, c.lru.Contains(h))
+}
+
+// add is Add, told whether an entry of hash h exists.
+func (c *Cache[K, V]) add(key *K, h uint64, shared bool) (v *V, recycled bool) {
 	for c.n >= c.size {
-		c.evictOldest()
+		if c.evictOldest() == h {
+			shared = false // the entry of h itself was the oldest
+		}
 	}
 	n := c.free
 	if n != nil {
@@ -100,12 +125,12 @@ func (c *Cache[K, V]) Add(key K, h uint64) (v *V, recycled bool) {
 	} else {
 		n = new(node[K, V])
 	}
-	n.key = key
-	if first, ok := c.lru.Peek(h); ok {
+	n.key = *key
+	if shared {
 		// Rare: another key has this hash. Chain behind it; the entry
 		// becomes the most recently used.
+		first, _ := c.lru.Get(h)
 		n.next, first.next = first.next, n
-		c.lru.Get(h)
 	} else {
 		c.lru.Add(h, n) // never evicts: the LRU holds at most c.n < size entries
 	}
@@ -113,10 +138,10 @@ func (c *Cache[K, V]) Add(key K, h uint64) (v *V, recycled bool) {
 	return &n.val, recycled
 }
 
-// evictOldest forgets the least recently used entry: one key, or all the
-// keys sharing its hash.
-func (c *Cache[K, V]) evictOldest() {
-	_, n, ok := c.lru.RemoveOldest()
+// evictOldest forgets the least recently used entry, one key or all the
+// keys sharing its hash, and returns that hash.
+func (c *Cache[K, V]) evictOldest() uint64 {
+	h, n, ok := c.lru.RemoveOldest()
 	if !ok {
 		panic("hashlru: keys counted but none held") // unreachable: c.n counts the LRU's keys
 	}
@@ -129,6 +154,7 @@ func (c *Cache[K, V]) evictOldest() {
 		c.evicted++
 		n = next
 	}
+	return h
 }
 
 // Len returns the number of keys held.

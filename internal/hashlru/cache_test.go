@@ -24,9 +24,9 @@ func run(t *testing.T, c *Cache[string, int], ops []op) {
 		var ok bool
 		switch o.do {
 		case "get":
-			v, ok = c.Get(o.key, o.h)
+			v, ok = c.Get(&o.key, o.h)
 		case "peek":
-			v, ok = c.Peek(o.key, o.h)
+			v, ok = c.Peek(&o.key, o.h)
 		}
 		got := 0
 		if ok {
@@ -36,7 +36,7 @@ func run(t *testing.T, c *Cache[string, int], ops []op) {
 			t.Fatalf("op %d: %s(%q, %d) = %d, want %d (0: missing)", i, o.do, o.key, o.h, got, o.want)
 		}
 		if !ok && o.do == "get" {
-			v, recycled := c.Add(o.key, o.h)
+			v, recycled := c.Add(&o.key, o.h)
 			if recycled != o.recyc {
 				t.Fatalf("op %d: Add(%q, %d) recycled = %v, want %v", i, o.key, o.h, recycled, o.recyc)
 			}
@@ -149,12 +149,12 @@ func TestCache(t *testing.T) {
 // forgotten key's value, so that its buffers can be reused.
 func TestAddReusesForgottenValue(t *testing.T) {
 	c := New[int, []byte](1)
-	v, recycled := c.Add(1, 1)
+	v, recycled := c.Add(ptr(1), 1)
 	if recycled || *v != nil {
 		t.Fatalf("first Add = %v, recycled %v; want a zero value, not recycled", *v, recycled)
 	}
 	*v = make([]byte, 0, 64)
-	v, recycled = c.Add(2, 2)
+	v, recycled = c.Add(ptr(2), 2)
 	if !recycled || cap(*v) != 64 {
 		t.Fatalf("Add beyond size: recycled %v, cap %d; want the forgotten value's buffer (cap 64)", recycled, cap(*v))
 	}
@@ -173,37 +173,50 @@ func TestNewPanicsOnSize(t *testing.T) {
 	}
 }
 
-// FuzzCache runs a script of Get-or-Add and Peek calls on a Cache of 4
-// keys, with hashes that collide often (one of 3 for 8 keys), against a
-// plain model of an LRU whose entries are the hashes. Whatever the script:
-// a key is found with its own value or not at all, never more than 4 keys
-// are held, and the cache holds exactly the keys the model does.
+// FuzzCache runs a script of calls on a Cache of 4 keys, with hashes
+// that collide often (one of 3 for 8 keys), against a plain model of an
+// LRU whose entries are the hashes. Each byte picks a key (low 3 bits) and
+// a call (top 2 bits): Get then Add if missing, GetOrAdd, Peek, or Peek
+// then Touch if found. Whatever the script: a key is found with its own
+// value or not at all, never more than 4 keys are held, and the cache
+// holds exactly the keys the model does.
 func FuzzCache(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 0, 1})
 	f.Add([]byte{0, 3, 6, 0x80, 0x83, 1, 4, 7, 0x81})
 	f.Add([]byte{0, 0x80, 1, 2, 3, 4, 0x80})
+	f.Add([]byte{0x40, 0x43, 0x46, 0xc0, 0x41, 0x44, 0x47, 0xc3, 0x42})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		const size = 4
 		hashOf := func(k int) uint64 { return uint64(k % 3) }
 		c := New[int, int](size)
 		m := &model{size: size, vals: map[int]int{}}
 		for i, b := range script {
-			k, peek := int(b&7), b&0x80 != 0
+			k, call := int(b&7), b>>6
+			h := hashOf(k)
 			var v *int
 			var ok bool
-			if peek {
-				v, ok = c.Peek(k, hashOf(k))
-			} else {
-				v, ok = c.Get(k, hashOf(k))
+			switch call {
+			case 0:
+				v, ok = c.Get(&k, h)
+			case 1:
+				v, ok, _ = c.GetOrAdd(&k, h)
+			default:
+				v, ok = c.Peek(&k, h)
 			}
-			want, wantOK := m.get(k, hashOf, !peek)
+			want, wantOK := m.get(k, hashOf, call < 2)
 			if ok != wantOK || ok && *v != want {
-				t.Fatalf("op %d: key %d found %v, want %v (value %d)", i, k, ok, wantOK, want)
+				t.Fatalf("op %d: call %d on key %d found %v, want %v (value %d)", i, call, k, ok, wantOK, want)
 			}
-			if !ok && !peek {
-				v, _ = c.Add(k, hashOf(k))
+			switch {
+			case !ok && call == 0:
+				v, _ = c.Add(&k, h)
+				fallthrough
+			case !ok && call == 1:
 				*v = i + 1
 				m.add(k, hashOf, i+1)
+			case ok && call == 3:
+				c.Touch(h)
+				m.touch(h)
 			}
 			if c.Len() != len(m.vals) || c.Len() > size || c.Evicted() != m.evicted {
 				t.Fatalf("op %d: Len() = %d, Evicted() = %d; model %d, %d", i, c.Len(), c.Evicted(), len(m.vals), m.evicted)
@@ -247,3 +260,5 @@ func (m *model) add(k int, hashOf func(int) uint64, v int) {
 func (m *model) touch(h uint64) {
 	m.order = append(slices.DeleteFunc(m.order, func(o uint64) bool { return o == h }), h)
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -34,10 +34,9 @@ func NewLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
 // AllowAt takes one token from the bucket of key, whose hash is h, at time
 // now, and reports whether there was one: rate.Limiter's AllowN(now, 1) on
 // a bucket that starts full.
-func (l *Limiter[K]) AllowAt(key K, h uint64, now time.Time) bool {
-	b, ok := l.buckets.Get(key, h)
-	if !ok {
-		b, _ = l.buckets.Add(key, h) // a forgotten key's bucket is not reused: it starts full
+func (l *Limiter[K]) AllowAt(key *K, h uint64, now time.Time) bool {
+	b, found, _ := l.buckets.GetOrAdd(key, h)
+	if !found { // a forgotten key's bucket is not reused: it starts full
 		if l.burst >= 1 {
 			*b = bucket{first: now} // a full bucket has a token, whatever the limit
 			return true
