@@ -20,8 +20,8 @@ import (
 type Correlator[T any, K comparable] struct {
 	seed maphash.Seed // hashes every key
 
-	mu sync.Mutex // guards c
-	c  *correlation.Correlator[T, K, K, T]
+	mu     sync.Mutex // guards engine
+	engine *correlation.Correlator[T, K, K, T]
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -125,7 +125,7 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 	if spam := opts.Spam; spam != nil {
 		o.Spam = func(v T, k *K) uint64 { *k = spam(v); return maphash.Comparable(seed, *k) }
 	}
-	return &Correlator[T, K]{seed: seed, c: correlation.New(o)}
+	return &Correlator[T, K]{seed: seed, engine: correlation.New(o)}
 }
 
 // cmpOr returns v, or def if v is zero.
@@ -161,7 +161,7 @@ func cmpOr[N comparable](v, def N) N {
 func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, p := c.c.Correlate(v)
+	r, p := c.engine.Correlate(v)
 	if p != nil {
 		return Result[T, K]{}, fmt.Errorf("%w: %v", ErrPanic, p)
 	}
@@ -184,12 +184,12 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 func (c *Correlator[T, K]) Stored(key K, obs Observation[T]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.c.Stored(&key, maphash.Comparable(c.seed, key), correlation.Observation[T](obs))
+	c.engine.Stored(&key, maphash.Comparable(c.seed, key), correlation.Observation[T](obs))
 }
 
 // Stats returns a snapshot of the Correlator's counters.
 func (c *Correlator[T, K]) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats(c.c.Stats())
+	return Stats(c.engine.Stats())
 }

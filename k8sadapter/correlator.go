@@ -50,7 +50,7 @@ type EventCorrelator struct {
 	// mu guards the engine, the two items it is handed, which are reused
 	// from call to call, and the field hasher.
 	mu      sync.Mutex
-	c       *correlation.Correlator[*item, key, member, last]
+	engine  *correlation.Correlator[*item, key, member, last]
 	in      item     // the event being correlated
 	standIn item     // its group's combined event, when there is one
 	combo   v1.Event // standIn's event
@@ -165,7 +165,7 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
 		opts.Group = nil
 	}
-	ec.c = correlation.New(opts)
+	ec.engine = correlation.New(opts)
 	return ec
 }
 
@@ -250,7 +250,7 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	}
 	c.mu.Lock()
 	c.in = item{e: e, f: c.hasher.hash(e)}
-	r, p := c.c.Correlate(&c.in)
+	r, p := c.engine.Correlate(&c.in)
 	if p != nil {
 		c.mu.Unlock()
 		cp := *e
@@ -276,7 +276,7 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		// occurrence counts as new. Remember it the same way.
 		var k key
 		h := eventKey(e, &c.in.f, &k)
-		c.c.Stored(&k, h, correlation.Observation[last]{First: prev.First, Last: prev.Last})
+		c.engine.Stored(&k, h, correlation.Observation[last]{First: prev.First, Last: prev.Last})
 	}
 	c.mu.Unlock()
 
@@ -307,6 +307,6 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 	c.mu.Lock()
 	f := c.hasher.hash(e)
 	h := eventKey(e, &f, &k)
-	c.c.Stored(&k, h, obs)
+	c.engine.Stored(&k, h, obs)
 	c.mu.Unlock()
 }

@@ -64,6 +64,9 @@ func (m *memo) hash(s string) uint64 {
 	return m.remember(s)
 }
 
+// remember is hash's slow path, kept out of line so that hash inlines.
+//
+//go:noinline
 func (m *memo) remember(s string) uint64 {
 	m.s, m.h = s, hashString(s)
 	return m.h
@@ -168,8 +171,8 @@ func customKey(kind uint64, s string, k *key) uint64 {
 // expressions: "<name>.<hex nanos>", or a random UUID when that is not a
 // valid DNS subdomain name.
 func eventName(refName string, unixNano int64) string {
-	buf := make([]byte, 0, len(refName)+18)
-	buf = append(buf, refName...)
+	var room [96]byte // on the stack: the string below is the one allocation
+	buf := append(room[:0], refName...)
 	buf = append(buf, '.')
 	buf = strconv.AppendInt(buf, unixNano, 16)
 	if !isDNS1123Subdomain(buf) {
@@ -182,8 +185,8 @@ func eventName(refName string, unixNano int64) string {
 // combinedName is the name client-go gives a combined event:
 // "<name>.<hex nanos>", unchecked.
 func combinedName(refName string, unixNano int64) string {
-	buf := make([]byte, 0, len(refName)+18)
-	buf = append(buf, refName...)
+	var room [96]byte
+	buf := append(room[:0], refName...)
 	buf = append(buf, '.')
 	return string(strconv.AppendInt(buf, unixNano, 16))
 }

@@ -161,14 +161,24 @@ func TestAddReusesForgottenValue(t *testing.T) {
 }
 
 func TestNewPanicsOnSize(t *testing.T) {
-	for _, size := range []int{0, -1} {
+	tests := []struct {
+		name string
+		new  func()
+		want string
+	}{
+		{"New(0)", func() { New[int, int](0) }, "hashlru: size must be positive"},
+		{"New(-1)", func() { New[int, int](-1) }, "hashlru: size must be positive"},
+		{"NewLimiter(burst 0)", func() { NewLimiter[int](1, 0, 1) }, "hashlru: burst must be positive"},
+		{"NewLimiter(size 0)", func() { NewLimiter[int](1, 1, 0) }, "hashlru: size must be positive"},
+	}
+	for _, tc := range tests {
 		got := func() (p any) {
 			defer func() { p = recover() }()
-			New[int, int](size)
+			tc.new()
 			return nil
 		}()
-		if want := "hashlru: size must be positive"; got != want {
-			t.Errorf("New(%d) panicked with %v, want %q", size, got, want)
+		if got != tc.want {
+			t.Errorf("%s panicked with %v, want %q", tc.name, got, tc.want)
 		}
 	}
 }

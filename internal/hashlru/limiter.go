@@ -26,8 +26,12 @@ type bucket struct {
 }
 
 // NewLimiter returns a Limiter whose buckets hold burst tokens and refill
-// at limit tokens per second, for at most size keys. It panics if size < 1.
+// at limit tokens per second, for at most size keys. It panics if burst or
+// size is below 1.
 func NewLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
+	if burst < 1 {
+		panic("hashlru: burst must be positive")
+	}
 	return &Limiter[K]{limit: limit, burst: burst, buckets: New[K, bucket](size)}
 }
 
@@ -36,12 +40,12 @@ func NewLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
 // a bucket that starts full.
 func (l *Limiter[K]) AllowAt(key *K, h uint64, now time.Time) bool {
 	b, found, _ := l.buckets.GetOrAdd(key, h)
-	if !found { // a forgotten key's bucket is not reused: it starts full
-		if l.burst >= 1 {
-			*b = bucket{first: now} // a full bucket has a token, whatever the limit
-			return true
-		}
-		*b = bucket{lim: rate.NewLimiter(l.limit, l.burst)}
+	if !found {
+		// A new key, or one forgotten (its bucket is not reused): its
+		// bucket starts full, and a full bucket has a token whatever the
+		// limit.
+		*b = bucket{first: now}
+		return true
 	}
 	if b.lim == nil {
 		// The second call: take the first call's token now. A fresh
