@@ -26,7 +26,9 @@ type Clock interface {
 }
 
 // Options configures a Correlator. Every function is required unless it
-// says what nil means, and every number must be positive.
+// says what nil means. The numbers must be positive where they are used:
+// CacheSize always, MaxMembers and Window with Group, Burst and Rate with
+// Spam.
 //
 // Key, Group, Combine, Spam and the clock may be the user's code: they run
 // before Correlate changes anything, so that a panic in any of them leaves
