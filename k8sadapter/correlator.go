@@ -269,8 +269,9 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		out = new(result)
 	}
 	out.ev = *r.Event.e // the one copy, made while the combined event is ours
-	prev := r.Previous
-	if prev.Count > 0 && int32(r.Count) == 0 && !r.Combined {
+	// r is the engine's, and the next call's once the lock is released.
+	prev, count, combined := r.Previous, r.Count, r.Combined
+	if prev.Count > 0 && int32(count) == 0 && !combined {
 		// The int32 count wrapped to 0 (an event that arrived with a
 		// negative count): client-go remembers that 0, so its next
 		// occurrence counts as new. Remember it the same way.
@@ -285,10 +286,10 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		out.ev.Name = prev.Last.name
 		out.ev.ResourceVersion = prev.Last.rv
 		out.ev.FirstTimestamp = metav1.NewTime(prev.First)
-		out.ev.Count = int32(r.Count)
+		out.ev.Count = int32(count)
 		out.r.Patch = appendPatch(buf, &out.ev)
 	}
-	return &out.r, r.Combined, nil
+	return &out.r, combined, nil
 }
 
 // UpdateState feeds back what the server stored for an event, so that the

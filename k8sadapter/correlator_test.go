@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,6 +284,64 @@ func TestPanickingOptionFunctionChangesNothing(t *testing.T) {
 				t.Errorf("only %d events made %s panic: the generator does not exercise it", panics, tc.name)
 			}
 		})
+	}
+}
+
+// TestUpdateStateOddCounts stores counts a server should never return
+// (negative, zero, the int32 edges) and correlates the same event again:
+// the next count, or a new event, is client-go's.
+func TestUpdateStateOddCounts(t *testing.T) {
+	for _, count := range []int32{-5, -1, 0, 1, 1<<31 - 1, -1 << 31} {
+		t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
+			anchor := record.NewEventCorrelator(testclocks.NewFakeClock(t0))
+			herald := k8sadapter.NewEventCorrelator(testclocks.NewFakeClock(t0))
+			e := fuzzEvent("kubelet", "node-1", "web-0", "", "BackOff", "back-off")
+			for i := range 3 {
+				want, _ := anchor.EventCorrelate(e.DeepCopy())
+				got, _ := herald.EventCorrelate(e.DeepCopy())
+				sameResult(t, i, e, want, got)
+				stored := want.Event.DeepCopy()
+				stored.Count, stored.ResourceVersion = count, fmt.Sprint("rv-", i)
+				anchor.UpdateState(stored)
+				herald.UpdateState(stored.DeepCopy())
+			}
+		})
+	}
+}
+
+// TestEventCorrelatorConcurrent correlates one event from 4 goroutines:
+// the counts handed out are exactly 1 to 2000, each once, and every
+// patch carries its own count, though the result is built after the lock
+// is released. Run it with -race.
+func TestEventCorrelatorConcurrent(t *testing.T) {
+	const goroutines, each = 4, 500
+	c := k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: testclocks.NewFakeClock(t0), BurstSize: 1 << 30})
+	e := fuzzEvent("kubelet", "node-1", "web-0", "", "BackOff", "back-off")
+	counts := make(chan int32, goroutines*each)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				r, err := c.EventCorrelate(e)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Event.Count > 1 && !strings.HasPrefix(string(r.Patch), fmt.Sprintf(`{"count":%d,`, r.Event.Count)) {
+					t.Errorf("count %d with patch %s", r.Event.Count, r.Patch)
+				}
+				counts <- r.Event.Count
+			}
+		})
+	}
+	wg.Wait()
+	close(counts)
+	seen := make([]bool, goroutines*each+1)
+	for n := range counts {
+		if n < 1 || int(n) >= len(seen) || seen[n] {
+			t.Fatalf("count %d handed out twice or out of range", n)
+		}
+		seen[n] = true
 	}
 }
 
