@@ -106,7 +106,7 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 	// hash: a large struct key is never hashed again by a map.
 	seed := maphash.MakeSeed()
 	o := correlation.Options[T, K, K, T]{
-		Key:        func(v T, k *K) uint64 { *k = key(v); return maphash.Comparable(seed, *k) },
+		Key:        func(v T) (K, uint64) { k := key(v); return k, maphash.Comparable(seed, k) },
 		Combine:    opts.Combine,
 		Keep:       func(v T) T { return v },
 		CacheSize:  cmpOr(opts.CacheSize, DefaultCacheSize),
@@ -120,10 +120,10 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 		o.Clock = systemClock{}
 	}
 	if group := opts.Group; group != nil {
-		o.Group = func(v T, g, m *K) uint64 { *g, *m = group(v); return maphash.Comparable(seed, *g) }
+		o.Group = func(v T) (K, uint64, K) { g, m := group(v); return g, maphash.Comparable(seed, g), m }
 	}
 	if spam := opts.Spam; spam != nil {
-		o.Spam = func(v T, k *K) uint64 { *k = spam(v); return maphash.Comparable(seed, *k) }
+		o.Spam = func(v T) (K, uint64) { k := spam(v); return k, maphash.Comparable(seed, k) }
 	}
 	return &Correlator[T, K]{seed: seed, engine: correlation.New(o)}
 }
@@ -167,7 +167,7 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 	}
 	return Result[T, K]{
 		Event:    r.Event,
-		Key:      *r.Key,
+		Key:      r.Key,
 		Combined: r.Combined,
 		Count:    r.Count,
 		First:    r.First,

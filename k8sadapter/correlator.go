@@ -130,10 +130,10 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		ec.msg = record.EventAggregatorByReasonMessageFunc
 	}
 	opts := correlation.Options[*item, key, member, last]{
-		Key:     func(it *item, k *key) uint64 { return eventKey(it.e, &it.f, k) },
-		Group:   func(it *item, g *key, m *member) uint64 { return groupByReason(it.e, &it.f, g, m) },
+		Key:     func(it *item) (key, uint64) { return eventKey(it.e, &it.f) },
+		Group:   func(it *item) (key, uint64, member) { return groupByReason(it.e, &it.f) },
 		Combine: ec.combine,
-		Spam:    func(it *item, k *key) uint64 { return spamKey(it.e, &it.f, k) },
+		Spam:    func(it *item) (key, uint64) { return spamKey(it.e, &it.f) },
 		Seed:    seed,
 		Keep:    ec.keep,
 		// client-go reads the clock for the aggregator and again for the
@@ -153,13 +153,13 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		opts.Rate = rate.Inf
 	}
 	if f := o.SpamKeyFunc; f != nil {
-		opts.Spam = func(it *item, k *key) uint64 { return customKey(kindCustomSpam, f(it.e), k) }
+		opts.Spam = func(it *item) (key, uint64) { return customKey(kindCustomSpam, f(it.e)) }
 	}
 	if f := o.KeyFunc; f != nil {
-		opts.Group = func(it *item, gk *key, mk *member) uint64 {
+		opts.Group = func(it *item) (key, uint64, member) {
 			g, m := f(it.e)
-			*mk = member{h: hashString(m), s: m}
-			return customKey(kindCustomGroup, g, gk)
+			gk, gh := customKey(kindCustomGroup, g)
+			return gk, gh, member{h: hashString(m), s: m}
 		}
 	}
 	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
@@ -269,14 +269,12 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		out = new(result)
 	}
 	out.ev = *r.Event.e // the one copy, made while the combined event is ours
-	// r is the engine's, and the next call's once the lock is released.
 	prev, count, combined := r.Previous, r.Count, r.Combined
 	if prev.Count > 0 && int32(count) == 0 && !combined {
 		// The int32 count wrapped to 0 (an event that arrived with a
 		// negative count): client-go remembers that 0, so its next
 		// occurrence counts as new. Remember it the same way.
-		var k key
-		h := eventKey(e, &c.in.f, &k)
+		k, h := eventKey(e, &c.in.f)
 		c.engine.Stored(&k, h, correlation.Observation[last]{First: prev.First, Last: prev.Last})
 	}
 	c.mu.Unlock()
@@ -304,10 +302,9 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 		First: e.FirstTimestamp.Time,
 		Last:  last{name: e.Name, rv: e.ResourceVersion},
 	}
-	var k key
 	c.mu.Lock()
 	f := c.hasher.hash(e)
-	h := eventKey(e, &f, &k)
+	k, h := eventKey(e, &f)
 	c.engine.Stored(&k, h, obs)
 	c.mu.Unlock()
 }

@@ -115,56 +115,48 @@ const (
 	kindCustomSpam
 )
 
-// The key builders below set every field of *k one by one, the unused
-// ones to "": assigning a composite literal through the pointer builds it
-// aside and copies it, twice the work.
-
-// eventKey sets *k to client-go's getEventKey, what makes two events
-// identical, and returns its hash.
-func eventKey(e *v1.Event, f *fieldHashes, k *key) uint64 {
+// eventKey is client-go's getEventKey, what makes two events identical,
+// and its hash.
+func eventKey(e *v1.Event, f *fieldHashes) (key, uint64) {
 	o := &e.InvolvedObject
-	k.component, k.host = e.Source.Component, e.Source.Host
-	k.kind, k.namespace, k.name, k.fieldPath = o.Kind, o.Namespace, o.Name, o.FieldPath
-	k.uid, k.apiVersion = string(o.UID), o.APIVersion
-	k.eventType, k.reason, k.message = e.Type, e.Reason, e.Message
-	k.reportingController, k.reportingInstance, k.custom = "", "", ""
-	return mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
-		f.eventType, f.reason, f.message)
+	return key{
+			component: e.Source.Component, host: e.Source.Host,
+			kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
+			uid: string(o.UID), apiVersion: o.APIVersion,
+			eventType: e.Type, reason: e.Reason, message: e.Message,
+		}, mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
+			f.eventType, f.reason, f.message)
 }
 
-// spamKey sets *k to client-go's getSpamKey, one token bucket per source
-// and object, and returns its hash.
-func spamKey(e *v1.Event, f *fieldHashes, k *key) uint64 {
+// spamKey is client-go's getSpamKey, one token bucket per source and
+// object, and its hash.
+func spamKey(e *v1.Event, f *fieldHashes) (key, uint64) {
 	o := &e.InvolvedObject
-	k.component, k.host = e.Source.Component, e.Source.Host
-	k.kind, k.namespace, k.name, k.fieldPath = o.Kind, o.Namespace, o.Name, ""
-	k.uid, k.apiVersion = string(o.UID), o.APIVersion
-	k.eventType, k.reason, k.message = e.Type, "", ""
-	k.reportingController, k.reportingInstance, k.custom = "", "", ""
-	return mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+	return key{
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type,
+	}, mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
 }
 
 // groupByReason is client-go's EventAggregatorByReasonFunc: events that
-// differ only in message (and field path) form a group, whose key it sets
-// in *g and whose hash it returns; the message, in *m, tells its members
-// apart.
-func groupByReason(e *v1.Event, f *fieldHashes, g *key, m *member) uint64 {
+// differ only in message (and field path) form a group, whose key and hash
+// it returns; the message tells its members apart.
+func groupByReason(e *v1.Event, f *fieldHashes) (key, uint64, member) {
 	o := &e.InvolvedObject
-	g.component, g.host = e.Source.Component, e.Source.Host
-	g.kind, g.namespace, g.name, g.fieldPath = o.Kind, o.Namespace, o.Name, ""
-	g.uid, g.apiVersion = string(o.UID), o.APIVersion
-	g.eventType, g.reason, g.message = e.Type, e.Reason, ""
-	g.reportingController, g.reportingInstance, g.custom = e.ReportingController, e.ReportingInstance, ""
-	m.h, m.s = f.message, e.Message
-	return mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
-		f.reason, f.reportingController, f.reportingInstance)
+	return key{
+			component: e.Source.Component, host: e.Source.Host,
+			kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+			eventType: e.Type, reason: e.Reason,
+			reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
+		}, mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
+			f.reason, f.reportingController, f.reportingInstance),
+		member{h: f.message, s: e.Message}
 }
 
-// customKey sets *k to a string from a user's key function and returns
-// its hash.
-func customKey(kind uint64, s string, k *key) uint64 {
-	*k = key{custom: s}
-	return mix(kind, hashString(s))
+// customKey wraps a string from a user's key function, with its hash.
+func customKey(kind uint64, s string) (key, uint64) {
+	return key{custom: s}, mix(kind, hashString(s))
 }
 
 // eventName is client-go's util.GenerateEventName without fmt and regular

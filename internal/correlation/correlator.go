@@ -35,18 +35,17 @@ type Clock interface {
 // the Correlator as it was. Seed and Keep run while it commits and must
 // not panic.
 type Options[T any, K, M comparable, L any] struct {
-	// Key sets *k to v's key and returns its hash; equal keys must have
-	// equal hashes. Keys are written in place, as they may be large.
-	Key func(v T, k *K) uint64
-	// Group sets *group to v's group key and *member to v's member key in
-	// the group, and returns the group key's hash. nil: no groups.
-	Group func(v T, group *K, member *M) uint64
+	// Key returns v's key and its hash; equal keys must have equal hashes.
+	Key func(v T) (K, uint64)
+	// Group returns v's group key, its hash and v's member key in the
+	// group. nil: no groups.
+	Group func(v T) (group K, hash uint64, member M)
 	// Combine builds a full group's stand-in from the value that filled
 	// it. nil: that value stands in.
 	Combine func(trigger T, now time.Time) T
-	// Spam sets *k to the key of v's token bucket and returns its hash; v
-	// may be a stand-in. nil: no spam filter.
-	Spam func(v T, k *K) uint64
+	// Spam returns the key of v's token bucket and its hash; v may be a
+	// stand-in. nil: no spam filter.
+	Spam func(v T) (K, uint64)
 	// Seed returns the count and first time of a key seen for the first
 	// time (or forgotten). nil: 1 and now.
 	Seed func(v T, now time.Time) (count int, first time.Time)
@@ -67,10 +66,10 @@ type Options[T any, K, M comparable, L any] struct {
 // Correlator is the engine. Its zero value is not usable: create one with
 // New.
 type Correlator[T any, K, M comparable, L any] struct {
-	key        func(T, *K) uint64
-	group      func(T, *K, *M) uint64
+	key        func(T) (K, uint64)
+	group      func(T) (K, uint64, M)
 	combine    func(T, time.Time) T
-	spamKey    func(T, *K) uint64
+	spamKey    func(T) (K, uint64)
 	seed       func(T, time.Time) (int, time.Time)
 	keep       func(T) L
 	spamClock  bool
@@ -82,14 +81,6 @@ type Correlator[T any, K, M comparable, L any] struct {
 	obs    *hashlru.Cache[obsKey[K], Observation[L]]
 	spam   *hashlru.Limiter[K] // nil without Options.Spam
 	stats  Stats
-
-	// p and res are the plan and the result of the last call. They live
-	// here, not on the stack, because the key functions write into the
-	// plan (a pointer given to a function value would move a local plan
-	// to the heap on every call), and so that the result need not be
-	// copied out.
-	p   plan[K, M]
-	res Result[T, K, L]
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -102,7 +93,7 @@ type Observation[L any] struct {
 // Result is what Correlate decided for one value.
 type Result[T any, K comparable, L any] struct {
 	Event    T    // the value, or its group's stand-in
-	Key      *K   // the key Event is counted under, valid until the next call
+	Key      K    // the key Event is counted under
 	Combined bool // Event is a stand-in, counted under its group key
 	Count    int  // occurrences under Key, this one included
 	First    time.Time
@@ -185,17 +176,19 @@ type plan[K, M comparable] struct {
 // changing them; the commit then changes the caches and counters, and
 // calls no function that may panic. So a Correlate call either has all its
 // effects or, having panicked, none but Stats.Panics: it then returns a
-// nil Result and the panic value.
+// zero Result and the panic value.
 //
-// The Result belongs to the Correlator and is valid until its next call.
-func (c *Correlator[T, K, M, L]) Correlate(v T) (*Result[T, K, L], any) {
-	c.res = Result[T, K, L]{}
-	if panicked := c.plan(v, &c.res, &c.p); panicked != nil {
+// The plan and the result live on the stack: keys are large, and every
+// pointer written to the heap while the garbage collector marks costs a
+// write barrier.
+func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, K, L], panicked any) {
+	var p plan[K, M]
+	if panicked = c.plan(v, &res, &p); panicked != nil {
 		c.stats.Panics++
-		return nil, panicked
+		return Result[T, K, L]{}, panicked
 	}
-	c.commit(&c.res, &c.p)
-	return &c.res, nil
+	c.commit(&res, &p)
+	return res, nil
 }
 
 // plan fills p and res.Event, res.Key and res.Combined, and returns the
@@ -204,10 +197,9 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) 
 	defer func() { panicked = recover() }()
 	p.now = c.clock.Now()
 	res.Event = v
-	p.key.combined, p.full = false, false // the rest is set below before it is read
-	p.h = c.key(v, &p.key.k)              // client-go computes the value's key first too
+	p.key.k, p.h = c.key(v) // client-go computes the value's key first too
 	if c.group != nil {
-		p.gh = c.group(v, &p.g, &p.m)
+		p.g, p.gh, p.m = c.group(v)
 		p.grp, _ = c.groups.Peek(&p.g, p.gh)
 		p.fresh = p.grp == nil || p.now.After(p.grp.last.Add(c.window)) // more than Window since the last
 		p.at, p.full = -1, c.maxMembers <= 1
@@ -227,9 +219,9 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) 
 			}
 		}
 	}
-	res.Key = &p.key.k
+	res.Key = p.key.k
 	if c.spamKey != nil {
-		p.skh = c.spamKey(res.Event, &p.sk)
+		p.sk, p.skh = c.spamKey(res.Event)
 		p.spamNow = p.now
 		if c.spamClock {
 			p.spamNow = c.clock.Now()

@@ -55,15 +55,15 @@ func hashOf(k key) uint64 { return maphash.Comparable(seed, k) }
 // its id, a spam bucket per object, groups by object and reason.
 func options(clk correlation.Clock, hash func(key) uint64) correlation.Options[event, key, string, kept] {
 	return correlation.Options[event, key, string, kept]{
-		Key: func(e event, k *key) uint64 { *k = key{e.Object, e.Reason, e.Message}; return hash(*k) },
-		Group: func(e event, g *key, m *string) uint64 {
-			*g, *m = key{Object: e.Object, Reason: e.Reason}, e.Message
-			return hash(*g)
+		Key: func(e event) (key, uint64) { k := key{e.Object, e.Reason, e.Message}; return k, hash(k) },
+		Group: func(e event) (key, uint64, string) {
+			g := key{Object: e.Object, Reason: e.Reason}
+			return g, hash(g), e.Message
 		},
 		Combine: func(e event, now time.Time) event {
 			return event{Object: e.Object, Reason: e.Reason, Message: "combined: " + e.Message, Count: 1, At: now, ID: "combined"}
 		},
-		Spam:       func(e event, k *key) uint64 { *k = key{Object: e.Object}; return hash(*k) },
+		Spam:       func(e event) (key, uint64) { k := key{Object: e.Object}; return k, hash(k) },
 		Seed:       func(e event, _ time.Time) (int, time.Time) { return e.Count, e.At },
 		Keep:       func(e event) kept { return kept{e.ID} },
 		SpamClock:  true,
@@ -146,11 +146,11 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 	}{
 		{"key", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Key
-			o.Key = func(e event, k *key) uint64 { boom(); return f(e, k) }
+			o.Key = func(e event) (key, uint64) { boom(); return f(e) }
 		}},
 		{"group", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Group
-			o.Group = func(e event, g *key, m *string) uint64 { boom(); return f(e, g, m) }
+			o.Group = func(e event) (key, uint64, string) { boom(); return f(e) }
 		}},
 		{"combine", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Combine
@@ -158,15 +158,15 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 		}},
 		{"spam", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Spam
-			o.Spam = func(e event, k *key) uint64 { boom(); return f(e, k) }
+			o.Spam = func(e event) (key, uint64) { boom(); return f(e) }
 		}},
 		{"second clock reading", func(o *correlation.Options[event, key, string, kept], clk *clock, boom func()) {
 			// Arm the clock once the spam key is known: only the spam
 			// reading is left.
 			f := o.Spam
-			o.Spam = func(e event, k *key) uint64 {
+			o.Spam = func(e event) (key, uint64) {
 				defer func() { clk.armed = boomArmed(boom) }()
-				return f(e, k)
+				return f(e)
 			}
 		}},
 	}
@@ -191,8 +191,8 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 				got, p := c.Correlate(e)
 				armed, clk.armed = false, false
 				if p != nil {
-					if got != nil {
-						t.Fatalf("event %d: a panic and a Result %+v", i, *got)
+					if diff := cmp.Diff(correlation.Result[event, key, kept]{}, got); diff != "" {
+						t.Fatalf("event %d: a panic and a Result (-want +got):\n%s", i, diff)
 					}
 					panics++
 					continue
