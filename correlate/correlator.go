@@ -20,8 +20,12 @@ import (
 type Correlator[T any, K comparable] struct {
 	seed maphash.Seed // hashes every key
 
-	mu     sync.Mutex // guards engine
+	mu     sync.Mutex // guards engine and the keys below
 	engine *correlation.Correlator[T, K, K, T]
+	// The keys of the call in progress, kept by the engine's Hash
+	// functions for its Match and Make: each key function runs once per
+	// call, before anything changes.
+	key, group, member, spam K
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -102,11 +106,13 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 	case opts.Rate < 0:
 		panic("correlate: negative Options.Rate")
 	}
-	// Each key is hashed once per call, and the caches find it by that
-	// hash: a large struct key is never hashed again by a map.
-	seed := maphash.MakeSeed()
+	c := &Correlator[T, K]{seed: maphash.MakeSeed()}
 	o := correlation.Options[T, K, K, T]{
-		Key:        func(v T) (K, uint64) { k := key(v); return k, maphash.Comparable(seed, k) },
+		Key: correlation.Keyer[T, K]{
+			Hash:  func(v T) uint64 { c.key = key(v); return maphash.Comparable(c.seed, c.key) },
+			Match: func(_ T, k *K) bool { return *k == c.key },
+			Make:  func(T) K { return c.key },
+		},
 		Combine:    opts.Combine,
 		Keep:       func(v T) T { return v },
 		CacheSize:  cmpOr(opts.CacheSize, DefaultCacheSize),
@@ -120,12 +126,22 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 		o.Clock = systemClock{}
 	}
 	if group := opts.Group; group != nil {
-		o.Group = func(v T) (K, uint64, K) { g, m := group(v); return g, maphash.Comparable(seed, g), m }
+		o.Group = correlation.Keyer[T, K]{
+			Hash:  func(v T) uint64 { c.group, c.member = group(v); return maphash.Comparable(c.seed, c.group) },
+			Match: func(_ T, k *K) bool { return *k == c.group },
+			Make:  func(T) K { return c.group },
+		}
+		o.Member = func(T) K { return c.member }
 	}
 	if spam := opts.Spam; spam != nil {
-		o.Spam = func(v T) (K, uint64) { k := spam(v); return k, maphash.Comparable(seed, k) }
+		o.Spam = correlation.Keyer[T, K]{
+			Hash:  func(v T) uint64 { c.spam = spam(v); return maphash.Comparable(c.seed, c.spam) },
+			Match: func(_ T, k *K) bool { return *k == c.spam },
+			Make:  func(T) K { return c.spam },
+		}
 	}
-	return &Correlator[T, K]{seed: seed, engine: correlation.New(o)}
+	c.engine = correlation.New(o)
+	return c
 }
 
 // cmpOr returns v, or def if v is zero.
@@ -165,9 +181,13 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 	if p != nil {
 		return Result[T, K]{}, fmt.Errorf("%w: %v", ErrPanic, p)
 	}
+	k := c.key
+	if r.Combined {
+		k = c.group
+	}
 	return Result[T, K]{
 		Event:    r.Event,
-		Key:      r.Key,
+		Key:      k,
 		Combined: r.Combined,
 		Count:    r.Count,
 		First:    r.First,
@@ -182,9 +202,10 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 // Previous obs. A zero obs.Count makes the next occurrence new. The key
 // becomes the most recently used.
 func (c *Correlator[T, K]) Stored(key K, obs Observation[T]) {
+	h := maphash.Comparable(c.seed, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.engine.Stored(&key, maphash.Comparable(c.seed, key), correlation.Observation[T](obs))
+	c.engine.Stored(h, func(k *K) bool { return *k == key }, func() K { return key }, correlation.Observation[T](obs))
 }
 
 // Stats returns a snapshot of the Correlator's counters.

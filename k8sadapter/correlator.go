@@ -62,7 +62,33 @@ type EventCorrelator struct {
 type item struct {
 	e *v1.Event
 	f fieldHashes
+	// The strings a user's KeyFunc and SpamKeyFunc returned for e, kept by
+	// the hash functions for the match and key functions: a user's
+	// function runs once per event.
+	group, member, spam string
 }
+
+// The engine's keys of the default functions.
+var (
+	eventKeyer = correlation.Keyer[*item, key]{
+		Hash:  func(it *item) uint64 { return eventHash(&it.f) },
+		Match: func(it *item, k *key) bool { return isEventKey(it.e, k) },
+		Make:  func(it *item) key { return eventKey(it.e) },
+	}
+	groupKeyer = correlation.Keyer[*item, key]{
+		Hash:  func(it *item) uint64 { return groupHash(&it.f) },
+		Match: func(it *item, k *key) bool { return isGroupKey(it.e, k) },
+		Make:  func(it *item) key { return groupKey(it.e) },
+	}
+	spamKeyer = correlation.Keyer[*item, key]{
+		Hash:  func(it *item) uint64 { return spamHash(&it.f) },
+		Match: func(it *item, k *key) bool { return isSpamKey(it.e, k) },
+		Make:  func(it *item) key { return spamKey(it.e) },
+	}
+)
+
+// messageMember tells the members of a default group apart by message.
+func messageMember(it *item) member { return member{h: it.f.message, s: it.e.Message} }
 
 // last is what the engine remembers of an event: what a repeat patches.
 type last struct{ name, rv string }
@@ -130,10 +156,11 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		ec.msg = record.EventAggregatorByReasonMessageFunc
 	}
 	opts := correlation.Options[*item, key, member, last]{
-		Key:     func(it *item) (key, uint64) { return eventKey(it.e, &it.f) },
-		Group:   func(it *item) (key, uint64, member) { return groupByReason(it.e, &it.f) },
+		Key:     eventKeyer,
+		Group:   groupKeyer,
+		Member:  messageMember,
 		Combine: ec.combine,
-		Spam:    func(it *item) (key, uint64) { return spamKey(it.e, &it.f) },
+		Spam:    spamKeyer,
 		Seed:    seed,
 		Keep:    ec.keep,
 		// client-go reads the clock for the aggregator and again for the
@@ -153,17 +180,22 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		opts.Rate = rate.Inf
 	}
 	if f := o.SpamKeyFunc; f != nil {
-		opts.Spam = func(it *item) (key, uint64) { return customKey(kindCustomSpam, f(it.e)) }
-	}
-	if f := o.KeyFunc; f != nil {
-		opts.Group = func(it *item) (key, uint64, member) {
-			g, m := f(it.e)
-			gk, gh := customKey(kindCustomGroup, g)
-			return gk, gh, member{h: hashString(m), s: m}
+		opts.Spam = correlation.Keyer[*item, key]{
+			Hash:  func(it *item) uint64 { it.spam = f(it.e); return customHash(kindCustomSpam, it.spam) },
+			Match: func(it *item, k *key) bool { return k.custom == it.spam },
+			Make:  func(it *item) key { return key{custom: it.spam} },
 		}
 	}
+	if f := o.KeyFunc; f != nil {
+		opts.Group = correlation.Keyer[*item, key]{
+			Hash:  func(it *item) uint64 { it.group, it.member = f(it.e); return customHash(kindCustomGroup, it.group) },
+			Match: func(it *item, k *key) bool { return k.custom == it.group },
+			Make:  func(it *item) key { return key{custom: it.group} },
+		}
+		opts.Member = func(it *item) member { return member{h: hashString(it.member), s: it.member} }
+	}
 	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
-		opts.Group = nil
+		opts.Group, opts.Member = correlation.Keyer[*item, key]{}, nil
 	}
 	ec.engine = correlation.New(opts)
 	return ec
@@ -274,8 +306,7 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 		// The int32 count wrapped to 0 (an event that arrived with a
 		// negative count): client-go remembers that 0, so its next
 		// occurrence counts as new. Remember it the same way.
-		k, h := eventKey(e, &c.in.f)
-		c.engine.Stored(&k, h, correlation.Observation[last]{First: prev.First, Last: prev.Last})
+		c.stored(&c.in, correlation.Observation[last]{First: prev.First, Last: prev.Last})
 	}
 	c.mu.Unlock()
 
@@ -303,8 +334,15 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 		Last:  last{name: e.Name, rv: e.ResourceVersion},
 	}
 	c.mu.Lock()
-	f := c.hasher.hash(e)
-	k, h := eventKey(e, &f)
-	c.engine.Stored(&k, h, obs)
+	c.in = item{e: e, f: c.hasher.hash(e)}
+	c.stored(&c.in, obs)
 	c.mu.Unlock()
+}
+
+// stored is the engine's Stored under the event key of it.
+func (c *EventCorrelator) stored(it *item, obs correlation.Observation[last]) {
+	c.engine.Stored(eventHash(&it.f),
+		func(k *key) bool { return isEventKey(it.e, k) },
+		func() key { return eventKey(it.e) },
+		obs)
 }

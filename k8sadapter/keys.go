@@ -10,15 +10,18 @@ import (
 
 // key is every correlation key of a core/v1 Event: the exact-repeat key,
 // the default group key, the default spam key, and the strings a user's
-// CorrelatorOptions.KeyFunc or SpamKeyFunc return (in custom). Each kind of
-// key fills the fields client-go concatenates for it and leaves the others
-// empty; kinds never meet in one cache. Being a comparable struct, a key
-// cannot collide across field boundaries as client-go's concatenated
-// strings do ("ab"+"c" = "a"+"bc").
+// CorrelatorOptions.KeyFunc or SpamKeyFunc return (in custom). Each kind
+// of key fills the fields client-go concatenates for it and leaves the
+// others empty. Being a comparable struct, a key cannot collide across
+// field boundaries as client-go's concatenated strings do ("ab"+"c" =
+// "a"+"bc").
 //
-// A key travels with its hash, computed once from the hashes of its fields
-// (see fieldHashes), so that the correlator's caches never hash the strings
-// again.
+// Keys travel as three functions of the event (see correlation.Keyer): a
+// hash, computed once from the hashes of the event's fields (see
+// fieldHashes); a match of a stored key against the event's fields; and
+// the key itself, built only to be stored. A cache holds keys of one kind
+// only (the observations tell event keys from group keys apart), so a
+// match compares the fields of its kind only.
 type key struct {
 	component, host                                   string
 	kind, namespace, name, fieldPath, uid, apiVersion string
@@ -115,49 +118,85 @@ const (
 	kindCustomSpam
 )
 
-// eventKey is client-go's getEventKey, what makes two events identical,
-// and its hash.
-func eventKey(e *v1.Event, f *fieldHashes) (key, uint64) {
+// eventKey is client-go's getEventKey: what makes two events identical.
+func eventKey(e *v1.Event) key {
 	o := &e.InvolvedObject
 	return key{
-			component: e.Source.Component, host: e.Source.Host,
-			kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
-			uid: string(o.UID), apiVersion: o.APIVersion,
-			eventType: e.Type, reason: e.Reason, message: e.Message,
-		}, mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
-			f.eventType, f.reason, f.message)
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
+		uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type, reason: e.Reason, message: e.Message,
+	}
 }
 
-// spamKey is client-go's getSpamKey, one token bucket per source and
-// object, and its hash.
-func spamKey(e *v1.Event, f *fieldHashes) (key, uint64) {
+// eventHash is the hash of eventKey.
+func eventHash(f *fieldHashes) uint64 {
+	return mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
+		f.eventType, f.reason, f.message)
+}
+
+// isEventKey reports whether k, an event key, is e's.
+func isEventKey(e *v1.Event, k *key) bool {
+	o := &e.InvolvedObject
+	return k.name == o.Name && k.message == e.Message && k.reason == e.Reason && k.fieldPath == o.FieldPath &&
+		k.namespace == o.Namespace && k.uid == string(o.UID) && k.kind == o.Kind && k.apiVersion == o.APIVersion &&
+		k.eventType == e.Type && k.component == e.Source.Component && k.host == e.Source.Host
+}
+
+// spamKey is client-go's getSpamKey: one token bucket per source and
+// object.
+func spamKey(e *v1.Event) key {
 	o := &e.InvolvedObject
 	return key{
 		component: e.Source.Component, host: e.Source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
 		eventType: e.Type,
-	}, mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+	}
 }
 
-// groupByReason is client-go's EventAggregatorByReasonFunc: events that
-// differ only in message (and field path) form a group, whose key and hash
-// it returns; the message tells its members apart.
-func groupByReason(e *v1.Event, f *fieldHashes) (key, uint64, member) {
+// spamHash is the hash of spamKey.
+func spamHash(f *fieldHashes) uint64 {
+	return mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+}
+
+// isSpamKey reports whether k, a spam key, is e's.
+func isSpamKey(e *v1.Event, k *key) bool {
+	o := &e.InvolvedObject
+	return k.name == o.Name && k.namespace == o.Namespace && k.uid == string(o.UID) && k.kind == o.Kind &&
+		k.apiVersion == o.APIVersion && k.eventType == e.Type && k.component == e.Source.Component && k.host == e.Source.Host
+}
+
+// groupKey is the group key of client-go's EventAggregatorByReasonFunc:
+// events that differ only in message (and field path) form a group; the
+// message (see member) tells its members apart.
+func groupKey(e *v1.Event) key {
 	o := &e.InvolvedObject
 	return key{
-			component: e.Source.Component, host: e.Source.Host,
-			kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
-			eventType: e.Type, reason: e.Reason,
-			reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-		}, mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
-			f.reason, f.reportingController, f.reportingInstance),
-		member{h: f.message, s: e.Message}
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type, reason: e.Reason,
+		reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
+	}
 }
 
-// customKey wraps a string from a user's key function, with its hash.
-func customKey(kind uint64, s string) (key, uint64) {
-	return key{custom: s}, mix(kind, hashString(s))
+// groupHash is the hash of groupKey.
+func groupHash(f *fieldHashes) uint64 {
+	return mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
+		f.reason, f.reportingController, f.reportingInstance)
 }
+
+// isGroupKey reports whether k, a group key, is e's.
+func isGroupKey(e *v1.Event, k *key) bool {
+	o := &e.InvolvedObject
+	return k.name == o.Name && k.reason == e.Reason && k.namespace == o.Namespace && k.uid == string(o.UID) &&
+		k.kind == o.Kind && k.apiVersion == o.APIVersion && k.eventType == e.Type &&
+		k.component == e.Source.Component && k.host == e.Source.Host &&
+		k.reportingController == e.ReportingController && k.reportingInstance == e.ReportingInstance
+}
+
+// customHash is the hash of a string from a user's key function, as a key
+// of the given kind.
+func customHash(kind uint64, s string) uint64 { return mix(kind, hashString(s)) }
 
 // eventName is client-go's util.GenerateEventName without fmt and regular
 // expressions: "<name>.<hex nanos>", or a random UUID when that is not a

@@ -59,7 +59,7 @@ func (l *Limiter[K]) AllowAt(key K, now time.Time) bool {
 	h := maphash.Comparable(l.seed, key) // outside the lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buckets.AllowAt(&key, h, now)
+	return l.buckets.AllowAt(h, func(k *K) bool { return *k == key }, func() K { return key }, now)
 }
 
 // Len returns how many keys the Limiter holds now, at most Options.Size.

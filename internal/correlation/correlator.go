@@ -1,11 +1,12 @@
 // Package correlation is the engine under correlate.Correlator and
 // k8sadapter.EventCorrelator: it groups similar values, counts repeats and
 // filters spam. Beyond what correlate exports, it takes what the Kubernetes
-// adapter needs to match client-go exactly and fast: key functions that
-// return their key's hash, computed once from hashes of the event's fields;
-// the count and first time of a new key taken from the value itself (Seed);
-// a trimmed record of a value (Keep, of its own type L); and a second clock
-// reading for the spam filter (SpamClock).
+// adapter needs to match client-go exactly and fast: keys hashed once from
+// hashes of the event's fields, matched against the event's fields and
+// built only when stored (Keyer); the count and first time of a new key
+// taken from the value itself (Seed); a trimmed record of a value (Keep,
+// of its own type L); and a second clock reading for the spam filter
+// (SpamClock).
 //
 // A Correlator is not safe for concurrent use: its owner locks, as
 // golang-lru's Cache locks around simplelru.
@@ -25,27 +26,43 @@ type Clock interface {
 	Now() time.Time
 }
 
+// Keyer gives one kind of key of a value in three functions, so that a
+// lookup needs the key's hash and a comparison, never the key itself: the
+// engine builds a key only to store it.
+type Keyer[T, K any] struct {
+	// Hash returns the hash of v's key; equal keys must have equal hashes.
+	Hash func(v T) uint64
+	// Match reports whether k is v's key.
+	Match func(v T, k *K) bool
+	// Make returns v's key.
+	Make func(v T) K
+}
+
+// set reports whether the Keyer has its three functions.
+func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.Make != nil }
+
 // Options configures a Correlator. Every function is required unless it
-// says what nil means. The numbers must be positive where they are used:
-// CacheSize always, MaxMembers and Window with Group, Burst and Rate with
-// Spam.
+// says what a zero value means. The numbers must be positive where they
+// are used: CacheSize always, MaxMembers and Window with Group, Burst and
+// Rate with Spam.
 //
-// Key, Group, Combine, Spam and the clock may be the user's code: they run
-// before Correlate changes anything, so that a panic in any of them leaves
-// the Correlator as it was. Seed and Keep run while it commits and must
-// not panic.
-type Options[T any, K, M comparable, L any] struct {
-	// Key returns v's key and its hash; equal keys must have equal hashes.
-	Key func(v T) (K, uint64)
-	// Group returns v's group key, its hash and v's member key in the
-	// group. nil: no groups.
-	Group func(v T) (group K, hash uint64, member M)
+// The Hash functions, Member, Combine and the clock may run the user's
+// code: they run before Correlate changes anything, so that a panic in any
+// of them leaves the Correlator as it was. Match, Make, Seed and Keep also
+// run while it commits, and must not panic.
+type Options[T, K any, M comparable, L any] struct {
+	// Key is the key of a value, under which it is counted.
+	Key Keyer[T, K]
+	// Group is the key of a value's group, and Member the key that tells
+	// it from the group's other members. Zero: no groups.
+	Group  Keyer[T, K]
+	Member func(v T) M
 	// Combine builds a full group's stand-in from the value that filled
 	// it. nil: that value stands in.
 	Combine func(trigger T, now time.Time) T
-	// Spam returns the key of v's token bucket and its hash; v may be a
-	// stand-in. nil: no spam filter.
-	Spam func(v T) (K, uint64)
+	// Spam is the key of a value's token bucket; the value may be a
+	// stand-in. Zero: no spam filter.
+	Spam Keyer[T, K]
 	// Seed returns the count and first time of a key seen for the first
 	// time (or forgotten). nil: 1 and now.
 	Seed func(v T, now time.Time) (count int, first time.Time)
@@ -65,17 +82,16 @@ type Options[T any, K, M comparable, L any] struct {
 
 // Correlator is the engine. Its zero value is not usable: create one with
 // New.
-type Correlator[T any, K, M comparable, L any] struct {
-	key        func(T) (K, uint64)
-	group      func(T) (K, uint64, M)
-	combine    func(T, time.Time) T
-	spamKey    func(T) (K, uint64)
-	seed       func(T, time.Time) (int, time.Time)
-	keep       func(T) L
-	spamClock  bool
-	maxMembers int
-	window     time.Duration
-	clock      Clock
+type Correlator[T, K any, M comparable, L any] struct {
+	key, group, spamKey Keyer[T, K]
+	member              func(T) M
+	combine             func(T, time.Time) T
+	seed                func(T, time.Time) (int, time.Time)
+	keep                func(T) L
+	spamClock           bool
+	maxMembers          int
+	window              time.Duration
+	clock               Clock
 
 	groups *hashlru.Cache[K, group[M]]
 	obs    *hashlru.Cache[obsKey[K], Observation[L]]
@@ -91,11 +107,10 @@ type Observation[L any] struct {
 }
 
 // Result is what Correlate decided for one value.
-type Result[T any, K comparable, L any] struct {
+type Result[T, L any] struct {
 	Event    T    // the value, or its group's stand-in
-	Key      K    // the key Event is counted under
-	Combined bool // Event is a stand-in, counted under its group key
-	Count    int  // occurrences under Key, this one included
+	Combined bool // Event is a stand-in, counted under the group's key
+	Count    int  // occurrences under that key, this one included
 	First    time.Time
 	Previous Observation[L] // what was remembered before; zero Count: new
 	Skip     bool           // the spam filter refused this occurrence
@@ -115,7 +130,7 @@ type group[M comparable] struct {
 
 // obsKey tells a group key from a value key even when they are equal
 // values of K, so that a group's count never mixes with a value's.
-type obsKey[K comparable] struct {
+type obsKey[K any] struct {
 	k        K
 	combined bool
 }
@@ -124,20 +139,22 @@ type obsKey[K comparable] struct {
 // required function or clock and on a number below 1 that is used (the
 // group settings with Group, the spam settings with Spam): the callers
 // check what their users give.
-func New[T any, K, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K, M, L] {
+func New[T, K any, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K, M, L] {
+	grouped, spam := o.Group.Hash != nil, o.Spam.Hash != nil
 	switch {
-	case o.Key == nil || o.Keep == nil || o.Clock == nil || o.CacheSize < 1:
+	case !o.Key.set() || o.Keep == nil || o.Clock == nil || o.CacheSize < 1:
 		panic("correlation: incomplete Options")
-	case o.Group != nil && (o.MaxMembers < 1 || o.Window <= 0):
+	case grouped && (!o.Group.set() || o.Member == nil || o.MaxMembers < 1 || o.Window <= 0):
 		panic("correlation: incomplete group Options")
-	case o.Spam != nil && (o.Burst < 1 || o.Rate <= 0):
+	case spam && (!o.Spam.set() || o.Burst < 1 || o.Rate <= 0):
 		panic("correlation: incomplete spam Options")
 	}
 	c := &Correlator[T, K, M, L]{
 		key:        o.Key,
 		group:      o.Group,
-		combine:    o.Combine,
 		spamKey:    o.Spam,
+		member:     o.Member,
+		combine:    o.Combine,
 		seed:       o.Seed,
 		keep:       o.Keep,
 		spamClock:  o.SpamClock,
@@ -147,60 +164,53 @@ func New[T any, K, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K,
 		groups:     hashlru.New[K, group[M]](o.CacheSize),
 		obs:        hashlru.New[obsKey[K], Observation[L]](o.CacheSize),
 	}
-	if c.spamKey != nil {
+	if spam {
 		c.spam = hashlru.NewLimiter[K](o.Rate, o.Burst, o.CacheSize)
 	}
 	return c
 }
 
 // plan is what one Correlate call decided before changing anything.
-type plan[K, M comparable] struct {
+type plan[M comparable] struct {
 	now     time.Time
-	key     obsKey[K] // the key counted under: the value's or its group's
-	h       uint64    // key's hash
-	g       K         // the group key
-	gh      uint64    // its hash
+	h       uint64    // the hash of the key counted under, the value's or its group's
+	gh      uint64    // the group key's hash
 	m       M         // the member key
 	grp     *group[M] // the group as it is, nil if unknown
 	fresh   bool      // the group starts afresh: unknown, or its window lapsed
 	at      int       // m's index among the group's members, or -1
-	full    bool      // the group is full with m: v is combined
-	sk      K         // the spam key
-	skh     uint64    // its hash
+	full    bool      // the group is full with m: the value is combined
+	skh     uint64    // the spam key's hash
 	spamNow time.Time // the time the spam bucket is taken at
 }
 
 // Correlate decides what to record for v: group, observe, spam filter, in
 // client-go's order. It happens in two phases. The plan runs every
-// function of Options that may panic and reads the caches without
-// changing them; the commit then changes the caches and counters, and
-// calls no function that may panic. So a Correlate call either has all its
-// effects or, having panicked, none but Stats.Panics: it then returns a
-// zero Result and the panic value.
-//
-// The plan and the result live on the stack: keys are large, and every
-// pointer written to the heap while the garbage collector marks costs a
-// write barrier.
-func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, K, L], panicked any) {
-	var p plan[K, M]
+// function of Options that may run the user's code and reads the caches
+// without changing them; the commit then changes the caches and counters,
+// and calls no function that may panic. So a Correlate call either has all
+// its effects or, having panicked, none but Stats.Panics: it then returns
+// a zero Result and the panic value.
+func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, L], panicked any) {
+	var p plan[M]
 	if panicked = c.plan(v, &res, &p); panicked != nil {
 		c.stats.Panics++
-		return Result[T, K, L]{}, panicked
+		return Result[T, L]{}, panicked
 	}
-	c.commit(&res, &p)
+	c.commit(v, &res, &p)
 	return res, nil
 }
 
-// plan fills p and res.Event, res.Key and res.Combined, and returns the
-// value of a panic in the functions it calls, or nil.
-func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) (panicked any) {
+// plan fills p, res.Event and res.Combined, and returns the value of a
+// panic in the functions it calls, or nil.
+func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, L], p *plan[M]) (panicked any) {
 	defer func() { panicked = recover() }()
 	p.now = c.clock.Now()
 	res.Event = v
-	p.key.k, p.h = c.key(v) // client-go computes the value's key first too
-	if c.group != nil {
-		p.g, p.gh, p.m = c.group(v)
-		p.grp, _ = c.groups.Peek(&p.g, p.gh)
+	p.h = c.key.Hash(v) // client-go computes the value's key first too
+	if c.group.Hash != nil {
+		p.gh, p.m = c.group.Hash(v), c.member(v)
+		p.grp, _ = c.groups.Peek(p.gh, func(k *K) bool { return c.group.Match(v, k) })
 		p.fresh = p.grp == nil || p.now.After(p.grp.last.Add(c.window)) // more than Window since the last
 		p.at, p.full = -1, c.maxMembers <= 1
 		if !p.fresh {
@@ -212,16 +222,15 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) 
 			p.full = n >= c.maxMembers
 		}
 		if p.full {
-			p.key, p.h = obsKey[K]{k: p.g, combined: true}, ^p.gh // spread group keys away from equal value keys
+			p.h = ^p.gh // spread group keys away from equal value keys
 			res.Combined = true
 			if c.combine != nil {
 				res.Event = c.combine(v, p.now)
 			}
 		}
 	}
-	res.Key = p.key.k
-	if c.spamKey != nil {
-		p.sk, p.skh = c.spamKey(res.Event)
+	if c.spamKey.Hash != nil {
+		p.skh = c.spamKey.Hash(res.Event)
 		p.spamNow = p.now
 		if c.spamClock {
 			p.spamNow = c.clock.Now()
@@ -230,14 +239,21 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, K, L], p *plan[K, M]) 
 	return nil
 }
 
-// commit applies p: the group gains its member, the count goes up or
-// starts, the spam bucket gives a token or the occurrence is skipped.
-func (c *Correlator[T, K, M, L]) commit(res *Result[T, K, L], p *plan[K, M]) {
-	if c.group != nil {
-		c.join(p)
+// commit applies p for v: the group gains its member, the count goes up
+// or starts, the spam bucket gives a token or the occurrence is skipped.
+func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
+	if c.group.Hash != nil {
+		c.join(v, p)
 	}
 
-	o, hit, _ := c.obs.GetOrAdd(&p.key, p.h)
+	// The key counted under: v's, or v's group's when combined.
+	keyer, combined := &c.key, res.Combined
+	if combined {
+		keyer = &c.group
+	}
+	o, hit, _ := c.obs.GetOrAdd(p.h,
+		func(k *obsKey[K]) bool { return k.combined == combined && keyer.Match(v, &k.k) },
+		func() obsKey[K] { return obsKey[K]{k: keyer.Make(v), combined: combined} })
 	if hit && o.Count > 0 {
 		res.Previous = *o
 		o.Count++
@@ -254,7 +270,11 @@ func (c *Correlator[T, K, M, L]) commit(res *Result[T, K, L], p *plan[K, M]) {
 
 	// After the count: a skipped occurrence still counts.
 	if c.spam != nil {
-		res.Skip = !c.spam.AllowAt(&p.sk, p.skh, p.spamNow)
+		e := res.Event
+		res.Skip = !c.spam.AllowAt(p.skh,
+			func(k *K) bool { return c.spamKey.Match(e, k) },
+			func() K { return c.spamKey.Make(e) },
+			p.spamNow)
 	}
 
 	c.stats.Correlated++
@@ -266,12 +286,12 @@ func (c *Correlator[T, K, M, L]) commit(res *Result[T, K, L], p *plan[K, M]) {
 	}
 }
 
-// join adds p's member to its group as planned; when the group is full,
+// join adds p's member to v's group as planned; when the group is full,
 // its least recently seen member is forgotten to keep it below MaxMembers.
-func (c *Correlator[T, K, M, L]) join(p *plan[K, M]) {
+func (c *Correlator[T, K, M, L]) join(v T, p *plan[M]) {
 	rec := p.grp
 	if rec == nil {
-		rec, _ = c.groups.Add(&p.g, p.gh) // may reuse a forgotten group's members
+		rec, _ = c.groups.Add(p.gh, c.group.Make(v)) // may reuse a forgotten group's members
 	} else {
 		c.groups.Touch(p.gh) // found by plan's Peek: mark it used
 	}
@@ -295,11 +315,13 @@ func (c *Correlator[T, K, M, L]) join(p *plan[K, M]) {
 	}
 }
 
-// Stored replaces what is remembered under the value key key, whose hash
-// is h, with obs, and marks it most recently used.
-func (c *Correlator[T, K, M, L]) Stored(key *K, h uint64, obs Observation[L]) {
-	k := obsKey[K]{k: *key}
-	o, _, _ := c.obs.GetOrAdd(&k, h)
+// Stored replaces what is remembered under a value key (never a group
+// key) with obs, and marks it most recently used. The key is given as for
+// a lookup: its hash h, match to recognize it, key to build it.
+func (c *Correlator[T, K, M, L]) Stored(h uint64, match func(*K) bool, key func() K, obs Observation[L]) {
+	o, _, _ := c.obs.GetOrAdd(h,
+		func(k *obsKey[K]) bool { return !k.combined && match(&k.k) },
+		func() obsKey[K] { return obsKey[K]{k: key()} })
 	*o = obs
 }
 

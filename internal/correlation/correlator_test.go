@@ -51,19 +51,26 @@ var seed = maphash.MakeSeed()
 
 func hashOf(k key) uint64 { return maphash.Comparable(seed, k) }
 
+// keyer is the Keyer of the key function of, with hash.
+func keyer(hash func(key) uint64, of func(event) key) correlation.Keyer[event, key] {
+	return correlation.Keyer[event, key]{
+		Hash:  func(e event) uint64 { return hash(of(e)) },
+		Match: func(e event, k *key) bool { return *k == of(e) },
+		Make:  of,
+	}
+}
+
 // options is the adapter's shape on event: Seed from the event, Keep of
 // its id, a spam bucket per object, groups by object and reason.
 func options(clk correlation.Clock, hash func(key) uint64) correlation.Options[event, key, string, kept] {
 	return correlation.Options[event, key, string, kept]{
-		Key: func(e event) (key, uint64) { k := key{e.Object, e.Reason, e.Message}; return k, hash(k) },
-		Group: func(e event) (key, uint64, string) {
-			g := key{Object: e.Object, Reason: e.Reason}
-			return g, hash(g), e.Message
-		},
+		Key:    keyer(hash, func(e event) key { return key{e.Object, e.Reason, e.Message} }),
+		Group:  keyer(hash, func(e event) key { return key{Object: e.Object, Reason: e.Reason} }),
+		Member: func(e event) string { return e.Message },
 		Combine: func(e event, now time.Time) event {
 			return event{Object: e.Object, Reason: e.Reason, Message: "combined: " + e.Message, Count: 1, At: now, ID: "combined"}
 		},
-		Spam:       func(e event) (key, uint64) { k := key{Object: e.Object}; return k, hash(k) },
+		Spam:       keyer(hash, func(e event) key { return key{Object: e.Object} }),
 		Seed:       func(e event, _ time.Time) (int, time.Time) { return e.Count, e.At },
 		Keep:       func(e event) kept { return kept{e.ID} },
 		SpamClock:  true,
@@ -145,26 +152,26 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 		arm  func(o *correlation.Options[event, key, string, kept], clk *clock, boom func())
 	}{
 		{"key", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
-			f := o.Key
-			o.Key = func(e event) (key, uint64) { boom(); return f(e) }
+			f := o.Key.Hash
+			o.Key.Hash = func(e event) uint64 { boom(); return f(e) }
 		}},
 		{"group", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
-			f := o.Group
-			o.Group = func(e event) (key, uint64, string) { boom(); return f(e) }
+			f := o.Group.Hash
+			o.Group.Hash = func(e event) uint64 { boom(); return f(e) }
 		}},
 		{"combine", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Combine
 			o.Combine = func(e event, now time.Time) event { boom(); return f(e, now) }
 		}},
 		{"spam", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
-			f := o.Spam
-			o.Spam = func(e event) (key, uint64) { boom(); return f(e) }
+			f := o.Spam.Hash
+			o.Spam.Hash = func(e event) uint64 { boom(); return f(e) }
 		}},
 		{"second clock reading", func(o *correlation.Options[event, key, string, kept], clk *clock, boom func()) {
 			// Arm the clock once the spam key is known: only the spam
 			// reading is left.
-			f := o.Spam
-			o.Spam = func(e event) (key, uint64) {
+			f := o.Spam.Hash
+			o.Spam.Hash = func(e event) uint64 {
 				defer func() { clk.armed = boomArmed(boom) }()
 				return f(e)
 			}
@@ -191,7 +198,7 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 				got, p := c.Correlate(e)
 				armed, clk.armed = false, false
 				if p != nil {
-					if diff := cmp.Diff(correlation.Result[event, key, kept]{}, got); diff != "" {
+					if diff := cmp.Diff(correlation.Result[event, kept]{}, got); diff != "" {
 						t.Fatalf("event %d: a panic and a Result (-want +got):\n%s", i, diff)
 					}
 					panics++
@@ -242,8 +249,9 @@ func TestCollidingHashes(t *testing.T) {
 		if i%7 == 0 {
 			k := key{e.Object, e.Reason, e.Message}
 			obs := correlation.Observation[kept]{Count: i % 3, First: clk.t, Last: kept{"stored"}}
-			c.Stored(&k, hashOf(k), obs)
-			zero.Stored(&k, 0, obs)
+			match, make := func(s *key) bool { return *s == k }, func() key { return k }
+			c.Stored(hashOf(k), match, make, obs)
+			zero.Stored(0, match, make, obs)
 		}
 	}
 	if s := c.Stats(); s.Combined == 0 || s.Skipped == 0 || s.Repeats == 0 {
@@ -257,10 +265,13 @@ func TestNewPanicsOnIncompleteOptions(t *testing.T) {
 		name  string
 		tweak func(o *correlation.Options[event, key, string, kept])
 	}{
-		{"no Key", func(o *correlation.Options[event, key, string, kept]) { o.Key = nil }},
+		{"no Key", func(o *correlation.Options[event, key, string, kept]) { o.Key.Match = nil }},
 		{"no Keep", func(o *correlation.Options[event, key, string, kept]) { o.Keep = nil }},
 		{"no Clock", func(o *correlation.Options[event, key, string, kept]) { o.Clock = nil }},
 		{"no CacheSize", func(o *correlation.Options[event, key, string, kept]) { o.CacheSize = 0 }},
+		{"Group without Member", func(o *correlation.Options[event, key, string, kept]) { o.Member = nil }},
+		{"Group without Make", func(o *correlation.Options[event, key, string, kept]) { o.Group.Make = nil }},
+		{"Spam without Match", func(o *correlation.Options[event, key, string, kept]) { o.Spam.Match = nil }},
 		{"Group without MaxMembers", func(o *correlation.Options[event, key, string, kept]) { o.MaxMembers = 0 }},
 		{"Group without Window", func(o *correlation.Options[event, key, string, kept]) { o.Window = 0 }},
 		{"Spam without Burst", func(o *correlation.Options[event, key, string, kept]) { o.Burst = 0 }},

@@ -1,8 +1,9 @@
 // Package hashlru holds the least-recently-used caches under herald's
 // correlator and rate limiter: golang-lru's simplelru keyed by a 64-bit
 // hash the caller computes once per key, so that a large struct key is
-// hashed once per event and compared once, on a hit, never hashed again
-// by a map. The rare keys that share a hash live together in one entry.
+// hashed once per event, compared once on a hit, never hashed again by a
+// map, and built only when it is stored. The rare keys that share a hash
+// live together in one entry.
 //
 // Nothing here is safe for concurrent use: the owner holds its own lock,
 // as golang-lru's Cache does around simplelru.
@@ -13,8 +14,11 @@ import "github.com/hashicorp/golang-lru/v2/simplelru"
 // Cache maps keys of type K to values of type V, holding at most Size
 // keys; adding one more forgets the least recently used. Values live in
 // the cache and are updated in place through the pointers Get and Add
-// return. Keys are passed by pointer, as they may be large structs; the
-// cache keeps its own copy.
+// return.
+//
+// A key is looked up by its hash and a match function, which reports
+// whether a stored key is the one sought, and built only to be stored:
+// the caller need not build a large key to find it.
 //
 // Keys whose hashes are equal share one entry of the underlying LRU: they
 // are used, and forgotten, together. That costs the precision of the LRU
@@ -22,7 +26,7 @@ import "github.com/hashicorp/golang-lru/v2/simplelru"
 // happen in practice.
 //
 // Its zero value is not usable: create one with New.
-type Cache[K comparable, V any] struct {
+type Cache[K, V any] struct {
 	lru     *simplelru.LRU[uint64, *node[K, V]]
 	size    int
 	n       int         // keys held, at most size
@@ -31,14 +35,14 @@ type Cache[K comparable, V any] struct {
 }
 
 // node is one key and its value; next is another key with the same hash.
-type node[K comparable, V any] struct {
+type node[K, V any] struct {
 	key  K
 	val  V
 	next *node[K, V]
 }
 
 // New returns a Cache of at most size keys. It panics if size < 1.
-func New[K comparable, V any](size int) *Cache[K, V] {
+func New[K, V any](size int) *Cache[K, V] {
 	if size < 1 {
 		panic("hashlru: size must be positive")
 	}
@@ -49,36 +53,38 @@ func New[K comparable, V any](size int) *Cache[K, V] {
 	return &Cache[K, V]{lru: l, size: size}
 }
 
-// find returns the node of key in the chain starting at n, or nil.
-func find[K comparable, V any](n *node[K, V], key *K) *node[K, V] {
+// find returns the node in the chain starting at n whose key matches, or
+// nil.
+func find[K, V any](n *node[K, V], match func(*K) bool) *node[K, V] {
 	for ; n != nil; n = n.next {
-		if n.key == *key {
+		if match(&n.key) {
 			return n
 		}
 	}
 	return nil
 }
 
-// Get returns a pointer to the value of key, whose hash is h, and marks it
-// most recently used. The pointer is valid until the key is forgotten.
-func (c *Cache[K, V]) Get(key *K, h uint64) (*V, bool) {
+// Get returns a pointer to the value of the key whose hash is h and which
+// match accepts, and marks it most recently used. The pointer is valid
+// until the key is forgotten.
+func (c *Cache[K, V]) Get(h uint64, match func(*K) bool) (*V, bool) {
 	first, ok := c.lru.Get(h)
 	if !ok {
 		return nil, false
 	}
-	if n := find(first, key); n != nil {
+	if n := find(first, match); n != nil {
 		return &n.val, true
 	}
 	return nil, false
 }
 
 // Peek is Get without marking the key used.
-func (c *Cache[K, V]) Peek(key *K, h uint64) (*V, bool) {
+func (c *Cache[K, V]) Peek(h uint64, match func(*K) bool) (*V, bool) {
 	first, ok := c.lru.Peek(h)
 	if !ok {
 		return nil, false
 	}
-	if n := find(first, key); n != nil {
+	if n := find(first, match); n != nil {
 		return &n.val, true
 	}
 	return nil, false
@@ -88,16 +94,16 @@ func (c *Cache[K, V]) Peek(key *K, h uint64) (*V, bool) {
 // caller that already found its key with Peek.
 func (c *Cache[K, V]) Touch(h uint64) { c.lru.Get(h) }
 
-// GetOrAdd is Get, and Add when the key is missing: found reports which,
-// and recycled is Add's.
-func (c *Cache[K, V]) GetOrAdd(key *K, h uint64) (v *V, found, recycled bool) {
+// GetOrAdd is Get, and when no key matches, Add of key(): found reports
+// which, and recycled is Add's.
+func (c *Cache[K, V]) GetOrAdd(h uint64, match func(*K) bool, key func() K) (v *V, found, recycled bool) {
 	first, ok := c.lru.Get(h)
 	if ok {
-		if n := find(first, key); n != nil {
+		if n := find(first, match); n != nil {
 			return &n.val, true, false
 		}
 	}
-	v, recycled = c.add(key, h, ok)
+	v, recycled = c.add(h, key(), ok)
 	return v, false, recycled
 }
 
@@ -107,12 +113,12 @@ func (c *Cache[K, V]) GetOrAdd(key *K, h uint64) (v *V, found, recycled bool) {
 // forgotten first and its node reused: the value then still holds the
 // forgotten key's value (recycled reports so), whose buffers the caller
 // may reuse; otherwise it is the zero value.
-func (c *Cache[K, V]) Add(key *K, h uint64) (v *V, recycled bool) {
-	return c.add(key, h, c.lru.Contains(h))
+func (c *Cache[K, V]) Add(h uint64, key K) (v *V, recycled bool) {
+	return c.add(h, key, c.lru.Contains(h))
 }
 
 // add is Add, told whether an entry of hash h exists.
-func (c *Cache[K, V]) add(key *K, h uint64, shared bool) (v *V, recycled bool) {
+func (c *Cache[K, V]) add(h uint64, key K, shared bool) (v *V, recycled bool) {
 	for c.n >= c.size {
 		if c.evictOldest() == h {
 			shared = false // the entry of h itself was the oldest
@@ -125,7 +131,7 @@ func (c *Cache[K, V]) add(key *K, h uint64, shared bool) (v *V, recycled bool) {
 	} else {
 		n = new(node[K, V])
 	}
-	n.key = *key
+	n.key = key
 	if shared {
 		// Rare: another key has this hash. Chain behind it; the entry
 		// becomes the most recently used.
@@ -148,7 +154,7 @@ func (c *Cache[K, V]) evictOldest() uint64 {
 	for n != nil {
 		next := n.next
 		var zero K
-		n.key = zero // the value is kept for reuse; the key is not needed
+		n.key = zero // the value is kept for reuse, the key is not
 		n.next, c.free = c.free, n
 		c.n--
 		c.evicted++

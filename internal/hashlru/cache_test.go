@@ -24,9 +24,9 @@ func run(t *testing.T, c *Cache[string, int], ops []op) {
 		var ok bool
 		switch o.do {
 		case "get":
-			v, ok = c.Get(&o.key, o.h)
+			v, ok = c.Get(o.h, is(o.key))
 		case "peek":
-			v, ok = c.Peek(&o.key, o.h)
+			v, ok = c.Peek(o.h, is(o.key))
 		}
 		got := 0
 		if ok {
@@ -36,7 +36,7 @@ func run(t *testing.T, c *Cache[string, int], ops []op) {
 			t.Fatalf("op %d: %s(%q, %d) = %d, want %d (0: missing)", i, o.do, o.key, o.h, got, o.want)
 		}
 		if !ok && o.do == "get" {
-			v, recycled := c.Add(&o.key, o.h)
+			v, recycled := c.Add(o.h, o.key)
 			if recycled != o.recyc {
 				t.Fatalf("op %d: Add(%q, %d) recycled = %v, want %v", i, o.key, o.h, recycled, o.recyc)
 			}
@@ -149,12 +149,12 @@ func TestCache(t *testing.T) {
 // forgotten key's value, so that its buffers can be reused.
 func TestAddReusesForgottenValue(t *testing.T) {
 	c := New[int, []byte](1)
-	v, recycled := c.Add(ptr(1), 1)
+	v, recycled := c.Add(1, 1)
 	if recycled || *v != nil {
 		t.Fatalf("first Add = %v, recycled %v; want a zero value, not recycled", *v, recycled)
 	}
 	*v = make([]byte, 0, 64)
-	v, recycled = c.Add(ptr(2), 2)
+	v, recycled = c.Add(2, 2)
 	if !recycled || cap(*v) != 64 {
 		t.Fatalf("Add beyond size: recycled %v, cap %d; want the forgotten value's buffer (cap 64)", recycled, cap(*v))
 	}
@@ -207,11 +207,11 @@ func FuzzCache(f *testing.F) {
 			var ok bool
 			switch call {
 			case 0:
-				v, ok = c.Get(&k, h)
+				v, ok = c.Get(h, is(k))
 			case 1:
-				v, ok, _ = c.GetOrAdd(&k, h)
+				v, ok, _ = c.GetOrAdd(h, is(k), func() int { return k })
 			default:
-				v, ok = c.Peek(&k, h)
+				v, ok = c.Peek(h, is(k))
 			}
 			want, wantOK := m.get(k, hashOf, call < 2)
 			if ok != wantOK || ok && *v != want {
@@ -219,7 +219,7 @@ func FuzzCache(f *testing.F) {
 			}
 			switch {
 			case !ok && call == 0:
-				v, _ = c.Add(&k, h)
+				v, _ = c.Add(h, k)
 				fallthrough
 			case !ok && call == 1:
 				*v = i + 1
@@ -271,4 +271,5 @@ func (m *model) touch(h uint64) {
 	m.order = append(slices.DeleteFunc(m.order, func(o uint64) bool { return o == h }), h)
 }
 
-func ptr[T any](v T) *T { return &v }
+// is returns the match function of key k.
+func is[K comparable](k K) func(*K) bool { return func(s *K) bool { return *s == k } }

@@ -10,7 +10,7 @@ import (
 // computes, at most size keys: adding one more forgets the least recently
 // used, and a forgotten key comes back with a full bucket. Its zero value
 // is not usable: create one with NewLimiter.
-type Limiter[K comparable] struct {
+type Limiter[K any] struct {
 	limit   rate.Limit
 	burst   int
 	buckets *Cache[K, bucket]
@@ -28,18 +28,19 @@ type bucket struct {
 // NewLimiter returns a Limiter whose buckets hold burst tokens and refill
 // at limit tokens per second, for at most size keys. It panics if burst or
 // size is below 1.
-func NewLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
+func NewLimiter[K any](limit rate.Limit, burst, size int) *Limiter[K] {
 	if burst < 1 {
 		panic("hashlru: burst must be positive")
 	}
 	return &Limiter[K]{limit: limit, burst: burst, buckets: New[K, bucket](size)}
 }
 
-// AllowAt takes one token from the bucket of key, whose hash is h, at time
-// now, and reports whether there was one: rate.Limiter's AllowN(now, 1) on
-// a bucket that starts full.
-func (l *Limiter[K]) AllowAt(key *K, h uint64, now time.Time) bool {
-	b, found, _ := l.buckets.GetOrAdd(key, h)
+// AllowAt takes one token at time now from the bucket of the key whose
+// hash is h and which match accepts (key builds it, to store it when it
+// is new), and reports whether there was one: rate.Limiter's AllowN(now,
+// 1) on a bucket that starts full.
+func (l *Limiter[K]) AllowAt(h uint64, match func(*K) bool, key func() K, now time.Time) bool {
+	b, found, _ := l.buckets.GetOrAdd(h, match, key)
 	if !found {
 		// A new key, or one forgotten (its bucket is not reused): its
 		// bucket starts full, and a full bucket has a token whatever the

@@ -26,7 +26,7 @@ func TestLimiterCollisions(t *testing.T) {
 		{"a", true}, // a full bucket again
 		{"a", false},
 	} {
-		if got := l.AllowAt(&c.key, 0, t0); got != c.want {
+		if got := l.AllowAt(0, is(c.key), func() string { return c.key }, t0); got != c.want {
 			t.Errorf("call %d: AllowAt(%q, 0, t0) = %v, want %v", i, c.key, got, c.want)
 		}
 	}
@@ -60,7 +60,7 @@ func FuzzLimiterMatchesRate(f *testing.F) {
 				lim = rate.NewLimiter(limit, b)
 				eager[k] = lim
 			}
-			if got, want := l.AllowAt(&k, uint64(k), now), lim.AllowN(now, 1); got != want {
+			if got, want := l.AllowAt(uint64(k), is(k), func() int { return k }, now), lim.AllowN(now, 1); got != want {
 				t.Fatalf("op %d: AllowAt(%d, t0%+v) = %v, rate.Limiter says %v", i, k, now.Sub(t0), got, want)
 			}
 		}
