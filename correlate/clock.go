@@ -2,9 +2,8 @@ package correlate
 
 import "time"
 
-// Clock tells a Correlator what time it is. Any clock of k8s.io/utils/clock,
-// fake ones included, satisfies it. Correlate reads it once per call, twice
-// with a spam filter.
+// Clock tells a Correlator what time it is; Correlate reads it once per
+// call. A fake clock in tests makes windows and refills exact.
 type Clock interface {
 	Now() time.Time
 }

@@ -1,9 +1,7 @@
 package correlate_test
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,9 +48,6 @@ func combine(e event, now time.Time) event {
 	e.At = now
 	return e
 }
-
-// seedAt seeds a new key as client-go does: from the event itself.
-func seedAt(e event, _ time.Time) (int, time.Time) { return 1, e.At }
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -167,7 +162,7 @@ func TestClientGoScenarios(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &intervalClock{t: t0, step: tc.interval}
-			c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.Seed = seedAt })
+			c := newCorrelator(clk, nil)
 			for _, e := range tc.previous {
 				e.At = clk.Now()
 				if r := mustCorrelate(t, c, e); !r.Skip {
@@ -217,52 +212,35 @@ func TestSpamKeyChoice(t *testing.T) {
 	}
 }
 
-// TestClockReadings pins how Correlate reads the clock, which decides its
-// results with clocks that advance on every reading: once for grouping,
-// Combine and Seed, and once more for the spam bucket, only with a spam
-// filter.
-func TestClockReadings(t *testing.T) {
-	for _, withSpam := range []bool{false, true} {
-		t.Run(fmt.Sprint("spam=", withSpam), func(t *testing.T) {
-			clk := &intervalClock{t: t0, step: time.Second}
-			var combineAt, seedAt []time.Time
-			c := newCorrelator(clk, func(o *correlate.Options[event, key]) {
-				o.MaxMembers = 2
-				o.Combine = func(e event, now time.Time) event { combineAt = append(combineAt, now); return e }
-				o.Seed = func(_ event, now time.Time) (int, time.Time) { seedAt = append(seedAt, now); return 1, now }
-				if !withSpam {
-					o.Spam = nil
-				}
-			})
-			perCall := 1
-			if withSpam {
-				perCall = 2
-			}
-			es := similar(2, base)
-			mustCorrelate(t, c, es[0]) // new, alone: read 1
-			mustCorrelate(t, c, es[1]) // combined, new: read 1+perCall
-			if got, want := clk.reads, 2*perCall; got != want {
-				t.Errorf("2 Correlate calls read the clock %d times, want %d", got, want)
-			}
-			second := t0.Add(time.Duration(perCall+1) * time.Second)
-			if want := []time.Time{t0.Add(time.Second), second}; !cmp.Equal(seedAt, want) {
-				t.Errorf("Seed got times %v, want the first reading of each call %v", seedAt, want)
-			}
-			if want := []time.Time{second}; !cmp.Equal(combineAt, want) {
-				t.Errorf("Combine got times %v, want %v", combineAt, want)
-			}
-		})
-	}
-
-	// The bucket is taken at the second reading: with one token per 2 s
-	// and readings 1 s apart, the second call's spam reading is 2 s after
-	// the first's, so a token is back. Had both steps read the clock once,
-	// only 1 s would have passed.
+// TestClockReadOncePerCall pins how Correlate reads the clock, which
+// decides its results with clocks that advance on every reading: once per
+// call, and that one reading serves the group, Combine, a new key's First
+// and the spam bucket.
+func TestClockReadOncePerCall(t *testing.T) {
 	clk := &intervalClock{t: t0, step: time.Second}
-	c := newCorrelator(clk, func(o *correlate.Options[event, key]) { o.Burst, o.Rate = 1, 0.5 })
-	mustCorrelate(t, c, base)
-	if r := mustCorrelate(t, c, base); r.Skip {
-		t.Error("second call skipped: the spam bucket did not use its own clock reading")
+	var combineAt []time.Time
+	c := newCorrelator(clk, func(o *correlate.Options[event, key]) {
+		o.MaxMembers = 2
+		o.Combine = func(e event, now time.Time) event { combineAt = append(combineAt, now); return e }
+		o.Burst, o.Rate = 1, 0.5 // a token every 2 s
+	})
+	es := similar(2, base)
+	first := mustCorrelate(t, c, es[0])  // reading 1: new, alone
+	second := mustCorrelate(t, c, es[1]) // reading 2: combined, new
+	if got, want := clk.reads, 2; got != want {
+		t.Errorf("2 Correlate calls read the clock %d times, want %d", got, want)
+	}
+	if want := t0.Add(time.Second); !first.First.Equal(want) {
+		t.Errorf("first call: First = %v, want the call's reading %v", first.First, want)
+	}
+	if want := []time.Time{t0.Add(2 * time.Second)}; !cmp.Equal(combineAt, want) {
+		t.Errorf("Combine got times %v, want the call's reading %v", combineAt, want)
+	}
+	// The second call's reading is 1 s after the first's: half a token,
+	// so the spam bucket (one per object) refuses it. A second reading for
+	// the bucket would have found a whole token.
+	if !second.Skip {
+		t.Error("second call 1 s after the first, one token per 2 s: not skipped, want skipped")
 	}
 }
 
@@ -525,108 +503,6 @@ func TestStored(t *testing.T) {
 			c.Stored(eventKey(base), tc.obs)
 			if diff := cmp.Diff(tc.want, mustCorrelate(t, c, base)); diff != "" {
 				t.Errorf("Correlate after Stored(%+v) mismatch (-want +got):\n%s", tc.obs, diff)
-			}
-		})
-	}
-}
-
-func TestSeedAndKeep(t *testing.T) {
-	at := time.Unix(42, 0)
-	c := newCorrelator(newClock(), func(o *correlate.Options[event, key]) {
-		o.Seed = func(event, time.Time) (int, time.Time) { return 5, at }
-		o.Keep = func(e event) event { return event{Object: e.Object} }
-	})
-	if got := mustCorrelate(t, c, base); got.Count != 5 || !got.First.Equal(at) {
-		t.Errorf("first occurrence: Count, First = %d, %v; want 5, %v", got.Count, got.First, at)
-	}
-	want := correlate.Observation[event]{Count: 5, First: at, Last: event{Object: base.Object}}
-	if diff := cmp.Diff(want, mustCorrelate(t, c, base).Previous); diff != "" {
-		t.Errorf("repeat: Previous mismatch (-want +got):\n%s", diff)
-	}
-}
-
-// boomClock panics on its second reading when armed.
-type boomClock struct {
-	reads int
-	armed *bool
-}
-
-func (c *boomClock) Now() time.Time {
-	if c.reads++; c.reads == 2 && *c.armed {
-		panic("clock exploded")
-	}
-	return t0
-}
-
-// TestPanickingFunctionsAreErrors arms each function to panic, correlates
-// an event, disarms it and correlates the same event again: the first call
-// is an ErrPanic error, and the second finds nothing of the first counted.
-func TestPanickingFunctionsAreErrors(t *testing.T) {
-	type setup func(o *correlate.Options[event, key], key *func(event) key, explode func(what string), armed *bool)
-	tests := []struct {
-		name     string
-		setup    setup
-		combined bool // the event is combined
-	}{
-		{"key", func(o *correlate.Options[event, key], k *func(event) key, explode func(string), _ *bool) {
-			*k = func(e event) key { explode("key"); return eventKey(e) }
-		}, false},
-		{"group", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
-			o.Group = func(e event) (key, key) { explode("group"); return byReason(e) }
-		}, false},
-		{"combine", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
-			o.MaxMembers = 1 // every event is combined
-			o.Combine = func(e event, now time.Time) event { explode("combine"); return e }
-		}, true},
-		{"spam", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
-			o.Spam = func(e event) key { explode("spam"); return perObject(e) }
-		}, false},
-		{"seed", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
-			o.Seed = func(e event, now time.Time) (int, time.Time) { explode("seed"); return 1, now }
-		}, false},
-		{"keep", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
-			o.Keep = func(e event) event { explode("keep"); return e }
-		}, false},
-		{"hash", func(o *correlate.Options[event, key], _ *func(event) key, explode func(string), _ *bool) {
-			o.Hash = func(key) uint64 { explode("hash"); return 0 } // 0: every key collides, still correct
-		}, false},
-		{"clock", func(o *correlate.Options[event, key], _ *func(event) key, _ func(string), armed *bool) {
-			o.Clock = &boomClock{armed: armed} // the spam reading panics
-		}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			armed := true
-			explode := func(what string) {
-				if armed {
-					panic(what + " exploded")
-				}
-			}
-			opts := correlate.Options[event, key]{Group: byReason, Spam: perObject, Burst: 1, Clock: newClock()}
-			k := eventKey
-			tc.setup(&opts, &k, explode, &armed)
-			c := correlate.New(k, opts)
-
-			r, err := c.Correlate(base)
-			if !errors.Is(err, correlate.ErrPanic) || !strings.Contains(fmt.Sprint(err), tc.name+" exploded") {
-				t.Fatalf("Correlate with a panicking %s: error = %v, want ErrPanic with the panic value", tc.name, err)
-			}
-			if diff := cmp.Diff(correlate.Result[event, key]{}, r); diff != "" {
-				t.Errorf("Correlate with a panicking %s returned a result (-want +got):\n%s", tc.name, diff)
-			}
-
-			armed = false
-			r = mustCorrelate(t, c, base)
-			if r.Count != 1 || r.Skip || r.Combined != tc.combined {
-				t.Errorf("the same event after the panic: Count, Skip, Combined = %d, %v, %v; want 1, false, %v (nothing counted, a full spam bucket)",
-					r.Count, r.Skip, r.Combined, tc.combined)
-			}
-			want := correlate.Stats{Correlated: 1, New: 1, Panics: 1}
-			if tc.combined {
-				want.Combined = 1
-			}
-			if got := c.Stats(); got != want {
-				t.Errorf("Stats() = %+v, want %+v", got, want)
 			}
 		})
 	}

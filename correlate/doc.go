@@ -1,7 +1,7 @@
 // Package correlate folds floods of events into counts, for events of any
 // type: exact repeats are counted instead of recorded again, many similar
 // events are combined into one, and a source that keeps repeating itself is
-// rate limited. It is client-go's EventCorrelator, generic.
+// rate limited.
 //
 // # Usage
 //
@@ -17,34 +17,40 @@
 //
 // # Pipeline
 //
-// Each Correlate call groups, counts and filters, in client-go's order (see
+// Each Correlate call groups, counts and filters, in that order (see
 // Correlator.Correlate). A value the spam filter skips is still counted, so
 // the next recorded repeat carries it. Correlator.Stored feeds back what the
-// sink stored.
+// sink stored. A call whose key function, Options function or clock panics
+// returns an error and changes nothing.
 //
 // # Keys
 //
 // Keys are values of a comparable type K; a struct of the fields that
 // matter is the natural choice. Struct keys cannot collide across field
 // boundaries, as concatenated strings do. A group key never collides with
-// an event key either, even when they are equal values.
+// an event key either, even when they are equal values. Each key is hashed
+// once per call.
 //
 // # Defaults
 //
-// The zero numbers of Options take client-go's values: caches of 4096
-// entries, groups combined at 10 distinct members within 600 s, spam
-// buckets of 25 tokens refilled at one per 300 s.
-//
-// # Differences from client-go
-//
-// When a full group must forget a member, client-go picks one at random;
-// a Correlator forgets the least recently seen, so results are
-// reproducible. A key function that panics makes Correlate return an error
-// wrapping ErrPanic instead of crashing. Groups, spam filter and the
-// number of a group's members can be configured or turned off.
+// The zero numbers of Options take these values: caches of 4096 entries,
+// groups combined at 10 distinct members within 600 s, spam buckets of 25
+// tokens refilled at one per 300 s. When a full group must forget a member,
+// it forgets the one seen longest ago, so results are reproducible.
 //
 // # Concurrency
 //
 // A Correlator is safe for concurrent use; calls are serialized by one
 // lock. It starts no goroutines and reads time only from Options.Clock.
+//
+// # Comparison with client-go
+//
+// This is the algorithm of Kubernetes client-go's EventCorrelator
+// (tools/record), for any type: the defaults and the order of the steps
+// are its own, and CombinedPrefix is the start of its combined messages.
+// Where it forgets a random member of a full group, a Correlator forgets
+// the least recently seen; where a panicking key function crashes it, a
+// Correlator returns ErrPanic; groups and the spam filter can be turned
+// off. Package k8sadapter builds client-go's EventCorrelator on the same
+// engine, byte for byte.
 package correlate

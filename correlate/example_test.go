@@ -13,7 +13,7 @@ type fakeClock struct{ now time.Time }
 func (c *fakeClock) Now() time.Time          { return c.now }
 func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
-// Alert is a plain domain event: nothing about it is Kubernetes.
+// Alert is a plain domain event.
 type Alert struct {
 	Service, Check, Severity, Message string
 }

@@ -24,7 +24,7 @@ const (
 
 // FuzzCorrelate drives a small correlator with an arbitrary script of
 // events, clock steps and Stored calls, on a clock that also advances 1 s
-// on every reading (two per Correlate). Each byte is one operation: its low
+// on every reading (one per Correlate). Each byte is one operation: its low
 // 6 bits pick one of 64 events, its top 2 bits either a clock step before
 // Correlate (0, 28 or 58 s, so that gaps of exactly Window are common) or,
 // for 3, a Stored call on that event's key. Events without a message have
@@ -145,7 +145,7 @@ func newModel() *model {
 }
 
 // correlate is Correlate after the clock moved by step; the clock also
-// moves 1 s on each of its two readings.
+// moves 1 s on its reading.
 func (m *model) correlate(e event, step time.Duration) correlate.Result[event, key] {
 	m.now = m.now.Add(step + time.Second)
 	now := m.now
@@ -177,7 +177,6 @@ func (m *model) correlate(e event, step time.Duration) correlate.Result[event, k
 		m.stats.New++
 	}
 
-	m.now = m.now.Add(time.Second)
 	sk := perObject(res.Event)
 	lim, ok := m.spam.get(sk)
 	if !ok {

@@ -122,14 +122,48 @@ func BenchmarkEventCorrelate(b *testing.B) {
 	}
 }
 
-// countingSink stores nothing and counts what it is asked to store.
-type countingSink struct{ n atomic.Int64 }
+// countingSink stores nothing and counts what it is asked to store. A
+// benchmark waits for it with waitFor, which parks the waiting goroutine
+// until the count is reached instead of sleeping: a sleep on a busy
+// machine can oversleep by milliseconds, long enough for a fast sink to
+// run dry, which measures the machine's scheduler instead of the sink.
+type countingSink struct {
+	n       atomic.Int64
+	target  atomic.Int64  // the count a waiter wants
+	reached chan struct{} // receives when n reaches target
+}
 
-func (s *countingSink) Create(e *v1.Event) (*v1.Event, error) { s.n.Add(1); return e, nil }
+func newCountingSink() *countingSink { return &countingSink{reached: make(chan struct{}, 1)} }
+
+func (s *countingSink) count() {
+	if s.n.Add(1) == s.target.Load() {
+		select {
+		case s.reached <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *countingSink) Create(e *v1.Event) (*v1.Event, error) { s.count(); return e, nil }
 func (s *countingSink) Update(e *v1.Event) (*v1.Event, error) { return e, nil }
 func (s *countingSink) Patch(e *v1.Event, _ []byte) (*v1.Event, error) {
-	s.n.Add(1)
+	s.count()
 	return e, nil
+}
+
+// waitFor returns once the sink was called n times, less the events
+// dropped() reports dropped on the way.
+func (s *countingSink) waitFor(n int64, dropped func() int64) {
+	for s.n.Load()+dropped() < n {
+		s.target.Store(n - dropped())
+		if s.n.Load()+dropped() >= n {
+			return
+		}
+		select {
+		case <-s.reached:
+		case <-time.After(time.Millisecond): // a drop meanwhile moved the target
+		}
+	}
 }
 
 // BenchmarkRecordToSink measures the whole path, recorder to an in-memory
@@ -155,7 +189,7 @@ func BenchmarkRecordToSink(b *testing.B) {
 		}
 		run := func(b *testing.B, bc record.EventBroadcaster, dropped func() int64) {
 			b.ReportAllocs()
-			sink := &countingSink{}
+			sink := newCountingSink()
 			bc.StartRecordingToSink(sink)
 			r := bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: "bench", Host: "node-1"})
 			i := 0
@@ -165,14 +199,10 @@ func BenchmarkRecordToSink(b *testing.B) {
 				if i%500 == 0 {
 					// Let the sink keep up, as a controller's pace would; both
 					// implementations get the same pause points.
-					for sink.n.Load()+dropped() < int64(i)-500 {
-						time.Sleep(10 * time.Microsecond)
-					}
+					sink.waitFor(int64(i)-500, dropped)
 				}
 			}
-			for sink.n.Load()+dropped() < int64(i) {
-				time.Sleep(10 * time.Microsecond)
-			}
+			sink.waitFor(int64(i), dropped)
 			b.ReportMetric(float64(dropped())/float64(i), "drops/op")
 			bc.Shutdown()
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/correlate"
+	"github.com/heraldgo/herald/internal/correlation"
 )
 
 // client-go's correlator defaults (tools/record/events_cache.go).
@@ -27,11 +29,12 @@ const (
 // it: the refill time is 299.99999 s, not 300 s.
 var defaultQPS float32 = 1. / 300.
 
-// EventCorrelator is client-go's record.EventCorrelator on herald's generic
-// correlator: for the same events and clock it returns the same events, the
-// same patches byte for byte and the same skips, much faster (it builds the
-// patch without a JSON diff). It is safe for concurrent use; its zero value
-// is not usable: create one with NewEventCorrelator or
+// EventCorrelator is client-go's record.EventCorrelator on herald's
+// correlation engine (the one under package correlate): for the same
+// events and clock it returns the same events, the same patches byte for
+// byte and the same skips, much faster (it hashes each event's fields once
+// and builds the patch without a JSON diff). It is safe for concurrent use;
+// its zero value is not usable: create one with NewEventCorrelator or
 // NewEventCorrelatorWithOptions.
 //
 // Differences from client-go, on purpose:
@@ -40,23 +43,55 @@ var defaultQPS float32 = 1. / 300.
 //   - When a group of similar events is full and one member must go,
 //     client-go drops a random one; herald drops the least recently seen.
 //   - A KeyFunc, MessageFunc or SpamKeyFunc that panics is reported as an
-//     error instead of crashing.
+//     error, and the event changes nothing, instead of crashing.
 type EventCorrelator struct {
-	c   *correlate.Correlator[item, key]
 	msg record.EventAggregatorMessageFunc
+
+	// mu guards the engine, the two items it is handed, which are reused
+	// from call to call, and the field hasher.
+	mu      sync.Mutex
+	engine  *correlation.Correlator[*item, key, member, last]
+	in      item     // the event being correlated
+	standIn item     // its group's combined event, when there is one
+	combo   v1.Event // standIn's event
+	hasher  fieldHasher
 }
 
-// item is what the generic correlator sees: an event and the hashes of its
-// fields, computed once and shared by every key of the event. What the
-// correlator keeps of an earlier event (Observation.Last) is only its name
-// and resource version, which is all a repeat needs.
+// item is what the engine sees: an event and the hashes of its fields,
+// computed once and shared by every key of the event.
 type item struct {
-	e        *v1.Event
-	f        fieldHashes
-	name, rv string
+	e *v1.Event
+	f fieldHashes
+	// The strings a user's KeyFunc and SpamKeyFunc returned for e, kept by
+	// the hash functions for the match and key functions: a user's
+	// function runs once per event.
+	group, member, spam string
 }
 
-func keep(it item) item { return item{name: it.e.Name, rv: it.e.ResourceVersion} }
+// The engine's keys of the default functions.
+var (
+	eventKeyer = correlation.Keyer[*item, key]{
+		Hash:  func(it *item) uint64 { return eventHash(&it.f) },
+		Match: func(it *item, k *key) bool { return isEventKey(it.e, k) },
+		Make:  func(it *item) key { return eventKey(it.e) },
+	}
+	groupKeyer = correlation.Keyer[*item, key]{
+		Hash:  func(it *item) uint64 { return groupHash(&it.f) },
+		Match: func(it *item, k *key) bool { return isGroupKey(it.e, k) },
+		Make:  func(it *item) key { return groupKey(it.e) },
+	}
+	spamKeyer = correlation.Keyer[*item, key]{
+		Hash:  func(it *item) uint64 { return spamHash(&it.f) },
+		Match: func(it *item, k *key) bool { return isSpamKey(it.e, k) },
+		Make:  func(it *item) key { return spamKey(it.e) },
+	}
+)
+
+// messageMember tells the members of a default group apart by message.
+func messageMember(it *item) member { return member{h: it.f.message, s: it.e.Message} }
+
+// last is what the engine remembers of an event: what a repeat patches.
+type last struct{ name, rv string }
 
 // EventCorrelateResult is what EventCorrelate decided for one event, as in
 // client-go.
@@ -69,6 +104,20 @@ type EventCorrelateResult struct {
 	Patch []byte
 	// Skip reports whether the spam filter refused the event.
 	Skip bool
+}
+
+// result is an EventCorrelateResult and its event, allocated together.
+type result struct {
+	r  EventCorrelateResult
+	ev v1.Event
+}
+
+// patched is a result with room for its patch when the message is up to
+// 175 bytes, all in one allocation: 640 bytes of result, 248 of room and
+// the allocator's 8-byte header make 896, one of its size classes.
+type patched struct {
+	result
+	buf [248]byte
 }
 
 // NewEventCorrelator returns a correlator with client-go's defaults, reading
@@ -102,72 +151,107 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	msg := o.MessageFunc
-	if msg == nil {
-		msg = record.EventAggregatorByReasonMessageFunc
+	ec := &EventCorrelator{msg: o.MessageFunc}
+	if ec.msg == nil {
+		ec.msg = record.EventAggregatorByReasonMessageFunc
 	}
-	ec := &EventCorrelator{msg: msg}
-	opts := correlate.Options[item, key]{
-		Combine:    ec.combine,
-		Seed:       seed,
-		Keep:       keep,
+	opts := correlation.Options[*item, key, member, last]{
+		Key:     eventKeyer,
+		Group:   groupKeyer,
+		Member:  messageMember,
+		Combine: ec.combine,
+		Spam:    spamKeyer,
+		Seed:    seed,
+		Keep:    ec.keep,
+		// client-go reads the clock for the aggregator and again for the
+		// spam filter; a clock that moves on every reading tells the two
+		// apart. The system clock's second reading is a few nanoseconds
+		// later, which no decision can tell from the first: it is read
+		// once.
+		SpamClock:  !isRealClock(o.Clock),
 		CacheSize:  o.LRUCacheSize,
 		MaxMembers: o.MaxEvents,
 		Window:     time.Duration(o.MaxIntervalInSeconds) * time.Second,
 		Burst:      o.BurstSize,
 		Rate:       rate.Limit(o.QPS),
 		Clock:      o.Clock,
-		Hash:       hashOf,
-		Spam:       func(it item) key { return spamKey(it.e, &it.f) },
-		Group:      func(it item) (key, key) { return groupByReason(it.e, &it.f) },
 	}
 	if o.QPS < 0 || math.IsInf(float64(o.QPS), 1) {
 		opts.Rate = rate.Inf
 	}
 	if f := o.SpamKeyFunc; f != nil {
-		opts.Spam = func(it item) key { return customKey(kindCustomSpam, f(it.e)) }
-	}
-	if f := o.KeyFunc; f != nil {
-		opts.Group = func(it item) (key, key) {
-			g, m := f(it.e)
-			return customKey(kindCustomGroup, g), customKey(kindCustomMember, m)
+		opts.Spam = correlation.Keyer[*item, key]{
+			Hash:  func(it *item) uint64 { it.spam = f(it.e); return customHash(kindCustomSpam, it.spam) },
+			Match: func(it *item, k *key) bool { return k.custom == it.spam },
+			Make:  func(it *item) key { return key{custom: it.spam} },
 		}
 	}
-	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
-		opts.Group = nil
-		opts.MaxMembers, opts.Window = 0, 0
+	if f := o.KeyFunc; f != nil {
+		opts.Group = correlation.Keyer[*item, key]{
+			Hash:  func(it *item) uint64 { it.group, it.member = f(it.e); return customHash(kindCustomGroup, it.group) },
+			Match: func(it *item, k *key) bool { return k.custom == it.group },
+			Make:  func(it *item) key { return key{custom: it.group} },
+		}
+		opts.Member = func(it *item) member { return member{h: hashString(it.member), s: it.member} }
 	}
-	ec.c = correlate.New(func(it item) key { return eventKey(it.e, &it.f) }, opts)
+	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
+		opts.Group, opts.Member = correlation.Keyer[*item, key]{}, nil
+	}
+	ec.engine = correlation.New(opts)
 	return ec
+}
+
+// isRealClock reports whether c is the system clock.
+func isRealClock(c clock.PassiveClock) bool {
+	switch c.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
 }
 
 // seed records a first occurrence as client-go does: with the event's own
 // count and first timestamp. client-go keeps the count as a uint, so a
 // negative count is a large one there; uint32 keeps the same value modulo
 // 2^32, which is all that reaches the int32 Count of the next repeat.
-func seed(it item, _ time.Time) (int, time.Time) {
+func seed(it *item, _ time.Time) (int, time.Time) {
 	return int(uint32(it.e.Count)), it.e.FirstTimestamp.Time
 }
 
+// keep is what a new event leaves in the cache: its name and resource
+// version, which a repeat patches. A combined event gets its name here,
+// as client-go names it: only a new one needs it, a repeat takes the name
+// of the first.
+func (c *EventCorrelator) keep(it *item) last {
+	if it == &c.standIn {
+		it.e.Name = combinedName(it.e.InvolvedObject.Name, it.e.FirstTimestamp.UnixNano())
+	}
+	return last{name: it.e.Name, rv: it.e.ResourceVersion}
+}
+
 // combine builds the event that stands in for a group of similar events,
-// field for field as client-go's aggregator builds it.
-func (c *EventCorrelator) combine(it item, now time.Time) item {
+// field for field as client-go's aggregator builds it but for the name,
+// which keep sets.
+func (c *EventCorrelator) combine(it *item, now time.Time) *item {
 	e, t := it.e, metav1.NewTime(now)
-	ce := &v1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%v.%x", e.InvolvedObject.Name, now.UnixNano()),
-			Namespace: e.Namespace,
-		},
+	msg := c.msg(e)
+	c.combo = v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: e.Namespace},
 		Count:          1,
 		FirstTimestamp: t,
 		InvolvedObject: e.InvolvedObject,
 		LastTimestamp:  t,
-		Message:        c.msg(e),
+		Message:        msg,
 		Type:           e.Type,
 		Reason:         e.Reason,
 		Source:         e.Source,
 	}
-	return item{e: ce, f: hashFields(ce)}
+	// The same fields as the trigger's but for the message and the
+	// reporting fields, which the combined event leaves empty.
+	f := it.f
+	f.message, f.reportingController, f.reportingInstance = hashString(msg), emptyHash, emptyHash
+	c.standIn = item{e: &c.combo, f: f}
+	return &c.standIn
 }
 
 // errNilEvent is client-go's error text for a nil event.
@@ -178,10 +262,10 @@ var errNilEvent = errors.New("event is nil")
 // of e's group, or nothing (Skip: the spam filter refused it; it is still
 // counted). It never modifies e. A nil e is an error, as in client-go; so is
 // a panic in a CorrelatorOptions function, in which case e is returned to be
-// recorded as it is.
+// recorded as it is, and the correlator is as if it had not seen e.
 //
-// On a repeat it allocates the copy and the patch and little else (see
-// BenchmarkEventCorrelate).
+// It allocates the result with its copy of the event, and on a repeat the
+// patch (see BenchmarkEventCorrelate).
 func (c *EventCorrelator) EventCorrelate(e *v1.Event) (*EventCorrelateResult, error) {
 	r, _, err := c.correlate(e)
 	if e == nil {
@@ -196,30 +280,45 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	if e == nil {
 		return nil, false, errNilEvent
 	}
-	r, err := c.c.Correlate(item{e: e, f: hashFields(e)})
-	if err != nil {
+	c.mu.Lock()
+	c.in = item{e: e, f: c.hasher.hash(e)}
+	r, p := c.engine.Correlate(&c.in)
+	if p != nil {
+		c.mu.Unlock()
 		cp := *e
-		return &EventCorrelateResult{Event: &cp}, false, fmt.Errorf("k8sadapter: correlate event %s/%s: %w", e.Namespace, e.Name, err)
+		return &EventCorrelateResult{Event: &cp}, false, fmt.Errorf("k8sadapter: correlate event %s/%s: %w: %v", e.Namespace, e.Name, correlate.ErrPanic, p)
 	}
 	if r.Skip {
+		c.mu.Unlock()
 		return &EventCorrelateResult{Skip: true}, r.Combined, nil
 	}
-	out := *r.Event.e
-	var patch []byte
-	if p := r.Previous; p.Count > 0 {
-		out.Name = p.Last.name
-		out.ResourceVersion = p.Last.rv
-		out.FirstTimestamp = metav1.NewTime(p.First)
-		out.Count = int32(r.Count)
-		patch = repeatPatch(&out)
-		if out.Count == 0 && !r.Combined {
-			// The int32 count wrapped to 0 (an event that arrived with a
-			// negative count): client-go remembers that 0, so its next
-			// occurrence counts as new. Remember it the same way.
-			c.c.Stored(r.Key, correlate.Observation[item]{First: p.First, Last: p.Last})
-		}
+	var out *result
+	var buf []byte
+	if r.Previous.Count > 0 {
+		p := new(patched)
+		out, buf = &p.result, p.buf[:0]
+	} else {
+		out = new(result)
 	}
-	return &EventCorrelateResult{Event: &out, Patch: patch}, r.Combined, nil
+	out.ev = *r.Event.e // the one copy, made while the combined event is ours
+	prev, count, combined := r.Previous, r.Count, r.Combined
+	if prev.Count > 0 && int32(count) == 0 && !combined {
+		// The int32 count wrapped to 0 (an event that arrived with a
+		// negative count): client-go remembers that 0, so its next
+		// occurrence counts as new. Remember it the same way.
+		c.stored(&c.in, correlation.Observation[last]{First: prev.First, Last: prev.Last})
+	}
+	c.mu.Unlock()
+
+	out.r.Event = &out.ev
+	if prev.Count > 0 {
+		out.ev.Name = prev.Last.name
+		out.ev.ResourceVersion = prev.Last.rv
+		out.ev.FirstTimestamp = metav1.NewTime(prev.First)
+		out.ev.Count = int32(count)
+		out.r.Patch = appendPatch(buf, &out.ev)
+	}
+	return &out.r, combined, nil
 }
 
 // UpdateState feeds back what the server stored for an event, so that the
@@ -229,10 +328,21 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 	if e == nil {
 		return
 	}
-	f := hashFields(e)
-	c.c.Stored(eventKey(e, &f), correlate.Observation[item]{
-		Count: int(e.Count),
+	obs := correlation.Observation[last]{
+		Count: int(uint32(e.Count)), // as seed: client-go keeps a uint
 		First: e.FirstTimestamp.Time,
-		Last:  keep(item{e: e}),
-	})
+		Last:  last{name: e.Name, rv: e.ResourceVersion},
+	}
+	c.mu.Lock()
+	c.in = item{e: e, f: c.hasher.hash(e)}
+	c.stored(&c.in, obs)
+	c.mu.Unlock()
+}
+
+// stored is the engine's Stored under the event key of it.
+func (c *EventCorrelator) stored(it *item, obs correlation.Observation[last]) {
+	c.engine.Stored(eventHash(&it.f),
+		func(k *key) bool { return isEventKey(it.e, k) },
+		func() key { return eventKey(it.e) },
+		obs)
 }

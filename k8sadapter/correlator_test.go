@@ -1,9 +1,11 @@
 package k8sadapter_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	testclocks "k8s.io/utils/clock/testing"
 
+	"github.com/heraldgo/herald/correlate"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -210,6 +213,135 @@ func TestEventCorrelateMatchesClientGo(t *testing.T) {
 	// The comparison means something only if every path was taken often.
 	if skips < total/20 || patches < total/10 || combined < total/50 {
 		t.Errorf("generator too tame: %d skipped, %d patches, %d combined of %d", skips, patches, combined, total)
+	}
+}
+
+// TestPanickingOptionFunctionChangesNothing arms one CorrelatorOptions
+// function at a time to panic on one event in seven. herald must return
+// the event as it is with an error wrapping correlate.ErrPanic, and then
+// behave as if it had never seen that event: client-go, fed every event
+// but the poisoned ones, decides every other event the same.
+func TestPanickingOptionFunctionChangesNothing(t *testing.T) {
+	keyFunc := func(e *v1.Event) (string, string) { return e.InvolvedObject.Name + "|" + e.Reason, e.Message }
+	messageFunc := func(e *v1.Event) string { return "combined: " + e.Reason }
+	spamKeyFunc := func(e *v1.Event) string { return e.InvolvedObject.Name + "|" + e.Message }
+	tests := []struct {
+		name string
+		arm  func(o *record.CorrelatorOptions, boom func())
+	}{
+		{"KeyFunc", func(o *record.CorrelatorOptions, boom func()) {
+			o.KeyFunc = func(e *v1.Event) (string, string) { boom(); return keyFunc(e) }
+		}},
+		{"MessageFunc", func(o *record.CorrelatorOptions, boom func()) {
+			o.MessageFunc = func(e *v1.Event) string { boom(); return messageFunc(e) }
+		}},
+		{"SpamKeyFunc", func(o *record.CorrelatorOptions, boom func()) {
+			o.SpamKeyFunc = func(e *v1.Event) string { boom(); return spamKeyFunc(e) }
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			anchorClock, heraldClock := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+			opts := func(c *testclocks.FakeClock) record.CorrelatorOptions {
+				return record.CorrelatorOptions{
+					Clock: c, KeyFunc: keyFunc, MessageFunc: messageFunc, SpamKeyFunc: spamKeyFunc,
+					LRUCacheSize: 16, BurstSize: 5, QPS: 1. / 30, MaxEvents: 4, MaxIntervalInSeconds: 60,
+				}
+			}
+			armed := false
+			boom := func() {
+				if armed {
+					panic(tc.name + " exploded")
+				}
+			}
+			ho := opts(heraldClock)
+			tc.arm(&ho, boom)
+			anchor := record.NewEventCorrelatorWithOptions(opts(anchorClock))
+			herald := k8sadapter.NewEventCorrelatorWithOptions(ho)
+			g := newGen(5, 60*time.Second, 4, func(e *v1.Event) string { k, _ := keyFunc(e); return k })
+			panics := 0
+			for i := range 3000 {
+				gap, e := g.next()
+				anchorClock.Step(gap)
+				heraldClock.Step(gap)
+				armed = i%7 == 6
+				got, err := herald.EventCorrelate(e.DeepCopy())
+				armed = false
+				if err != nil {
+					if !errors.Is(err, correlate.ErrPanic) || !strings.Contains(err.Error(), tc.name+" exploded") {
+						t.Fatalf("event %d: error %v, want one wrapping correlate.ErrPanic with the panic value", i, err)
+					}
+					if diff := cmp.Diff(e, got.Event); diff != "" || got.Patch != nil || got.Skip {
+						t.Fatalf("event %d: after a panic, result %+v differs from the event as it is:\n%s", i, got, diff)
+					}
+					panics++
+					continue // client-go never sees it
+				}
+				want, _ := anchor.EventCorrelate(e.DeepCopy())
+				sameResult(t, i, e, want, got)
+			}
+			if panics < 50 {
+				t.Errorf("only %d events made %s panic: the generator does not exercise it", panics, tc.name)
+			}
+		})
+	}
+}
+
+// TestUpdateStateOddCounts stores counts a server should never return
+// (negative, zero, the int32 edges) and correlates the same event again:
+// the next count, or a new event, is client-go's.
+func TestUpdateStateOddCounts(t *testing.T) {
+	for _, count := range []int32{-5, -1, 0, 1, 1<<31 - 1, -1 << 31} {
+		t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
+			anchor := record.NewEventCorrelator(testclocks.NewFakeClock(t0))
+			herald := k8sadapter.NewEventCorrelator(testclocks.NewFakeClock(t0))
+			e := fuzzEvent("kubelet", "node-1", "web-0", "", "BackOff", "back-off")
+			for i := range 3 {
+				want, _ := anchor.EventCorrelate(e.DeepCopy())
+				got, _ := herald.EventCorrelate(e.DeepCopy())
+				sameResult(t, i, e, want, got)
+				stored := want.Event.DeepCopy()
+				stored.Count, stored.ResourceVersion = count, fmt.Sprint("rv-", i)
+				anchor.UpdateState(stored)
+				herald.UpdateState(stored.DeepCopy())
+			}
+		})
+	}
+}
+
+// TestEventCorrelatorConcurrent correlates one event from 4 goroutines:
+// the counts handed out are exactly 1 to 2000, each once, and every
+// patch carries its own count, though the result is built after the lock
+// is released. Run it with -race.
+func TestEventCorrelatorConcurrent(t *testing.T) {
+	const goroutines, each = 4, 500
+	c := k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: testclocks.NewFakeClock(t0), BurstSize: 1 << 30})
+	e := fuzzEvent("kubelet", "node-1", "web-0", "", "BackOff", "back-off")
+	counts := make(chan int32, goroutines*each)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				r, err := c.EventCorrelate(e)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Event.Count > 1 && !strings.HasPrefix(string(r.Patch), fmt.Sprintf(`{"count":%d,`, r.Event.Count)) {
+					t.Errorf("count %d with patch %s", r.Event.Count, r.Patch)
+				}
+				counts <- r.Event.Count
+			}
+		})
+	}
+	wg.Wait()
+	close(counts)
+	seen := make([]bool, goroutines*each+1)
+	for n := range counts {
+		if n < 1 || int(n) >= len(seen) || seen[n] {
+			t.Fatalf("count %d handed out twice or out of range", n)
+		}
+		seen[n] = true
 	}
 }
 

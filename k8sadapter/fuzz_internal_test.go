@@ -60,8 +60,8 @@ func FuzzRepeatPatch(f *testing.F) {
 			t.Skip("not marshallable:", err) // years beyond 9999 fail in client-go too
 		}
 		want := clientGoPatch(t, e)
-		if got := repeatPatch(e); string(got) != string(want) {
-			t.Fatalf("repeatPatch = %s\nclient-go   = %s", got, want)
+		if got := appendPatch(nil, e); string(got) != string(want) {
+			t.Fatalf("appendPatch = %s\nclient-go   = %s", got, want)
 		}
 	})
 }
@@ -86,4 +86,33 @@ func FuzzEventName(f *testing.F) {
 			t.Fatalf("eventName(%q, %d) = %q, client-go %q", name, nanos, got, want)
 		}
 	})
+}
+
+// TestAppendRFC3339 compares the hand-made date with time's formatting at
+// the edges of the years, the eras and the range it handles, and at
+// seconds spread over all of it.
+func TestAppendRFC3339(t *testing.T) {
+	times := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(0, 2, 29, 23, 59, 59, 0, time.UTC),
+		time.Date(0, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2000, 2, 29, 12, 0, 0, 0, time.UTC),
+		time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("east", 5*3600)),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	const first, last = -62167219200, 253402300799 // years 0 and 9999
+	for sec := int64(first); sec <= last; sec += 7777777 {
+		times = append(times, time.Unix(sec, 0))
+	}
+	for _, tm := range times {
+		want := `"` + tm.UTC().Format(time.RFC3339) + `"`
+		if got := string(appendRFC3339(nil, tm)); got != want {
+			t.Fatalf("appendRFC3339(%v) = %s, want %s", tm, got, want)
+		}
+	}
 }

@@ -8,18 +8,21 @@ import (
 	"k8s.io/client-go/tools/record/util"
 )
 
-// key is every correlation key of a core/v1 Event: the exact-repeat key, the
-// default group and member keys, the default spam key, and the strings a
-// user's CorrelatorOptions.KeyFunc or SpamKeyFunc return (in custom). Each
-// kind of key fills the fields client-go concatenates for it and leaves the
-// others empty. Being a comparable struct, a key cannot collide across field
-// boundaries as client-go's concatenated strings do ("ab"+"c" = "a"+"bc").
+// key is every correlation key of a core/v1 Event: the exact-repeat key,
+// the default group key, the default spam key, and the strings a user's
+// CorrelatorOptions.KeyFunc or SpamKeyFunc return (in custom). Each kind
+// of key fills the fields client-go concatenates for it and leaves the
+// others empty. Being a comparable struct, a key cannot collide across
+// field boundaries as client-go's concatenated strings do ("ab"+"c" =
+// "a"+"bc").
 //
-// h is the key's hash, computed once from the hashes of its fields (see
-// fieldHashes), so that the correlator's caches never hash the strings
-// again; equal keys have equal fields and so equal h.
+// Keys travel as three functions of the event (see correlation.Keyer): a
+// hash, computed once from the hashes of the event's fields (see
+// fieldHashes); a match of a stored key against the event's fields; and
+// the key itself, built only to be stored. A cache holds keys of one kind
+// only (the observations tell event keys from group keys apart), so a
+// match compares the fields of its kind only.
 type key struct {
-	h                                                 uint64 // first: unequal keys differ here at once
 	component, host                                   string
 	kind, namespace, name, fieldPath, uid, apiVersion string
 	eventType, reason, message                        string
@@ -27,10 +30,20 @@ type key struct {
 	custom                                            string
 }
 
-// hashOf is the correlator's Hash option.
-func hashOf(k key) uint64 { return k.h }
+// member tells the events of one group apart: by message for client-go's
+// default grouping, by the string a user's KeyFunc returns otherwise. h is
+// the hash of s, compared first.
+type member struct {
+	h uint64
+	s string
+}
 
 var hashSeed = maphash.MakeSeed()
+
+func hashString(s string) uint64 { return maphash.String(hashSeed, s) }
+
+// emptyHash is the hash of "".
+var emptyHash = hashString("")
 
 // fieldHashes are the hashes of the event fields keys are made of.
 type fieldHashes struct {
@@ -38,16 +51,50 @@ type fieldHashes struct {
 	eventType, reason, message, reportingController, reportingInstance uint64
 }
 
-func hashFields(e *v1.Event) fieldHashes {
+// memo is one field's last string and its hash.
+type memo struct {
+	s string
+	h uint64
+}
+
+// hash returns the hash of s, from memory when s is the last string given:
+// then the comparison is all it costs, and a string compared with itself
+// is equal at once.
+func (m *memo) hash(s string) uint64 {
+	if m.h != 0 && s == m.s {
+		return m.h
+	}
+	return m.remember(s)
+}
+
+// remember is hash's slow path, kept out of line so that hash inlines.
+//
+//go:noinline
+func (m *memo) remember(s string) uint64 {
+	m.s, m.h = s, hashString(s)
+	return m.h
+}
+
+// fieldHasher hashes the key fields of events, remembering each field's
+// last string. Consecutive events of one source share most of their
+// strings (the source, the object's kind, namespace, name and UID, the
+// reason), so most fields cost a comparison instead of a hash. Its zero
+// value is ready to use; it is not safe for concurrent use.
+type fieldHasher struct {
+	component, host, kind, namespace, name, fieldPath, uid, apiVersion memo
+	eventType, reason, message, reportingController, reportingInstance memo
+}
+
+func (m *fieldHasher) hash(e *v1.Event) fieldHashes {
 	o := &e.InvolvedObject
 	return fieldHashes{
-		component: maphash.String(hashSeed, e.Source.Component), host: maphash.String(hashSeed, e.Source.Host),
-		kind: maphash.String(hashSeed, o.Kind), namespace: maphash.String(hashSeed, o.Namespace),
-		name: maphash.String(hashSeed, o.Name), fieldPath: maphash.String(hashSeed, o.FieldPath),
-		uid: maphash.String(hashSeed, string(o.UID)), apiVersion: maphash.String(hashSeed, o.APIVersion),
-		eventType: maphash.String(hashSeed, e.Type), reason: maphash.String(hashSeed, e.Reason),
-		message: maphash.String(hashSeed, e.Message), reportingController: maphash.String(hashSeed, e.ReportingController),
-		reportingInstance: maphash.String(hashSeed, e.ReportingInstance),
+		component: m.component.hash(e.Source.Component), host: m.host.hash(e.Source.Host),
+		kind: m.kind.hash(o.Kind), namespace: m.namespace.hash(o.Namespace),
+		name: m.name.hash(o.Name), fieldPath: m.fieldPath.hash(o.FieldPath),
+		uid: m.uid.hash(string(o.UID)), apiVersion: m.apiVersion.hash(o.APIVersion),
+		eventType: m.eventType.hash(e.Type), reason: m.reason.hash(e.Reason),
+		message: m.message.hash(e.Message), reportingController: m.reportingController.hash(e.ReportingController),
+		reportingInstance: m.reportingInstance.hash(e.ReportingInstance),
 	}
 }
 
@@ -67,63 +114,96 @@ const (
 	kindEvent uint64 = iota + 1
 	kindSpam
 	kindGroup
-	kindMember
 	kindCustomGroup
-	kindCustomMember
 	kindCustomSpam
 )
 
 // eventKey is client-go's getEventKey: what makes two events identical.
-func eventKey(e *v1.Event, f *fieldHashes) key {
+func eventKey(e *v1.Event) key {
 	o := &e.InvolvedObject
 	return key{
 		component: e.Source.Component, host: e.Source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, fieldPath: o.FieldPath,
 		uid: string(o.UID), apiVersion: o.APIVersion,
 		eventType: e.Type, reason: e.Reason, message: e.Message,
-		h: mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
-			f.eventType, f.reason, f.message),
 	}
 }
 
-// spamKey is client-go's getSpamKey: one token bucket per source and object.
-func spamKey(e *v1.Event, f *fieldHashes) key {
+// eventHash is the hash of eventKey.
+func eventHash(f *fieldHashes) uint64 {
+	return mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
+		f.eventType, f.reason, f.message)
+}
+
+// isEventKey reports whether k, an event key, is e's.
+func isEventKey(e *v1.Event, k *key) bool {
+	o := &e.InvolvedObject
+	return k.name == o.Name && k.message == e.Message && k.reason == e.Reason && k.fieldPath == o.FieldPath &&
+		k.namespace == o.Namespace && k.uid == string(o.UID) && k.kind == o.Kind && k.apiVersion == o.APIVersion &&
+		k.eventType == e.Type && k.component == e.Source.Component && k.host == e.Source.Host
+}
+
+// spamKey is client-go's getSpamKey: one token bucket per source and
+// object.
+func spamKey(e *v1.Event) key {
 	o := &e.InvolvedObject
 	return key{
 		component: e.Source.Component, host: e.Source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
 		eventType: e.Type,
-		h:         mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType),
 	}
 }
 
-// groupByReason is client-go's EventAggregatorByReasonFunc: events that
-// differ only in message (and field path) form a group; the message tells
-// its members apart.
-func groupByReason(e *v1.Event, f *fieldHashes) (group, member key) {
+// spamHash is the hash of spamKey.
+func spamHash(f *fieldHashes) uint64 {
+	return mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+}
+
+// isSpamKey reports whether k, a spam key, is e's.
+func isSpamKey(e *v1.Event, k *key) bool {
 	o := &e.InvolvedObject
-	group = key{
+	return k.name == o.Name && k.namespace == o.Namespace && k.uid == string(o.UID) && k.kind == o.Kind &&
+		k.apiVersion == o.APIVersion && k.eventType == e.Type && k.component == e.Source.Component && k.host == e.Source.Host
+}
+
+// groupKey is the group key of client-go's EventAggregatorByReasonFunc:
+// events that differ only in message (and field path) form a group; the
+// message (see member) tells its members apart.
+func groupKey(e *v1.Event) key {
+	o := &e.InvolvedObject
+	return key{
 		component: e.Source.Component, host: e.Source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
 		eventType: e.Type, reason: e.Reason,
 		reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-		h: mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
-			f.reason, f.reportingController, f.reportingInstance),
 	}
-	return group, key{message: e.Message, h: mix(kindMember, f.message)}
 }
 
-// customKey wraps a string from a user's key function.
-func customKey(kind uint64, s string) key {
-	return key{custom: s, h: mix(kind, maphash.String(hashSeed, s))}
+// groupHash is the hash of groupKey.
+func groupHash(f *fieldHashes) uint64 {
+	return mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
+		f.reason, f.reportingController, f.reportingInstance)
 }
+
+// isGroupKey reports whether k, a group key, is e's.
+func isGroupKey(e *v1.Event, k *key) bool {
+	o := &e.InvolvedObject
+	return k.name == o.Name && k.reason == e.Reason && k.namespace == o.Namespace && k.uid == string(o.UID) &&
+		k.kind == o.Kind && k.apiVersion == o.APIVersion && k.eventType == e.Type &&
+		k.component == e.Source.Component && k.host == e.Source.Host &&
+		k.reportingController == e.ReportingController && k.reportingInstance == e.ReportingInstance
+}
+
+// customHash is the hash of a string from a user's key function, as a key
+// of the given kind.
+func customHash(kind uint64, s string) uint64 { return mix(kind, hashString(s)) }
 
 // eventName is client-go's util.GenerateEventName without fmt and regular
 // expressions: "<name>.<hex nanos>", or a random UUID when that is not a
 // valid DNS subdomain name.
 func eventName(refName string, unixNano int64) string {
-	buf := make([]byte, 0, len(refName)+18)
-	buf = append(buf, refName...)
+	var room [96]byte // on the stack: the string below is the one allocation
+	buf := append(room[:0], refName...)
 	buf = append(buf, '.')
 	buf = strconv.AppendInt(buf, unixNano, 16)
 	if !isDNS1123Subdomain(buf) {
@@ -131,6 +211,15 @@ func eventName(refName string, unixNano int64) string {
 		return util.GenerateEventName(refName, unixNano)
 	}
 	return string(buf)
+}
+
+// combinedName is the name client-go gives a combined event:
+// "<name>.<hex nanos>", unchecked.
+func combinedName(refName string, unixNano int64) string {
+	var room [96]byte
+	buf := append(room[:0], refName...)
+	buf = append(buf, '.')
+	return string(strconv.AppendInt(buf, unixNano, 16))
 }
 
 // isDNS1123Subdomain reports whether s is a valid DNS subdomain name as

@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// repeatPatch returns the strategic-merge patch client-go sends for a
-// repeated event e, byte for byte, without computing a JSON diff.
+// appendPatch appends to buf the strategic-merge patch client-go sends for
+// a repeated event e, byte for byte, without computing a JSON diff.
 //
 // client-go builds it with strategicpatch.CreateTwoWayMergePatch(old, new)
 // where new is e marshalled to JSON and old is the same event with Count 0,
@@ -26,8 +26,12 @@ import (
 // is encoded as encoding/json encodes a string that was decoded from JSON:
 // HTML-escaped, with each invalid UTF-8 byte turned into U+FFFD. A fuzz test
 // checks identity with client-go's own computation.
-func repeatPatch(e *v1.Event) []byte {
-	buf := make([]byte, 0, 96+len(e.Message)) // room for every field: one allocation
+func appendPatch(buf []byte, e *v1.Event) []byte {
+	// Room for every field (73 bytes and the message, unless it needs
+	// escaping): one allocation at most.
+	if need := 73 + len(e.Message); cap(buf)-len(buf) < need {
+		buf = append(make([]byte, 0, len(buf)+need), buf...)
+	}
 	buf = append(buf, '{')
 	sep := false
 	if e.Count != 0 {
@@ -64,7 +68,7 @@ func appendJSONString(buf []byte, s string) []byte {
 	// Fast path: printable ASCII that encoding/json writes as is.
 	plain := true
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			plain = false
 			break
 		}
@@ -84,6 +88,15 @@ func appendJSONString(buf []byte, s string) []byte {
 	b, _ := json.Marshal(s)
 	return append(buf, b...)
 }
+
+// jsonPlain tells the bytes encoding/json writes as they are: printable
+// ASCII but for '"', '\\' and the HTML-escaped '<', '>' and '&'.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendRFC3339 appends t as metav1.Time marshals it: quoted RFC 3339 in
 // UTC, to the second. Years outside 0-9999 take time's own formatting.

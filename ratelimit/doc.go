@@ -24,9 +24,10 @@
 //
 // # Memory
 //
-// A Limiter keeps at most Options.Size keys. Adding one more forgets the
-// least recently used; a forgotten key comes back with a full bucket, as in
-// client-go's event spam filter.
+// A Limiter keeps at most Options.Size keys, in a least-recently-used cache
+// (github.com/hashicorp/golang-lru/v2) that finds each key by a hash
+// computed once per call. Adding a key beyond Size forgets the least
+// recently used; a forgotten key comes back with a full bucket.
 //
 // # Concurrency
 //

@@ -5,9 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
-	"github.com/heraldgo/herald/internal/lru"
+	"github.com/heraldgo/herald/internal/hashlru"
 )
 
 // Limiter is a set of token buckets, one per key, keeping at most
@@ -17,12 +15,10 @@ import (
 // A Limiter is safe for concurrent use and starts no goroutines. Its zero
 // value is not usable: create one with New.
 type Limiter[K comparable] struct {
-	limit rate.Limit
-	burst int
-	seed  maphash.Seed // hashes keys for AllowAt
+	seed maphash.Seed // hashes each key once per call
 
 	mu      sync.Mutex // guards buckets
-	buckets *lru.Cache[K, *rate.Limiter]
+	buckets *hashlru.Limiter[K]
 }
 
 // New returns a Limiter configured by opts, whose zero fields take the
@@ -47,10 +43,8 @@ func New[K comparable](opts Options) *Limiter[K] {
 		opts.Size = DefaultSize
 	}
 	return &Limiter[K]{
-		limit:   opts.Limit,
-		burst:   opts.Burst,
 		seed:    maphash.MakeSeed(),
-		buckets: lru.New[K, *rate.Limiter](opts.Size),
+		buckets: hashlru.NewLimiter[K](opts.Limit, opts.Burst, opts.Size),
 	}
 }
 
@@ -62,25 +56,10 @@ func New[K comparable](opts Options) *Limiter[K] {
 // AllowAt on a known key allocates nothing (BenchmarkAllowAt); a new key
 // allocates its bucket.
 func (l *Limiter[K]) AllowAt(key K, now time.Time) bool {
-	return l.AllowHashAt(key, maphash.Comparable(l.seed, key), now)
-}
-
-// AllowHashAt is AllowAt for a caller that has already hashed key, which
-// saves hashing a large key once more. h must be equal for equal keys; any
-// such hash will do, a poor one costs only speed. A Limiter finds a key
-// only under the hash it was given, so use either AllowAt or AllowHashAt
-// (with one hash function) on a given Limiter, never both.
-func (l *Limiter[K]) AllowHashAt(key K, h uint64, now time.Time) bool {
+	h := maphash.Comparable(l.seed, key) // outside the lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, ok := l.buckets.Get(key, h)
-	if !ok {
-		// A fresh rate.Limiter starts full. A bucket evicted from the cache
-		// is not reused: rate offers no way to refill one.
-		b, _ = l.buckets.Add(key, h)
-		*b = rate.NewLimiter(l.limit, l.burst)
-	}
-	return (*b).AllowN(now, 1)
+	return l.buckets.AllowAt(h, func(k *K) bool { return *k == key }, func() K { return key }, now)
 }
 
 // Len returns how many keys the Limiter holds now, at most Options.Size.

@@ -142,30 +142,6 @@ func TestLenAndEvicted(t *testing.T) {
 	}
 }
 
-// TestAllowHashAtCollisions gives every key the same hash: keys must still
-// have their own buckets, and eviction must still forget the right one.
-func TestAllowHashAtCollisions(t *testing.T) {
-	l := ratelimit.New[string](ratelimit.Options{Burst: 1, Size: 2})
-	for i, c := range []call{
-		{"a", 0, true},
-		{"b", 0, true},
-		{"a", 0, false},
-		{"b", 0, false},
-		{"c", 0, true}, // evicts a
-		{"b", 0, false},
-		{"a", 0, true}, // a full bucket again; evicts c
-		{"b", 0, false},
-		{"c", 0, true}, // evicts a
-	} {
-		if got := l.AllowHashAt(c.key, 0, t0); got != c.want {
-			t.Errorf("call %d: AllowHashAt(%q, 0, t0) = %v, want %v", i, c.key, got, c.want)
-		}
-	}
-	if got, want := l.Evicted(), uint64(3); got != want {
-		t.Errorf("Evicted() = %d, want %d", got, want)
-	}
-}
-
 // TestConcurrentAllow runs 8 goroutines on one key at one instant: exactly
 // the burst is allowed. Other goroutines churn a small cache meanwhile, for
 // the race detector.

@@ -2,7 +2,8 @@ package ratelimit
 
 import "golang.org/x/time/rate"
 
-// Defaults of Options: the settings of client-go's event spam filter.
+// Defaults of Options: a burst of 25, then one token every five minutes,
+// for up to 4096 keys.
 const (
 	// DefaultBurst is the size of each bucket: 25 tokens.
 	DefaultBurst = 25

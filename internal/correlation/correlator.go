@@ -1,0 +1,333 @@
+// Package correlation is the engine under correlate.Correlator and
+// k8sadapter.EventCorrelator: it groups similar values, counts repeats and
+// filters spam. Beyond what correlate exports, it takes what the Kubernetes
+// adapter needs to match client-go exactly and fast: keys hashed once from
+// hashes of the event's fields, matched against the event's fields and
+// built only when stored (Keyer); the count and first time of a new key
+// taken from the value itself (Seed); a trimmed record of a value (Keep,
+// of its own type L); and a second clock reading for the spam filter
+// (SpamClock).
+//
+// A Correlator is not safe for concurrent use: its owner locks, as
+// golang-lru's Cache locks around simplelru.
+package correlation
+
+import (
+	"slices"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/heraldgo/herald/internal/hashlru"
+)
+
+// Clock tells the time.
+type Clock interface {
+	Now() time.Time
+}
+
+// Keyer gives one kind of key of a value in three functions, so that a
+// lookup needs the key's hash and a comparison, never the key itself: the
+// engine builds a key only to store it.
+type Keyer[T, K any] struct {
+	// Hash returns the hash of v's key; equal keys must have equal hashes.
+	Hash func(v T) uint64
+	// Match reports whether k is v's key.
+	Match func(v T, k *K) bool
+	// Make returns v's key.
+	Make func(v T) K
+}
+
+// set reports whether the Keyer has its three functions.
+func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.Make != nil }
+
+// Options configures a Correlator. Every function is required unless it
+// says what a zero value means. The numbers must be positive where they
+// are used: CacheSize always, MaxMembers and Window with Group, Burst and
+// Rate with Spam.
+//
+// The Hash functions, Member, Combine and the clock may run the user's
+// code: they run before Correlate changes anything, so that a panic in any
+// of them leaves the Correlator as it was. Match, Make, Seed and Keep also
+// run while it commits, and must not panic.
+type Options[T, K any, M comparable, L any] struct {
+	// Key is the key of a value, under which it is counted.
+	Key Keyer[T, K]
+	// Group is the key of a value's group, and Member the key that tells
+	// it from the group's other members. Zero: no groups.
+	Group  Keyer[T, K]
+	Member func(v T) M
+	// Combine builds a full group's stand-in from the value that filled
+	// it. nil: that value stands in.
+	Combine func(trigger T, now time.Time) T
+	// Spam is the key of a value's token bucket; the value may be a
+	// stand-in. Zero: no spam filter.
+	Spam Keyer[T, K]
+	// Seed returns the count and first time of a key seen for the first
+	// time (or forgotten). nil: 1 and now.
+	Seed func(v T, now time.Time) (count int, first time.Time)
+	// Keep returns what to remember of a new value as Observation.Last.
+	Keep func(v T) L
+	// SpamClock makes Correlate read the clock a second time, for the
+	// spam filter, as client-go does.
+	SpamClock bool
+
+	CacheSize  int           // entries in each cache
+	MaxMembers int           // distinct members that make a group full
+	Window     time.Duration // how long a group lives after its last member
+	Burst      int           // tokens in a spam bucket
+	Rate       rate.Limit    // refill of a spam bucket, tokens per second
+	Clock      Clock
+}
+
+// Correlator is the engine. Its zero value is not usable: create one with
+// New.
+type Correlator[T, K any, M comparable, L any] struct {
+	key, group, spamKey Keyer[T, K]
+	member              func(T) M
+	combine             func(T, time.Time) T
+	seed                func(T, time.Time) (int, time.Time)
+	keep                func(T) L
+	spamClock           bool
+	maxMembers          int
+	window              time.Duration
+	clock               Clock
+
+	groups *hashlru.Cache[K, group[M]]
+	obs    *hashlru.Cache[obsKey[K], Observation[L]]
+	spam   *hashlru.Limiter[K] // nil without Options.Spam
+	stats  Stats
+}
+
+// Observation is what a Correlator remembers under one key.
+type Observation[L any] struct {
+	Count int       // occurrences so far; zero means forgotten
+	First time.Time // when the key was first seen
+	Last  L         // what Keep kept of the value, or what Stored set
+}
+
+// Result is what Correlate decided for one value.
+type Result[T, L any] struct {
+	Event    T    // the value, or its group's stand-in
+	Combined bool // Event is a stand-in, counted under the group's key
+	Count    int  // occurrences under that key, this one included
+	First    time.Time
+	Previous Observation[L] // what was remembered before; zero Count: new
+	Skip     bool           // the spam filter refused this occurrence
+}
+
+// Stats counts what a Correlator decided.
+type Stats struct {
+	Correlated, New, Repeats, Combined, Skipped, Panics, Evicted uint64
+}
+
+// group is a group's members, least recently seen first, and the time of
+// its last value.
+type group[M comparable] struct {
+	members []M
+	last    time.Time
+}
+
+// obsKey tells a group key from a value key even when they are equal
+// values of K, so that a group's count never mixes with a value's.
+type obsKey[K any] struct {
+	k        K
+	combined bool
+}
+
+// New returns a Correlator configured by o. It panics on a missing
+// required function or clock and on a number below 1 that is used (the
+// group settings with Group, the spam settings with Spam): the callers
+// check what their users give.
+func New[T, K any, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K, M, L] {
+	grouped, spam := o.Group.Hash != nil, o.Spam.Hash != nil
+	switch {
+	case !o.Key.set() || o.Keep == nil || o.Clock == nil || o.CacheSize < 1:
+		panic("correlation: incomplete Options")
+	case grouped && (!o.Group.set() || o.Member == nil || o.MaxMembers < 1 || o.Window <= 0):
+		panic("correlation: incomplete group Options")
+	case spam && (!o.Spam.set() || o.Burst < 1 || o.Rate <= 0):
+		panic("correlation: incomplete spam Options")
+	}
+	c := &Correlator[T, K, M, L]{
+		key:        o.Key,
+		group:      o.Group,
+		spamKey:    o.Spam,
+		member:     o.Member,
+		combine:    o.Combine,
+		seed:       o.Seed,
+		keep:       o.Keep,
+		spamClock:  o.SpamClock,
+		maxMembers: o.MaxMembers,
+		window:     o.Window,
+		clock:      o.Clock,
+		groups:     hashlru.New[K, group[M]](o.CacheSize),
+		obs:        hashlru.New[obsKey[K], Observation[L]](o.CacheSize),
+	}
+	if spam {
+		c.spam = hashlru.NewLimiter[K](o.Rate, o.Burst, o.CacheSize)
+	}
+	return c
+}
+
+// plan is what one Correlate call decided before changing anything.
+type plan[M comparable] struct {
+	now     time.Time
+	h       uint64    // the hash of the key counted under, the value's or its group's
+	gh      uint64    // the group key's hash
+	m       M         // the member key
+	grp     *group[M] // the group as it is, nil if unknown
+	fresh   bool      // the group starts afresh: unknown, or its window lapsed
+	at      int       // m's index among the group's members, or -1
+	full    bool      // the group is full with m: the value is combined
+	skh     uint64    // the spam key's hash
+	spamNow time.Time // the time the spam bucket is taken at
+}
+
+// Correlate decides what to record for v: group, observe, spam filter, in
+// client-go's order. It happens in two phases. The plan runs every
+// function of Options that may run the user's code and reads the caches
+// without changing them; the commit then changes the caches and counters,
+// and calls no function that may panic. So a Correlate call either has all
+// its effects or, having panicked, none but Stats.Panics: it then returns
+// a zero Result and the panic value.
+func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, L], panicked any) {
+	var p plan[M]
+	if panicked = c.plan(v, &res, &p); panicked != nil {
+		c.stats.Panics++
+		return Result[T, L]{}, panicked
+	}
+	c.commit(v, &res, &p)
+	return res, nil
+}
+
+// plan fills p, res.Event and res.Combined, and returns the value of a
+// panic in the functions it calls, or nil.
+func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, L], p *plan[M]) (panicked any) {
+	defer func() { panicked = recover() }()
+	p.now = c.clock.Now()
+	res.Event = v
+	p.h = c.key.Hash(v) // client-go computes the value's key first too
+	if c.group.Hash != nil {
+		p.gh, p.m = c.group.Hash(v), c.member(v)
+		p.grp, _ = c.groups.Peek(p.gh, func(k *K) bool { return c.group.Match(v, k) })
+		p.fresh = p.grp == nil || p.now.After(p.grp.last.Add(c.window)) // more than Window since the last
+		p.at, p.full = -1, c.maxMembers <= 1
+		if !p.fresh {
+			p.at = slices.Index(p.grp.members, p.m)
+			n := len(p.grp.members)
+			if p.at < 0 {
+				n++
+			}
+			p.full = n >= c.maxMembers
+		}
+		if p.full {
+			p.h = ^p.gh // spread group keys away from equal value keys
+			res.Combined = true
+			if c.combine != nil {
+				res.Event = c.combine(v, p.now)
+			}
+		}
+	}
+	if c.spamKey.Hash != nil {
+		p.skh = c.spamKey.Hash(res.Event)
+		p.spamNow = p.now
+		if c.spamClock {
+			p.spamNow = c.clock.Now()
+		}
+	}
+	return nil
+}
+
+// commit applies p for v: the group gains its member, the count goes up
+// or starts, the spam bucket gives a token or the occurrence is skipped.
+func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
+	if c.group.Hash != nil {
+		c.join(v, p)
+	}
+
+	// The key counted under: v's, or v's group's when combined.
+	keyer, combined := &c.key, res.Combined
+	if combined {
+		keyer = &c.group
+	}
+	o, hit, _ := c.obs.GetOrAdd(p.h,
+		func(k *obsKey[K]) bool { return k.combined == combined && keyer.Match(v, &k.k) },
+		func() obsKey[K] { return obsKey[K]{k: keyer.Make(v), combined: combined} })
+	if hit && o.Count > 0 {
+		res.Previous = *o
+		o.Count++
+		res.Count, res.First = o.Count, o.First
+		c.stats.Repeats++
+	} else {
+		res.Count, res.First = 1, p.now
+		if c.seed != nil {
+			res.Count, res.First = c.seed(res.Event, p.now)
+		}
+		*o = Observation[L]{Count: res.Count, First: res.First, Last: c.keep(res.Event)}
+		c.stats.New++
+	}
+
+	// After the count: a skipped occurrence still counts.
+	if c.spam != nil {
+		e := res.Event
+		res.Skip = !c.spam.AllowAt(p.skh,
+			func(k *K) bool { return c.spamKey.Match(e, k) },
+			func() K { return c.spamKey.Make(e) },
+			p.spamNow)
+	}
+
+	c.stats.Correlated++
+	if res.Combined {
+		c.stats.Combined++
+	}
+	if res.Skip {
+		c.stats.Skipped++
+	}
+}
+
+// join adds p's member to v's group as planned; when the group is full,
+// its least recently seen member is forgotten to keep it below MaxMembers.
+func (c *Correlator[T, K, M, L]) join(v T, p *plan[M]) {
+	rec := p.grp
+	if rec == nil {
+		rec, _ = c.groups.Add(p.gh, c.group.Make(v)) // may reuse a forgotten group's members
+	} else {
+		c.groups.Touch(p.gh) // found by plan's Peek: mark it used
+	}
+	if p.fresh {
+		clear(rec.members) // drop references for the garbage collector
+		rec.members = rec.members[:0]
+	}
+	rec.last = p.now
+	if p.at >= 0 {
+		// Seen again: it becomes the most recently seen.
+		copy(rec.members[p.at:], rec.members[p.at+1:])
+		rec.members[len(rec.members)-1] = p.m
+	} else {
+		rec.members = append(rec.members, p.m)
+	}
+	if p.full {
+		var zero M
+		copy(rec.members, rec.members[1:])
+		rec.members[len(rec.members)-1] = zero
+		rec.members = rec.members[:len(rec.members)-1]
+	}
+}
+
+// Stored replaces what is remembered under a value key (never a group
+// key) with obs, and marks it most recently used. The key is given as for
+// a lookup: its hash h, match to recognize it, key to build it.
+func (c *Correlator[T, K, M, L]) Stored(h uint64, match func(*K) bool, key func() K, obs Observation[L]) {
+	o, _, _ := c.obs.GetOrAdd(h,
+		func(k *obsKey[K]) bool { return !k.combined && match(&k.k) },
+		func() obsKey[K] { return obsKey[K]{k: key()} })
+	*o = obs
+}
+
+// Stats returns the counters; Evicted counts observations forgotten.
+func (c *Correlator[T, K, M, L]) Stats() Stats {
+	s := c.stats
+	s.Evicted = c.obs.Evicted()
+	return s
+}
