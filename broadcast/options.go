@@ -7,11 +7,10 @@ import (
 
 // Default and largest sizes of the queues.
 const (
-	// DefaultQueueLength is the capacity of each watcher's queue (the value
-	// of apimachinery's watch.DefaultChanSize).
+	// DefaultQueueLength is the capacity of each watcher's queue.
 	DefaultQueueLength = 100
 	// DefaultIncomingQueueLength is the capacity of the queue between
-	// publishers and the distributor, as in apimachinery's watch.Broadcaster.
+	// publishers and the distributor.
 	DefaultIncomingQueueLength = 25
 	// MaxQueueLength is the largest queue length New and WatchWith accept,
 	// for a watcher's queue and for the incoming queue. A watcher's queue
@@ -61,11 +60,9 @@ type FullPolicy int
 const (
 	// Block waits until the watcher makes room or is stopped. Nothing is
 	// lost, but one slow Block watcher holds back every other watcher and,
-	// once the incoming queue fills, every publisher. This is the default
-	// (apimachinery's WaitIfChannelFull).
+	// once the incoming queue fills, every publisher. This is the default.
 	Block FullPolicy = iota + 1
-	// DropNewest skips the new value for that watcher only, and counts it
-	// (apimachinery's DropIfChannelFull, which does not count).
+	// DropNewest skips the new value for that watcher only, and counts it.
 	DropNewest
 	// DropOldest discards the oldest value still queued for that watcher to
 	// make room for the new one, and counts it: a slow watcher always holds
