@@ -150,7 +150,7 @@ func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[
 		return nil, ErrClosed
 	}
 	b.watchers.Add(1)
-	b.queueMarkerLocked(marker[T]{run: func() { b.d.activate(w) }, watch: w})
+	signal(b.queueMarkerLocked(marker[T]{run: func() { b.d.activate(w) }, watch: w}))
 	return w, nil
 }
 
@@ -174,9 +174,11 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 			return ErrClosed
 		}
 		if len(b.queue) < b.incap {
-			b.enqueueLocked(v)
-			b.passSpaceLocked()
+			work := b.enqueueLocked(v)
+			space := b.passSpaceLocked()
 			b.mu.Unlock()
+			signal(work)
+			signal(space)
 			return nil
 		}
 		// Wait outside the lock, so that Shutdown is never held up by a
@@ -193,8 +195,9 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 		b.mu.Lock()
 		b.space.unparkLocked()
 		if ended {
-			b.passSpaceLocked()
+			space := b.passSpaceLocked()
 			b.mu.Unlock()
+			signal(space)
 			return ctx.Err()
 		}
 	}
@@ -206,38 +209,45 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 // ErrClosed. TryPublish allocates nothing.
 func (b *Broadcaster[T]) TryPublish(v T) (sent bool, err error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	switch {
 	case b.closed:
+		b.mu.Unlock()
 		return false, ErrClosed
 	case len(b.queue) >= b.incap:
 		b.refused++
+		b.mu.Unlock()
 		return false, nil
 	}
-	b.enqueueLocked(v)
+	work := b.enqueueLocked(v)
+	b.mu.Unlock()
+	signal(work)
 	return true, nil
 }
 
-// enqueueLocked appends v to the incoming queue.
-func (b *Broadcaster[T]) enqueueLocked(v T) {
+// enqueueLocked appends v to the incoming queue. It returns the channel to
+// signal, once unlocked, to wake the distributor (see waitq.wakeLocked).
+func (b *Broadcaster[T]) enqueueLocked(v T) chan struct{} {
 	b.queue = append(b.queue, v)
 	b.enqueued++
-	b.work.wakeLocked()
+	return b.work.wakeLocked()
 }
 
 // passSpaceLocked applies the hand-off rule to publishers: room left in the
-// incoming queue goes on to the next parked publisher.
-func (b *Broadcaster[T]) passSpaceLocked() {
+// incoming queue goes on to the next parked publisher. It returns the
+// channel to signal once unlocked.
+func (b *Broadcaster[T]) passSpaceLocked() chan struct{} {
 	if len(b.queue) < b.incap {
-		b.space.wakeLocked()
+		return b.space.wakeLocked()
 	}
+	return nil
 }
 
-// queueMarkerLocked queues m at the current end of the incoming queue.
-func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) {
+// queueMarkerLocked queues m at the current end of the incoming queue. It
+// returns the channel to signal to wake the distributor.
+func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) chan struct{} {
 	m.pos = b.enqueued
 	b.marks = append(b.marks, m)
-	b.work.wakeLocked()
+	return b.work.wakeLocked()
 }
 
 // Flush returns once every value queued before the call has been placed in,
@@ -259,14 +269,16 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var work chan struct{}
 	b.mu.Lock()
 	f, closed := b.flush, b.closed
 	if !closed && (f == nil || f.pos != b.enqueued) {
 		f = &flushMark{pos: b.enqueued, reached: make(chan struct{})}
 		b.flush = f
-		b.queueMarkerLocked(marker[T]{run: func() { f.reach(b.abandonedAny()) }})
+		work = b.queueMarkerLocked(marker[T]{run: func() { f.reach(b.abandonedAny()) }})
 	}
 	b.mu.Unlock()
+	signal(work)
 	if closed {
 		select {
 		case <-b.done:
@@ -381,11 +393,15 @@ func (b *Broadcaster[T]) requestStop(w *Watcher[T]) {
 	}
 }
 
-// count records n values placed in w's queue.
+// count records n values sent on w's channel; values placed in a ring are
+// counted by place, under the watcher's lock. The broadcaster's total is
+// summed by the distributor and published once per round and before each
+// marker (see publishCounts): one atomic add per round rather than one per
+// watcher.
 func (b *Broadcaster[T]) count(w *Watcher[T], n int) {
 	if n > 0 {
-		w.delivered.Add(uint64(n))
-		b.delivered.Add(uint64(n))
+		w.chDelivered.Add(uint64(n))
+		b.d.delivered += uint64(n)
 	}
 }
 

@@ -40,6 +40,7 @@ type distributor[T any] struct {
 	distributed uint64        // position of the next value to take
 	closedAny   bool          // a watcher in active was closed this round
 	deadMarks   int           // registration markers in b.marks whose watcher is closed
+	delivered   uint64        // values placed since the last publishCounts
 
 	// The round being distributed, taken from the incoming queue; its
 	// slices are swapped with the broadcaster's to be reused.
@@ -82,10 +83,12 @@ func (b *Broadcaster[T]) next() bool {
 	d.marks, b.marks = b.marks, d.marks[:0]
 	b.flush, d.deadMarks = nil, 0 // every marker is taken
 	d.last = b.closed
+	var space chan struct{}
 	if len(d.vals) > 0 {
-		b.space.wakeLocked()
+		space = b.space.wakeLocked()
 	}
 	b.mu.Unlock()
+	signal(space)
 	b.serveStops()
 	return true
 }
@@ -99,14 +102,25 @@ func (b *Broadcaster[T]) distribute() {
 		cut := int(m.pos - base)
 		b.fanout(d.vals[off:cut])
 		off = cut
+		b.publishCounts() // a Flush marker's caller may read Stats next
 		m.run()
 	}
 	b.fanout(d.vals[off:])
+	b.publishCounts()
 	d.distributed += uint64(len(d.vals))
 	clear(d.vals) // keep no reference to values or markers until the next round
 	clear(d.marks)
 	if d.closedAny {
 		d.compact()
+	}
+}
+
+// publishCounts adds the values placed since the last call to the total
+// Stats reads.
+func (b *Broadcaster[T]) publishCounts() {
+	if n := b.d.delivered; n > 0 {
+		b.delivered.Add(n)
+		b.d.delivered = 0
 	}
 }
 
@@ -149,6 +163,7 @@ func (b *Broadcaster[T]) deliver(w *Watcher[T], vals []T) {
 		if vals = vals[n:]; len(vals) == 0 {
 			return
 		}
+		b.publishCounts() // Stats are current while the distributor waits
 		select {
 		case send <- vals[0]: // nil unless w delivers through a channel
 			b.sent(w, 1)
@@ -188,15 +203,21 @@ func (b *Broadcaster[T]) place(w *Watcher[T], vals []T) (n int, send chan T, roo
 	}
 	n, added, dropped := w.queue.place(w.full, vals)
 	w.pushed += uint64(added)
+	var reader chan struct{}
 	if added > 0 {
-		w.readers.wakeLocked()
+		reader = w.readers.wakeLocked()
 	}
 	if n < len(vals) {
 		room = w.writer.parkLocked()
 	}
 	w.mu.Unlock()
-	b.count(w, added)
-	b.drop(w, dropped, policyDrop(w.full))
+	if reader != nil {
+		signal(reader)
+	}
+	b.d.delivered += uint64(added)
+	if dropped > 0 {
+		b.drop(w, dropped, policyDrop(w.full))
+	}
 	return n, nil, room
 }
 
@@ -320,7 +341,8 @@ func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
 	case w.ch != nil:
 		close(w.ch)
 	}
-	close(w.done) // last: once Stop sees it, every read sees the close
+	signal(w.readers.wakeLocked()) // passed on from reader to reader (passOnLocked)
+	close(w.done)                  // last: once Stop sees it, every read sees the close
 
 	b.watchers.Add(-1)
 	if w.active {

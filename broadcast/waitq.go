@@ -20,8 +20,10 @@ package broadcast
 // nobody needed only makes the next waiter check its condition once more.
 //
 // A change that is final for every waiter (a watcher closed, a switch to
-// channel delivery) is not passed by hand-off but by closing a channel
-// that every waiter selects on.
+// channel delivery) is passed on by the same rule: it leaves the condition
+// true for every waiter, so each one that wakes wakes the next. A waiter
+// thus selects on its waitq's channel and nothing else but its own
+// context, which keeps parking cheap.
 type waitq struct {
 	n int           // parked goroutines; guarded by the owner's mutex
 	c chan struct{} // capacity 1
@@ -38,15 +40,22 @@ func (q *waitq) parkLocked() <-chan struct{} {
 // unparkLocked counts the caller as no longer parked.
 func (q *waitq) unparkLocked() { q.n-- }
 
-// wakeLocked wakes one parked goroutine, if any.
-func (q *waitq) wakeLocked() {
-	if q.n > 0 {
-		signal(q.c)
+// wakeLocked returns the channel to signal to wake one parked goroutine,
+// or nil if none needs waking: none is parked, or a signal is still
+// pending (sent, not yet received), which already wakes one; len(q.c) is
+// read without locking the channel. The caller signals after it unlocks,
+// so that the goroutine it wakes does not at once wait for the mutex its
+// waker still holds; where that does not matter, signal(q.wakeLocked())
+// under the lock will do.
+func (q *waitq) wakeLocked() chan struct{} {
+	if q.n > 0 && len(q.c) == 0 {
+		return q.c
 	}
+	return nil
 }
 
 // signal makes a non-blocking send on a capacity-1 channel: a signal
-// already pending is as good as two.
+// already pending is as good as two. A nil c sends nothing.
 func signal(c chan struct{}) {
 	select {
 	case c <- struct{}{}:

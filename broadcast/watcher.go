@@ -26,10 +26,15 @@ type Watcher[T any] struct {
 	full     FullPolicy // resolved: never the zero value
 	stopOnce sync.Once
 
-	dropped   atomic.Uint64          // see Dropped
-	delivered atomic.Uint64          // see Delivered
-	events    atomic.Pointer[chan T] // ch, for reads without mu
-	switching atomic.Bool            // Events waits for All loops to hand their values back
+	// events is read by readers before every batch and written once: on a
+	// cache line apart from what the distributor writes per batch.
+	events atomic.Pointer[chan T] // ch, for reads without mu
+	_      [64]byte
+
+	dropped atomic.Uint64 // see Dropped
+	// chDelivered counts values sent on ch; pushed (under mu) those added
+	// to the ring. Delivered is their sum.
+	chDelivered atomic.Uint64
 
 	// Channel delivery, set under mu before ch is visible, then owned by
 	// the distributor: values sent on ch so far (those the switch moved
@@ -48,7 +53,7 @@ type Watcher[T any] struct {
 	front  []held[T]
 	queue  ring[T]
 	prefix uint64 // length of the prefix
-	pushed uint64 // values ever added to queue
+	pushed uint64 // values ever added to queue, DropOldest's discards included: see Delivered
 	// lent counts All batches out (taken, not yet all yielded or handed
 	// back) and lentVals their values; while any are out, a switch to
 	// channel delivery waits in pending.
@@ -59,11 +64,10 @@ type Watcher[T any] struct {
 	// closed is set, and done closed, by the distributor alone: nothing
 	// more will be added. Queued values stay readable. The distributor
 	// reads closed without mu, as no other goroutine writes it.
-	closed   bool
-	done     chan struct{}
-	switched chan struct{} // closed when ch is set
-	readers  waitq         // Next and All calls waiting for values
-	writer   waitq         // the distributor waiting for room (Block)
+	closed  bool
+	done    chan struct{}
+	readers waitq // Next and All calls waiting for values, or a close or switch
+	writer  waitq // the distributor waiting for room (Block)
 }
 
 // held is a value owed to a watcher ahead of its ring, with its index.
@@ -74,14 +78,13 @@ type held[T any] struct {
 
 func newWatcher[T any](b *Broadcaster[T], qlen int, full FullPolicy, prefix []T) *Watcher[T] {
 	w := &Watcher[T]{
-		b:        b,
-		full:     full,
-		queue:    ring[T]{limit: qlen},
-		prefix:   uint64(len(prefix)),
-		done:     make(chan struct{}),
-		switched: make(chan struct{}),
-		readers:  newWaitq(),
-		writer:   newWaitq(),
+		b:       b,
+		full:    full,
+		queue:   ring[T]{limit: qlen},
+		prefix:  uint64(len(prefix)),
+		done:    make(chan struct{}),
+		readers: newWaitq(),
+		writer:  newWaitq(),
 	}
 	if len(prefix) > 0 {
 		w.front = make([]held[T], len(prefix))
@@ -101,10 +104,11 @@ func newWatcher[T any](b *Broadcaster[T], qlen int, full FullPolicy, prefix []T)
 // queue length plus the values owed ahead of the queue at that moment (an
 // unread prefix, values an All loop holds), and every Next and All call,
 // parked or not, reads that channel from then on. If an All loop holds
-// values, the switch waits until the loop yields its next value or ends,
-// when it hands the rest back; a receive from the channel inside that
-// loop's body, before then, waits for ever. A channel costs one channel
-// operation per value; All is faster where a loop will do.
+// values (a batch it took), the switch waits until the loop has yielded
+// them and comes back for more, or ends and hands the rest back; a receive
+// from the channel inside that loop's body, before then, waits for ever.
+// A channel costs one channel operation per value; All is faster where a
+// loop will do.
 func (w *Watcher[T]) Events() <-chan T {
 	if p := w.events.Load(); p != nil {
 		return *p
@@ -119,8 +123,7 @@ func (w *Watcher[T]) Events() <-chan T {
 	}
 	w.pending = make(chan T, w.queue.limit+len(w.front)+w.lentVals)
 	if w.lent > 0 {
-		w.switching.Store(true)
-		return w.pending
+		return w.pending // switchLocked runs when the last loan ends
 	}
 	ch := w.pending
 	w.switchLocked()
@@ -150,9 +153,8 @@ func (w *Watcher[T]) switchLocked() {
 		close(ch)
 	}
 	w.events.Store(&ch)
-	w.switching.Store(false)
-	close(w.switched)     // every parked reader moves to the channel
-	w.writer.wakeLocked() // so does the distributor, if it waits for room
+	signal(w.readers.wakeLocked()) // and each passes it on: every parked reader moves to the channel
+	signal(w.writer.wakeLocked())  // so does the distributor, if it waits for room
 }
 
 // Next returns the watcher's next value, waiting for one if none is queued.
@@ -214,11 +216,7 @@ func closedErr(ok bool) error {
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		var bt batch[T]
-		defer func() {
-			if bt.out {
-				w.giveBack(&bt) // the loop ended early
-			}
-		}()
+		defer w.endLoan(&bt) // the loop ended: break, return or a panic
 		for {
 			ch, err := w.takeBatch(&bt)
 			if ch != nil {
@@ -232,14 +230,20 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 			if err != nil {
 				return
 			}
-			for bt.next < len(bt.vals) && !w.switching.Load() {
-				v := bt.vals[bt.next]
+			for _, v := range bt.vals {
 				bt.next++
 				if !yield(v) {
 					return
 				}
 			}
 		}
+	}
+}
+
+// endLoan hands back what an All loop held when it ended, if anything.
+func (w *Watcher[T]) endLoan(bt *batch[T]) {
+	if bt.out {
+		w.giveBack(bt)
 	}
 }
 
@@ -262,21 +266,16 @@ func (bt *batch[T]) index(i int) uint64 {
 }
 
 // takeBatch ends the loan of the batch an All loop held, if any, and lends
-// it the next one, waiting for values. It returns the channel instead once
-// the watcher delivers through one, and ErrClosed once it is closed and
-// empty.
+// it the next one, waiting for values, under one lock. It returns the
+// channel instead once the watcher delivers through one, and ErrClosed
+// once it is closed and empty.
 func (w *Watcher[T]) takeBatch(bt *batch[T]) (chan T, error) {
-	if bt.out {
-		w.giveBack(bt)
-	}
-	if p := w.events.Load(); p != nil {
+	if p := w.events.Load(); p != nil && !bt.out {
 		return *p, nil
 	}
-	clear(bt.vals)
-	bt.frontIdx = bt.frontIdx[:0]
 	var ch chan T
 	var err error
-	bt.vals, ch, err = w.takeInto(nil, bt.vals[:0], -1, bt)
+	bt.vals, ch, err = w.takeInto(nil, bt.vals, -1, bt)
 	return ch, err
 }
 
@@ -306,7 +305,7 @@ func (w *Watcher[T]) giveBackLocked(bt *batch[T]) {
 			back[i] = held[T]{bt.index(bt.next + i), v}
 		}
 		w.front = merge(w.front, back)
-		w.readers.wakeLocked()
+		signal(w.readers.wakeLocked())
 	}
 	if w.lent == 0 && w.pending != nil {
 		w.switchLocked()
@@ -345,11 +344,40 @@ func (w *Watcher[T]) take(done <-chan struct{}, buf []T, limit int) ([]T, chan T
 	return w.takeInto(done, buf, limit, nil)
 }
 
-// takeInto is take; with bt non-nil the values are lent to bt.
+// takeInto is take; with bt non-nil the values are lent to bt, and the
+// batch bt held, if any, is given back first (under the same lock).
 func (w *Watcher[T]) takeInto(done <-chan struct{}, buf []T, limit int, bt *batch[T]) ([]T, chan T, error) {
-	start := len(buf)
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	buf, ch, err := w.takeLocked(done, buf, limit, bt)
+	// The hand-off, after unlocking: room for the distributor if it waits
+	// on a Block watcher, and whatever is left for the next reader.
+	writer, reader := w.writer.wakeLocked(), w.passOnLocked()
+	w.mu.Unlock()
+	if writer != nil {
+		signal(writer)
+	}
+	if reader != nil {
+		signal(reader)
+	}
+	return buf, ch, err
+}
+
+// takeLocked is takeInto under w.mu.
+func (w *Watcher[T]) takeLocked(done <-chan struct{}, buf []T, limit int, bt *batch[T]) ([]T, chan T, error) {
+	if bt != nil {
+		switch {
+		case !bt.out:
+		case bt.next == len(bt.vals) && w.pending == nil: // all yielded: the common case
+			bt.out = false
+			w.lent--
+			w.lentVals -= len(bt.vals)
+		default:
+			w.giveBackLocked(bt)
+		}
+		clear(buf)
+		buf, bt.frontIdx = buf[:0], bt.frontIdx[:0]
+	}
+	start := len(buf)
 	for w.ch == nil && (w.pending != nil || len(w.front)+w.queue.len() == 0) {
 		if w.closed && w.pending == nil {
 			return buf, nil, ErrClosed
@@ -387,23 +415,33 @@ func (w *Watcher[T]) takeInto(done <-chan struct{}, buf []T, limit int, bt *batc
 		w.lent++
 		w.lentVals += len(buf) - start
 	}
-	w.writer.wakeLocked() // room for a Block watcher
-	if len(w.front)+w.queue.len() > 0 {
-		w.readers.wakeLocked() // the hand-off: more for another reader
-	}
 	return buf, nil, nil
 }
 
-// waitLocked parks the caller until values arrive, the watcher closes or
-// switches to channel delivery, or done is closed.
+// passOnLocked applies the hand-off rule to readers: a reader that leaves
+// wakes the next parked one if there is anything for it — values, or a
+// close or switch, which every reader must see. It returns the channel to
+// signal once unlocked.
+func (w *Watcher[T]) passOnLocked() chan struct{} {
+	if len(w.front)+w.queue.len() > 0 || w.closed || w.ch != nil {
+		return w.readers.wakeLocked()
+	}
+	return nil
+}
+
+// waitLocked parks the caller until another goroutine wakes it (values
+// arrived, the watcher closed or switched to channel delivery, or another
+// reader handed a wake-up on), or done is closed.
 func (w *Watcher[T]) waitLocked(done <-chan struct{}) {
 	c := w.readers.parkLocked()
 	w.mu.Unlock()
-	select {
-	case <-c:
-	case <-w.done:
-	case <-w.switched:
-	case <-done:
+	if done == nil { // All: nothing else ends the wait
+		<-c
+	} else {
+		select {
+		case <-c:
+		case <-done:
+		}
 	}
 	w.mu.Lock()
 	w.readers.unparkLocked()
@@ -437,4 +475,8 @@ func (w *Watcher[T]) Dropped() uint64 { return w.dropped.Load() }
 // lost from the queue (DropOldest's discards and DroppedSwitch). After
 // Broadcaster.Flush returns nil, it counts every value queued before the
 // call that this watcher's policy did not skip.
-func (w *Watcher[T]) Delivered() uint64 { return w.delivered.Load() }
+func (w *Watcher[T]) Delivered() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pushed + w.chDelivered.Load()
+}
