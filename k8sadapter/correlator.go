@@ -129,9 +129,11 @@ func NewEventCorrelator(c clock.PassiveClock) *EventCorrelator {
 // NewEventCorrelatorWithOptions returns a correlator configured as client-go
 // configures one from o: zero fields take the defaults (LRU 4096 entries per
 // cache, burst 25, 1/300 tokens per second, 10 distinct messages within 600
-// s before events are combined). A negative MaxEvents or
-// MaxIntervalInSeconds turns aggregation off, as it does in effect in
-// client-go. A negative LRUCacheSize or BurstSize means the default.
+// s before events are combined). Out-of-range numbers behave as in
+// client-go, which takes them as unsigned: a negative MaxEvents never
+// combines; a negative or huge MaxIntervalInSeconds starts every group
+// afresh (so that MaxEvents 1 combines every event). A negative
+// LRUCacheSize or BurstSize means the default.
 func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator {
 	if o.LRUCacheSize <= 0 {
 		o.LRUCacheSize = defaultLRUCacheSize
@@ -171,10 +173,13 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		SpamClock:  !isRealClock(o.Clock),
 		CacheSize:  o.LRUCacheSize,
 		MaxMembers: o.MaxEvents,
-		Window:     time.Duration(o.MaxIntervalInSeconds) * time.Second,
-		Burst:      o.BurstSize,
-		Rate:       rate.Limit(o.QPS),
-		Clock:      o.Clock,
+		// client-go's arithmetic, through uint and with its overflow: a
+		// negative or huge interval wraps to a window no interval exceeds
+		// less than, so every group starts afresh.
+		Window: time.Duration(uint(o.MaxIntervalInSeconds)) * time.Second,
+		Burst:  o.BurstSize,
+		Rate:   rate.Limit(o.QPS),
+		Clock:  o.Clock,
 	}
 	if o.QPS < 0 || math.IsInf(float64(o.QPS), 1) {
 		opts.Rate = rate.Inf
@@ -194,7 +199,8 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		}
 		opts.Member = func(it *item) member { return member{h: hashString(it.member), s: it.member} }
 	}
-	if o.MaxEvents < 0 || o.MaxIntervalInSeconds < 0 {
+	if o.MaxEvents < 0 {
+		// client-go's uint makes it huge: no group is ever full.
 		opts.Group, opts.Member = correlation.Keyer[*item, key]{}, nil
 	}
 	ec.engine = correlation.New(opts)

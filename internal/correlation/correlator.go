@@ -74,7 +74,7 @@ type Options[T, K any, M comparable, L any] struct {
 
 	CacheSize  int           // entries in each cache
 	MaxMembers int           // distinct members that make a group full
-	Window     time.Duration // how long a group lives after its last member
+	Window     time.Duration // how long a group lives after its last member; <= 0: a group lives while time stands still
 	Burst      int           // tokens in a spam bucket
 	Rate       rate.Limit    // refill of a spam bucket, tokens per second
 	Clock      Clock
@@ -144,7 +144,7 @@ func New[T, K any, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K,
 	switch {
 	case !o.Key.set() || o.Keep == nil || o.Clock == nil || o.CacheSize < 1:
 		panic("correlation: incomplete Options")
-	case grouped && (!o.Group.set() || o.Member == nil || o.MaxMembers < 1 || o.Window <= 0):
+	case grouped && (!o.Group.set() || o.Member == nil || o.MaxMembers < 1):
 		panic("correlation: incomplete group Options")
 	case spam && (!o.Spam.set() || o.Burst < 1 || o.Rate <= 0):
 		panic("correlation: incomplete spam Options")

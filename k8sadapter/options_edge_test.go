@@ -1,0 +1,114 @@
+package k8sadapter_test
+
+// Correlator options at the edges of their range: client-go takes its
+// numbers as unsigned, and herald must behave as it does, never panic.
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	testclocks "k8s.io/utils/clock/testing"
+
+	"github.com/heraldgo/herald/k8sadapter"
+)
+
+// edgeEvent is an event about one pod with the given message.
+func edgeEvent(msg string, at time.Time) *v1.Event {
+	t := metav1.NewTime(at)
+	return &v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("web-0.%x", at.UnixNano()), Namespace: "default"},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "u1", APIVersion: "v1"},
+		Reason:         "BackOff",
+		Message:        msg,
+		Source:         v1.EventSource{Component: "kubelet", Host: "node-1"},
+		FirstTimestamp: t,
+		LastTimestamp:  t,
+		Count:          1,
+		Type:           v1.EventTypeWarning,
+	}
+}
+
+// outcome is what a correlator decided for one event, comparable across
+// client-go and herald.
+type outcome struct {
+	Skip    bool
+	Name    string
+	Message string
+	Count   int32
+	Patch   string
+}
+
+func outcomeOf(r *record.EventCorrelateResult) outcome {
+	if r.Skip {
+		return outcome{Skip: true}
+	}
+	return outcome{Name: r.Event.Name, Message: r.Event.Message, Count: r.Event.Count, Patch: string(r.Patch)}
+}
+
+func heraldOutcome(r *k8sadapter.EventCorrelateResult) outcome {
+	if r.Skip {
+		return outcome{Skip: true}
+	}
+	return outcome{Name: r.Event.Name, Message: r.Event.Message, Count: r.Event.Count, Patch: string(r.Patch)}
+}
+
+// TestCorrelatorOptionsAtTheirEdgesLikeClientGo: client-go takes
+// MaxEvents and MaxIntervalInSeconds as unsigned, so a negative interval,
+// or one whose time.Duration overflows, starts every group afresh (with
+// MaxEvents 1 every event is then combined) and a negative MaxEvents never
+// combines. herald returns the same events, patches and skips.
+func TestCorrelatorOptionsAtTheirEdgesLikeClientGo(t *testing.T) {
+	tests := []struct {
+		name string
+		opts record.CorrelatorOptions
+	}{
+		{"MaxEvents 1, negative interval", record.CorrelatorOptions{MaxEvents: 1, MaxIntervalInSeconds: -1}},
+		{"MaxEvents 1", record.CorrelatorOptions{MaxEvents: 1}},
+		{"negative interval", record.CorrelatorOptions{MaxIntervalInSeconds: -1}},
+		{"negative MaxEvents", record.CorrelatorOptions{MaxEvents: -1}},
+		{"interval overflowing time.Duration", record.CorrelatorOptions{MaxIntervalInSeconds: 1 << 55}},
+		{"MaxEvents 1, interval just past time.Duration", record.CorrelatorOptions{MaxEvents: 1, MaxIntervalInSeconds: int(time.Duration(1<<63-1)/time.Second) + 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclocks.NewFakeClock(t0)
+			co, ho := tc.opts, tc.opts
+			co.Clock, ho.Clock = clk, clk
+			cg := record.NewEventCorrelatorWithOptions(co)
+			h := k8sadapter.NewEventCorrelatorWithOptions(ho)
+			for i := range 4 {
+				clk.Step(time.Second)
+				e := edgeEvent(fmt.Sprintf("message %d", i), clk.Now())
+				want, err := cg.EventCorrelate(e.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := h.EventCorrelate(e.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
+					t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestHugeIntervalInStartRecordingToSink: the same options through the
+// drop-in path never panic the caller.
+func TestHugeIntervalInStartRecordingToSink(t *testing.T) {
+	e := newBroadcaster(t, k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{MaxIntervalInSeconds: 1 << 55}))
+	defer func() {
+		if p := recover(); p != nil {
+			t.Errorf("StartRecordingToSink panicked: %v", p)
+		}
+	}()
+	w := e.StartRecordingToSink(&scriptSink{})
+	w.Stop()
+}
