@@ -273,7 +273,6 @@ func TestNewPanicsOnIncompleteOptions(t *testing.T) {
 		{"Group without Make", func(o *correlation.Options[event, key, string, kept]) { o.Group.Make = nil }},
 		{"Spam without Match", func(o *correlation.Options[event, key, string, kept]) { o.Spam.Match = nil }},
 		{"Group without MaxMembers", func(o *correlation.Options[event, key, string, kept]) { o.MaxMembers = 0 }},
-		{"Group without Window", func(o *correlation.Options[event, key, string, kept]) { o.Window = 0 }},
 		{"Spam without Burst", func(o *correlation.Options[event, key, string, kept]) { o.Burst = 0 }},
 		{"Spam without Rate", func(o *correlation.Options[event, key, string, kept]) { o.Rate = 0 }},
 	}
