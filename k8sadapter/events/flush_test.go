@@ -88,7 +88,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			}
 			return nil
 		}
-		e, r := start(t, s, events.WithQueueLength(5))
+		e, r := start(t, s, events.WithQueueLength(5), events.WithCacheSize(5))
 		for i := range 20 { // one in the sink, five queued, fourteen dropped
 			r.Eventf(pod(fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "Started", "Starting", "x")
 			synctest.Wait()
@@ -105,7 +105,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Flush = %v", err)
 		}
-		want := events.Stats{Recorded: 20, Queued: 20, Created: 6, DroppedSinkQueue: 14}
+		want := events.Stats{Recorded: 20, Queued: 20, Created: 6, DroppedSinkQueue: 14, Evicted: 1}
 		if diff := cmp.Diff(want, e.Stats()); diff != "" {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
 		}

@@ -162,14 +162,17 @@ func TestStartRecordingWithNilContext(t *testing.T) {
 	})
 }
 
-// TestQueueFullDropsAreLoggedPerBurst: events refused at a full queue are
-// counted, and logged once per burst with a count, not once each. The
-// clock never moves here: one burst.
+// TestQueueFullDropsAreLoggedPerBurst: events refused at the handlers'
+// full queue are counted, and logged once per burst with a count, not
+// once each. The clock never moves here: one burst.
 func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
 	var log testlog.Lines
 	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := events.NewBroadcaster(newSink(), events.WithQueueLength(1), events.WithClock(clk))
 	if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.StartEventWatcher(func(k8sruntime.Object) {}); err != nil { // the handlers' queue exists
 		t.Fatal(err)
 	}
 	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.Logger())
