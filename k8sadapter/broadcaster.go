@@ -114,7 +114,7 @@ func (e *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Int
 	}
 	s := e.newSinkWriter(sink)
 	result := make(chan watch.Event)
-	c, err := pipeline.Start(e.p, e.sinks, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
+	c, err := pipeline.StartFold(e.p, e.sinks, s.q, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
 		defer close(result)
 		s.run(c)
 	})

@@ -1,0 +1,153 @@
+package k8sadapter
+
+import (
+	"hash/maphash"
+	"maps"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldgo/herald/internal/pipeline"
+)
+
+// What folds in a sink's queue, and why the stored events stay client-go's.
+//
+// client-go's sink takes each event through its correlator (aggregate,
+// count, spam filter) and writes what it allows. Its spam filter spends a
+// token per event, per source and object, and a written repeat carries the
+// time of the last allowed event. So a sink's queue folds an event into
+// one already waiting only where that changes nothing the correlator
+// decides or the server stores:
+//
+//   - the event must be a repeat of the newest event waiting in its spam
+//     bucket (same source, object and type: what the default spam key
+//     holds, and every field of the default aggregation key but the
+//     reason, and of the event key but the reason and message). The
+//     events of a bucket then reach the correlator in the order they were
+//     recorded, and every decision about them (tokens, counts, groups of
+//     similar events) reads only the state of that bucket, which no event
+//     of another bucket touches;
+//   - it must be identical to the waiting event but for its name and
+//     timestamps, which the recorder derives from its time: the entry
+//     keeps that time, and the sink rebuilds the event from it;
+//   - the sink's correlator must use the default key functions: a
+//     CorrelatorOptions KeyFunc or SpamKeyFunc may group events across
+//     buckets (nothing folds then).
+//
+// The sink then hands the correlator every folded event, in order, as an
+// event of its own: the filter spends one token each, and each allowed one
+// has its own count and time. What it saves is writes: of consecutive
+// patches of the same event (the correlator's results for the repeats
+// of an entry), only the last is sent, carrying the count and time of the
+// last allowed repeat, which the server would have held after the others
+// anyway (a patch sets count, lastTimestamp and message; it adds nothing).
+//
+// Where the outcome can still differ from client-go's: the correlator's
+// caches are LRUs, and events of different buckets reach them in another
+// order than recorded (a folded event is handled with its entry, before
+// events of other buckets recorded earlier). Which key a full cache
+// forgets first can differ then; with the default 4096 entries per cache,
+// that takes a burst of over 4096 distinct keys, where client-go itself
+// forgets keys and starts a second event for a repeat.
+
+// maxFolded bounds the repeats one waiting event holds, so that a sink's
+// queue stays within its length times this many timestamps; a longer run
+// of repeats takes another entry.
+const maxFolded = 64
+
+// occurrences is what a waiting event keeps of the repeats folded into
+// it: the time of each, in order.
+type occurrences struct{ times []time.Time }
+
+// waiting is an entry of a sink's queue.
+type waiting = pipeline.Entry[*v1.Event, uint64, occurrences]
+
+// foldSeed seeds the hash of spam buckets.
+var foldSeed = maphash.MakeSeed()
+
+// bucket is the spam key of client-go's default SpamKeyFunc, as a
+// comparable struct.
+type bucket struct {
+	component, host                          string
+	kind, namespace, name, uid, apiVersion string
+	eventType                                string
+}
+
+// foldRule returns the folding rule of a sink whose correlator has
+// options o: none (nothing folds) with a custom key function.
+func foldRule(o record.CorrelatorOptions) pipeline.FoldRule[*v1.Event, uint64, occurrences] {
+	rule := pipeline.FoldRule[*v1.Event, uint64, occurrences]{
+		Fold:  foldRepeat,
+		Reset: func(o *occurrences) { o.times = o.times[:0] },
+	}
+	if o.KeyFunc == nil && o.SpamKeyFunc == nil {
+		rule.Key = bucketOf
+	}
+	return rule
+}
+
+// bucketOf keys an event by the hash of its spam bucket. Only events whose
+// name and timestamps the recorder derived from their time may fold.
+func bucketOf(e *v1.Event) (uint64, bool) {
+	o := &e.InvolvedObject
+	if e.FirstTimestamp != e.LastTimestamp || !isGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
+		return 0, false
+	}
+	return maphash.Comparable(foldSeed, bucket{
+		component: e.Source.Component, host: e.Source.Host,
+		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
+		eventType: e.Type,
+	}), true
+}
+
+// foldRepeat folds e into w, the newest event waiting in e's spam bucket
+// (or one whose bucket has the same hash), if e repeats w's first event
+// and w has room. It runs under the queue's lock, on the recording
+// goroutine: comparisons and, once an entry's slice has grown, no
+// allocation.
+func foldRepeat(w *waiting, e *v1.Event) bool {
+	if len(w.Data.times) >= maxFolded || !isRepeat(w.First, e) {
+		return false
+	}
+	w.Data.times = append(w.Data.times, e.LastTimestamp.Time)
+	return true
+}
+
+// isRepeat reports whether e is first again, at another time: equal in
+// every field the recorder sets but the name and timestamps (bucketOf
+// checked that e's derive from its time). The recorder sets no others.
+func isRepeat(first, e *v1.Event) bool {
+	return e.Message == first.Message && e.Reason == first.Reason && e.Type == first.Type &&
+		e.InvolvedObject == first.InvolvedObject && e.Source == first.Source &&
+		e.Namespace == first.Namespace && e.Count == first.Count &&
+		e.ReportingController == first.ReportingController && e.ReportingInstance == first.ReportingInstance &&
+		(e.Annotations == nil) == (first.Annotations == nil) && maps.Equal(e.Annotations, first.Annotations)
+}
+
+// occurrence rebuilds the event that was folded into first at time at, as
+// the recorder built it.
+func occurrence(first *v1.Event, at time.Time) *v1.Event {
+	e := *first
+	t := metav1.Time{Time: at}
+	e.Name = generatedName(first.InvolvedObject.Name, at.UnixNano())
+	e.FirstTimestamp, e.LastTimestamp = t, t
+	return &e
+}
+
+// generatedName is the event name the recorder derives from the object's
+// name and the time, when it is a valid name: "<name>.<hex nanos>".
+func generatedName(ref string, unixNano int64) string {
+	return ref + "." + strconv.FormatInt(unixNano, 16)
+}
+
+// isGeneratedName reports whether name is generatedName(ref, unixNano),
+// without building it.
+func isGeneratedName(name, ref string, unixNano int64) bool {
+	var buf [17]byte // a sign and 16 hex digits
+	hex := strconv.AppendInt(buf[:0], unixNano, 16)
+	return len(name) == len(ref)+1+len(hex) && name[:len(ref)] == ref && name[len(ref)] == '.' &&
+		name[len(ref)+1:] == string(hex)
+}
