@@ -71,9 +71,9 @@ var foldSeed = maphash.MakeSeed()
 // bucket is the spam key of client-go's default SpamKeyFunc, as a
 // comparable struct.
 type bucket struct {
-	component, host                          string
+	component, host                        string
 	kind, namespace, name, uid, apiVersion string
-	eventType                                string
+	eventType                              string
 }
 
 // foldRule returns the folding rule of a sink whose correlator has
