@@ -71,7 +71,6 @@ func trackerClientset() *fake.Clientset {
 // With the writer held until the burst is recorded, every series but the
 // first waits whole: each is written as client-go writes a series by its
 // finish pass (a create and a patch of count 20), in one patch fewer.
-//
 func TestBurstOfRepeatsLosesNoCount(t *testing.T) {
 	const series, repeats = 1_000, 20
 	pods := make([]*v1.Pod, series)
