@@ -131,6 +131,25 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 	return Queued
 }
 
+// TryFold folds an event of key k that the caller has not built into the
+// newest waiting entry of k, if fold (which runs under the Fold's lock,
+// as the rule's Fold does) says it may, and reports whether it did. If
+// not, it does nothing: the caller builds the event and offers it.
+func (f *Fold[E, K, P]) TryFold(k K, fold func(w *Entry[E, K, P]) bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	w := f.newest[k]
+	if w == nil || !fold(w) {
+		return false
+	}
+	w.Events++
+	f.delivered.Add(1)
+	return true
+}
+
 // allocLocked returns a recycled entry, or a new one. At most limit
 // entries wait and one is being dealt with, so the Fold never makes more
 // than limit+1.

@@ -180,6 +180,26 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 	}
 }
 
+// PublishFolded is Publish for an event the recorder has not built, which
+// fold may fold into the event waiting in the one sink's queue (with
+// Fold.TryFold). It reports whether it did; the event is then queued,
+// and counted as Publish counts it. If a handler or logger is started
+// (it is owed the event itself), if there is not exactly one sink, or if
+// the shutdown has begun, it does nothing and returns false: the caller
+// builds the event and Publishes it.
+func (p *Pipeline[E]) PublishFolded(fold func() bool) bool {
+	if p.watched.Load() > 0 {
+		return false
+	}
+	p.gate.RLock()
+	defer p.gate.RUnlock()
+	if folds := p.folds.Load(); p.closed || folds == nil || len(*folds) != 1 || !fold() {
+		return false
+	}
+	p.queued.Add(1)
+	return true
+}
+
 // RecorderCounts are the recorder side's counters. Every recorded event
 // is counted in Recorded and in exactly one of Queued, InvalidObject,
 // InvalidType and DroppedClosed. DroppedQueueFull counts, among the

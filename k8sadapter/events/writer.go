@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -120,6 +121,31 @@ func newWriter(e *EventBroadcaster) *writer {
 // event may fold.
 func (wr *writer) hash(ev *eventsv1.Event) (uint64, bool) {
 	return maphash.Comparable(wr.seed, keyOf(ev)), true
+}
+
+// foldUnbuilt folds an event that the recorder has not built yet into the
+// event of its series waiting for the writer, if there is one and no
+// handler is owed the event itself, and reports whether it did: building
+// the event (its name, its copy of every field) would be wasted.
+func (wr *writer) foldUnbuilt(regarding, related *corev1.ObjectReference, eventType, reason, action, controller, instance string, at metav1.MicroTime) bool {
+	k := key{
+		eventType: eventType, action: action, reason: reason,
+		reportingController: controller, reportingInstance: instance,
+		regarding: *regarding,
+	}
+	if related != nil {
+		k.related = *related
+	}
+	h := maphash.Comparable(wr.seed, k)
+	return wr.e.p.PublishFolded(func() bool {
+		return wr.q.TryFold(h, func(w *pending) bool {
+			if keyOf(w.First) != k { // the hashes collided
+				return false
+			}
+			w.Data.last = at
+			return true
+		})
+	})
 }
 
 // fold folds ev into w, the series' event waiting for the writer, if it is
@@ -325,10 +351,27 @@ func (wr *writer) write(ev *eventsv1.Event) (got *eventsv1.Event, created bool, 
 	return got, created, err
 }
 
-// seriesPatch is client-go's createPatchBytesForSeries: the strategic merge
-// patch from the event without its series to the event. It runs once per
-// series write, not per event.
+// seriesPatch is client-go's createPatchBytesForSeries, the strategic
+// merge patch from the event without its series to the event, byte for
+// byte (FuzzSeriesPatch): the two differ in the series only, so the patch
+// is the series, built here without the JSON diff that costs client-go a
+// third of a burst's CPU (BenchmarkBurst, workload=repeats). A zero time,
+// which encodes as null, takes client-go's way.
 func seriesPatch(ev *eventsv1.Event) ([]byte, error) {
+	s := ev.Series
+	if s == nil || s.LastObservedTime.IsZero() {
+		return diffPatch(ev)
+	}
+	buf := make([]byte, 0, 80)
+	buf = append(buf, `{"series":{"count":`...)
+	buf = strconv.AppendInt(buf, int64(s.Count), 10)
+	buf = append(buf, `,"lastObservedTime":"`...)
+	buf = s.LastObservedTime.UTC().AppendFormat(buf, metav1.RFC3339Micro)
+	return append(buf, `"}}`...), nil
+}
+
+// diffPatch is client-go's createPatchBytesForSeries.
+func diffPatch(ev *eventsv1.Event) ([]byte, error) {
 	old := ev.DeepCopy()
 	old.Series = nil
 	oldData, err := json.Marshal(old)
