@@ -31,13 +31,17 @@ import (
 type heldSink struct {
 	record.EventSink
 	release          chan struct{}
+	held             chan struct{} // closed once the first call waits
 	once             sync.Once
 	creates, patches atomic.Int64
 }
 
 func (s *heldSink) hold() {
 	if s.release != nil {
-		s.once.Do(func() { <-s.release })
+		s.once.Do(func() {
+			close(s.held)
+			<-s.release
+		})
 	}
 }
 
@@ -56,7 +60,7 @@ func (s *heldSink) Patch(e *v1.Event, p []byte) (*v1.Event, error) {
 func newHeldSink(client *fake.Clientset, held bool) *heldSink {
 	s := &heldSink{EventSink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}}
 	if held {
-		s.release = make(chan struct{})
+		s.release, s.held = make(chan struct{}), make(chan struct{})
 	}
 	return s
 }
@@ -102,6 +106,9 @@ func TestBurstOfRepeatsLosesNoCount(t *testing.T) {
 			r := recorder(e)
 			for i := range objects * repeats {
 				r.Eventf(pods[i%objects], v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+				if held && i == 0 {
+					<-sink.held // the sink holds p0's first event: the rest wait
+				}
 			}
 			if held {
 				close(sink.release)

@@ -25,13 +25,17 @@ import (
 type heldSink struct {
 	clientevents.EventSink
 	release          chan struct{}
+	held             chan struct{} // closed once the first call waits
 	once             sync.Once
 	creates, patches atomic.Int64
 }
 
 func (s *heldSink) hold() {
 	if s.release != nil {
-		s.once.Do(func() { <-s.release })
+		s.once.Do(func() {
+			close(s.held)
+			<-s.release
+		})
 	}
 }
 
@@ -82,7 +86,7 @@ func TestBurstOfRepeatsLosesNoCount(t *testing.T) {
 			client := trackerClientset()
 			sink := &heldSink{EventSink: &clientevents.EventSinkImpl{Interface: client.EventsV1()}}
 			if held {
-				sink.release = make(chan struct{})
+				sink.release, sink.held = make(chan struct{}), make(chan struct{})
 			}
 			e := events.NewBroadcaster(sink, events.WithQueueLength(series*repeats))
 			if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
@@ -95,6 +99,9 @@ func TestBurstOfRepeatsLosesNoCount(t *testing.T) {
 			r := e.NewRecorder(scheme.Scheme, "burst")
 			for i := range series * repeats {
 				r.Eventf(pods[i%series], nil, v1.EventTypeWarning, "BackOff", "Restarting", "back-off %d", i)
+				if held && i == 0 {
+					<-sink.held // the writer holds p0's first event: the rest wait
+				}
 			}
 			if held {
 				close(sink.release)
