@@ -96,11 +96,16 @@ func bucketOf(e *v1.Event) (uint64, bool) {
 	if e.FirstTimestamp != e.LastTimestamp || !isGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
 		return 0, false
 	}
+	return bucketHash(e.Source, o, e.Type), true
+}
+
+// bucketHash is the hash of a spam bucket.
+func bucketHash(source v1.EventSource, o *v1.ObjectReference, eventType string) uint64 {
 	return maphash.Comparable(foldSeed, bucket{
-		component: e.Source.Component, host: e.Source.Host,
+		component: source.Component, host: source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
-		eventType: e.Type,
-	}), true
+		eventType: eventType,
+	})
 }
 
 // foldRepeat folds e into w, the newest event waiting in e's spam bucket
@@ -109,22 +114,51 @@ func bucketOf(e *v1.Event) (uint64, bool) {
 // goroutine: comparisons and, once an entry's slice has grown, no
 // allocation.
 func foldRepeat(w *waiting, e *v1.Event) bool {
-	if len(w.Data.times) >= maxFolded || !isRepeat(w.First, e) {
+	first := w.First
+	if len(w.Data.times) >= maxFolded || e.Namespace != first.Namespace || e.Count != first.Count ||
+		e.ReportingController != first.ReportingController || e.ReportingInstance != first.ReportingInstance ||
+		!repeats(first, &e.InvolvedObject, e.Annotations, e.Type, e.Reason, e.Message, e.Source) {
 		return false
 	}
 	w.Data.times = append(w.Data.times, e.LastTimestamp.Time)
 	return true
 }
 
-// isRepeat reports whether e is first again, at another time: equal in
-// every field the recorder sets but the name and timestamps (bucketOf
-// checked that e's derive from its time). The recorder sets no others.
-func isRepeat(first, e *v1.Event) bool {
-	return e.Message == first.Message && e.Reason == first.Reason && e.Type == first.Type &&
-		e.InvolvedObject == first.InvolvedObject && e.Source == first.Source &&
-		e.Namespace == first.Namespace && e.Count == first.Count &&
-		e.ReportingController == first.ReportingController && e.ReportingInstance == first.ReportingInstance &&
-		(e.Annotations == nil) == (first.Annotations == nil) && maps.Equal(e.Annotations, first.Annotations)
+// repeats reports whether the recorder, given these, builds first again,
+// but for the name and timestamps. The recorder sets no other fields.
+func repeats(first *v1.Event, ref *v1.ObjectReference, annotations map[string]string, eventType, reason, message string, source v1.EventSource) bool {
+	return message == first.Message && reason == first.Reason && eventType == first.Type &&
+		*ref == first.InvolvedObject && source == first.Source &&
+		(annotations == nil) == (first.Annotations == nil) && maps.Equal(annotations, first.Annotations)
+}
+
+// foldUnbuilt folds an event that the recorder has not built yet into the
+// event it repeats, waiting in the queue of the one sink started, if no
+// handler is owed the event itself, and reports whether it did: building
+// the event (its name, its copy of every field) would be wasted. The
+// event the recorder would build is the first's, at time at: its name is
+// generated from the same object name as the first's, at a time that
+// makes it a valid name too.
+func (e *EventBroadcaster) foldUnbuilt(ref *v1.ObjectReference, annotations map[string]string, at time.Time, eventType, reason, message string, source v1.EventSource) bool {
+	nanos := at.UnixNano()
+	if nanos < 0 || len(ref.Name)+17 > 253 { // a sign, or too long a name: let bucketOf judge it
+		return false
+	}
+	h := bucketHash(source, ref, eventType)
+	return e.p.PublishFolded(func(q pipeline.Folder[*v1.Event]) bool {
+		f, ok := q.(*pipeline.Fold[*v1.Event, uint64, occurrences])
+		return ok && f.TryFold(h, func(w *waiting) bool {
+			first := w.First
+			if len(w.Data.times) >= maxFolded || first.Count != 1 ||
+				first.ReportingController != source.Component || first.ReportingInstance != source.Host ||
+				!repeats(first, ref, annotations, eventType, reason, message, source) ||
+				!isGeneratedName(first.Name, ref.Name, first.FirstTimestamp.UnixNano()) {
+				return false
+			}
+			w.Data.times = append(w.Data.times, at)
+			return true
+		})
+	})
 }
 
 // occurrence rebuilds the event that was folded into first at time at, as

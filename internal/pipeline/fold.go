@@ -134,8 +134,12 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 // TryFold folds an event of key k that the caller has not built into the
 // newest waiting entry of k, if fold (which runs under the Fold's lock,
 // as the rule's Fold does) says it may, and reports whether it did. If
-// not, it does nothing: the caller builds the event and offers it.
+// not, or if the rule folds nothing (no Key), it does nothing: the caller
+// builds the event and offers it.
 func (f *Fold[E, K, P]) TryFold(k K, fold func(w *Entry[E, K, P]) bool) bool {
+	if f.rule.Key == nil {
+		return false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -221,6 +225,8 @@ func (f *Fold[E, K, P]) Dropped() uint64 { return f.dropped.Load() }
 
 // offer is Offer as the Pipeline sees a Fold.
 func (f *Fold[E, K, P]) offer(ev E) { f.Offer(ev) }
+
+func (f *Fold[E, K, P]) isFolder() {}
 
 // signal sends on c, a channel of capacity 1, unless a value waits there
 // already.

@@ -77,15 +77,17 @@ type Pipeline[E Event] struct {
 	// Publish, and in none of those stopped before it.
 	gate   sync.RWMutex
 	closed bool                        // the shutdown began; guarded by gate
-	folds  atomic.Pointer[[]folder[E]] // the sinks' Folds; written under gate
+	folds  atomic.Pointer[[]Folder[E]] // the sinks' Folds; written under gate
 
 	mu        sync.Mutex // guards consumers
 	consumers []flushable
 }
 
-// folder is a Fold as the Pipeline sees it.
-type folder[E Event] interface {
+// Folder is a Fold, whatever its key and data, as the Pipeline sees it.
+// Only a *Fold is one.
+type Folder[E Event] interface {
 	offer(ev E)
+	isFolder()
 	Close()
 }
 
@@ -181,19 +183,19 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 }
 
 // PublishFolded is Publish for an event the recorder has not built, which
-// fold may fold into the event waiting in the one sink's queue (with
-// Fold.TryFold). It reports whether it did; the event is then queued,
-// and counted as Publish counts it. If a handler or logger is started
-// (it is owed the event itself), if there is not exactly one sink, or if
-// the shutdown has begun, it does nothing and returns false: the caller
-// builds the event and Publishes it.
-func (p *Pipeline[E]) PublishFolded(fold func() bool) bool {
+// fold may fold into the event it repeats, waiting in the queue of the one
+// sink started, q (with Fold.TryFold). It reports whether it did; the
+// event is then queued, and counted as Publish counts it. If a handler or
+// logger is started (it is owed the event itself), if there is not
+// exactly one sink, or if the shutdown has begun, it does nothing and
+// returns false: the caller builds the event and Publishes it.
+func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 	if p.watched.Load() > 0 {
 		return false
 	}
 	p.gate.RLock()
 	defer p.gate.RUnlock()
-	if folds := p.folds.Load(); p.closed || folds == nil || len(*folds) != 1 || !fold() {
+	if folds := p.folds.Load(); p.closed || folds == nil || len(*folds) != 1 || !fold((*folds)[0]) {
 		return false
 	}
 	p.queued.Add(1)
@@ -274,13 +276,13 @@ func StartFold[E Event, K comparable, P any, C any](p *Pipeline[E], set *Set[E, 
 
 // addFold makes Publish offer every event to q from now on. It reports
 // false, adding nothing, once the shutdown has begun.
-func (p *Pipeline[E]) addFold(q folder[E]) bool {
+func (p *Pipeline[E]) addFold(q Folder[E]) bool {
 	p.gate.Lock()
 	defer p.gate.Unlock()
 	if p.closed {
 		return false
 	}
-	var folds []folder[E]
+	var folds []Folder[E]
 	if old := p.folds.Load(); old != nil {
 		folds = slices.Clone(*old)
 	}
@@ -291,11 +293,11 @@ func (p *Pipeline[E]) addFold(q folder[E]) bool {
 
 // removeFold makes Publish offer no event to q from now on, and closes q.
 // It is idempotent.
-func (p *Pipeline[E]) removeFold(q folder[E]) {
+func (p *Pipeline[E]) removeFold(q Folder[E]) {
 	p.gate.Lock()
 	defer p.gate.Unlock()
 	if old := p.folds.Load(); old != nil {
-		folds := slices.DeleteFunc(slices.Clone(*old), func(o folder[E]) bool { return o == q })
+		folds := slices.DeleteFunc(slices.Clone(*old), func(o Folder[E]) bool { return o == q })
 		p.folds.Store(&folds)
 	}
 	q.Close()

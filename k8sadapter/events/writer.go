@@ -137,8 +137,8 @@ func (wr *writer) foldUnbuilt(regarding, related *corev1.ObjectReference, eventT
 		k.related = *related
 	}
 	h := maphash.Comparable(wr.seed, k)
-	return wr.e.p.PublishFolded(func() bool {
-		return wr.q.TryFold(h, func(w *pending) bool {
+	return wr.e.p.PublishFolded(func(q pipeline.Folder[*eventsv1.Event]) bool {
+		return q == pipeline.Folder[*eventsv1.Event](wr.q) && wr.q.TryFold(h, func(w *pending) bool {
 			if keyOf(w.First) != k { // the hashes collided
 				return false
 			}
