@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,7 +196,8 @@ func foldScript(r record.EventRecorder, clk *testclocks.FakeClock) {
 	ev(pod("sentinel"), v1.EventTypeNormal, "Done", "done")
 }
 
-// storedEvent is what a stored event must have alike, whoever wrote it.
+// storedEvent is what a stored event must have alike, whoever wrote it
+// (a random name reads "(random)").
 type storedEvent struct {
 	Name, Namespace, Kind, Object, FieldPath string
 	Type, Reason, Message                    string
@@ -213,8 +215,12 @@ func storedEvents(t *testing.T, client *fake.Clientset) []storedEvent {
 	}
 	var out []storedEvent
 	for _, e := range list.Items {
+		name := e.Name
+		if !strings.HasPrefix(name, e.InvolvedObject.Name+".") {
+			name = "(random)" // a UUID: the object's name makes no valid event name
+		}
 		out = append(out, storedEvent{
-			Name: e.Name, Namespace: e.Namespace, Kind: e.InvolvedObject.Kind, Object: e.InvolvedObject.Name,
+			Name: name, Namespace: e.Namespace, Kind: e.InvolvedObject.Kind, Object: e.InvolvedObject.Name,
 			FieldPath: e.InvolvedObject.FieldPath, Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count,
 			First: e.FirstTimestamp.UTC(), Last: e.LastTimestamp.UTC(), Annotations: e.Annotations, Source: e.Source,
 		})
@@ -225,16 +231,19 @@ func storedEvents(t *testing.T, client *fake.Clientset) []storedEvent {
 
 // TestFoldedSinkStoresWhatClientGoStores records foldScript through
 // herald, its sink held so that the events wait and fold, and feeds the
-// very events herald's recorder built (captured by a handler) to
-// client-go's broadcaster, which correlates and writes them one at a
-// time. Both correlators read one fixed clock, both sinks are client-go's
-// EventSinkImpl on a fake clientset: the events stored must be the same,
-// field for field, timestamps included: every spam token, count and
-// combined event as client-go decided them, and each written count with
-// the time of the last event allowed. Then the correlators' clock moves
-// five minutes (a token each) and a last round of events shows that
-// their state is still the same (a skipped repeat still counts). herald
-// makes fewer writes.
+// very events herald's recorder built to client-go's broadcaster, which
+// correlates and writes them one at a time. Both correlators read one
+// fixed clock, both sinks are client-go's EventSinkImpl on a fake
+// clientset: the events stored must be the same, field for field,
+// timestamps included: every spam token, count and combined event as
+// client-go decided them, and each written count with the time of the
+// last event allowed. Then the correlators' clock moves five minutes (a
+// token each) and a last round of events shows that their state is still
+// the same (a skipped repeat still counts). herald makes fewer writes.
+//
+// With a handler started, every event is built and offered to the sink's
+// queue; without, a repeat of a waiting event folds before it is built.
+// Both must store the same.
 func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -247,39 +256,29 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 		clk.Step(time.Second)
 		r.Event(pod("sentinel"), v1.EventTypeNormal, "Done", "done again")
 	}
-
-	heraldClient := fake.NewClientset()
-	heraldSink := newHeldSink(heraldClient, true)
-	clk, heraldCorr := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
-	herald := k8sadapter.NewBroadcaster(k8sadapter.WithContext(ctx), k8sadapter.WithClock(clk),
-		k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{Clock: heraldCorr}))
-	var mu sync.Mutex
-	var built []*v1.Event
-	herald.StartEventWatcher(func(e *v1.Event) {
-		mu.Lock()
-		built = append(built, e.DeepCopy())
-		mu.Unlock()
-	})
-	herald.StartRecordingToSink(heraldSink)
-	hr := herald.NewRecorder(scheme.Scheme, source)
-	foldScript(hr, clk)
-	close(heraldSink.release)
-	flushCtx, cancel := context.WithTimeout(context.Background(), failsafe)
-	defer cancel()
-	if err := herald.Flush(flushCtx); err != nil {
-		t.Fatal(err)
+	flush := func(e *k8sadapter.EventBroadcaster) {
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		if err := e.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	mu.Lock()
+
+	// The events, as herald's recorder builds them on a fake clock: a
+	// handler keeps them.
+	var built []*v1.Event // written by the handler, read after a Flush
+	clk := testclocks.NewFakeClock(t0)
+	capture := newBroadcaster(t, k8sadapter.WithClock(clk))
+	capture.StartEventWatcher(func(e *v1.Event) { built = append(built, e.DeepCopy()) })
+	cr := capture.NewRecorder(scheme.Scheme, source)
+	foldScript(cr, clk)
+	flush(capture)
 	phase1 := len(built)
-	mu.Unlock()
-	heraldCorr.Step(5 * time.Minute)
-	refill(hr, clk)
-	join(t, herald)
-	st := herald.Stats()
-	if st.Folded == 0 || st.SpamSkipped == 0 || st.Aggregated == 0 || st.DroppedWatcherQueue != 0 || sinkFates(st) != st.Queued {
-		t.Fatalf("Stats() = %+v: the script must fold, skip and combine, and the handler see every event", st)
-	}
+	refill(cr, clk)
+	flush(capture)
 
+	// client-go, fed those events. It has no flush: feed it a phase, then
+	// wait for the phase's last event, written last.
 	anchorClient := fake.NewClientset()
 	anchorSink := newHeldSink(anchorClient, false)
 	anchorCorr := testclocks.NewFakeClock(t0)
@@ -289,11 +288,6 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 	queue := anchor.(interface {
 		Action(watch.EventType, runtime.Object) error
 	})
-	mu.Lock()
-	events := built
-	mu.Unlock()
-	// client-go has no flush: feed it a phase, then wait for the phase's
-	// last event, written last.
 	feed := func(evs []*v1.Event, last string) {
 		for _, e := range evs {
 			if err := queue.Action(watch.Added, e); err != nil {
@@ -308,21 +302,48 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // bounded poll of client-go, which offers no flush
 		}
 	}
-	feed(events[:phase1], "done")
+	feed(built[:phase1], "done")
 	anchorCorr.Step(5 * time.Minute)
-	feed(events[phase1:], "done again")
+	feed(built[phase1:], "done again")
 	anchor.Shutdown()
+	want := storedEvents(t, anchorClient)
+	anchorWrites := anchorSink.creates.Load() + anchorSink.patches.Load()
 
-	want, got := storedEvents(t, anchorClient), storedEvents(t, heraldClient)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("stored events differ (-client-go +herald):\n%s", diff)
+	for _, handler := range []bool{true, false} {
+		t.Run(fmt.Sprintf("handler=%v", handler), func(t *testing.T) {
+			heraldClient := fake.NewClientset()
+			heraldSink := newHeldSink(heraldClient, true)
+			clk, heraldCorr := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+			herald := newBroadcaster(t, k8sadapter.WithClock(clk),
+				k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{Clock: heraldCorr}))
+			if handler {
+				herald.StartEventWatcher(func(*v1.Event) {})
+			}
+			herald.StartRecordingToSink(heraldSink)
+			hr := herald.NewRecorder(scheme.Scheme, source)
+			foldScript(hr, clk)
+			close(heraldSink.release)
+			flush(herald)
+			heraldCorr.Step(5 * time.Minute)
+			refill(hr, clk)
+			join(t, herald)
+			st := herald.Stats()
+			if st.Recorded != uint64(len(built)) || st.Folded == 0 || st.SpamSkipped == 0 || st.Aggregated == 0 ||
+				st.DroppedWatcherQueue != 0 || sinkFates(st) != st.Queued {
+				t.Fatalf("Stats() = %+v: the script must fold, skip and combine, and nothing be dropped", st)
+			}
+			got := storedEvents(t, heraldClient)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("stored events differ (-client-go +herald):\n%s", diff)
+			}
+			hw := heraldSink.creates.Load() + heraldSink.patches.Load()
+			if hw >= anchorWrites {
+				t.Errorf("herald made %d writes, client-go %d; folding should save some", hw, anchorWrites)
+			}
+			t.Logf("%d events, %d stored; writes: herald %d, client-go %d; herald folded %d, skipped %d, combined %d",
+				len(built), len(got), hw, anchorWrites, st.Folded, st.SpamSkipped, st.Aggregated)
+		})
 	}
-	hw, aw := heraldSink.creates.Load()+heraldSink.patches.Load(), anchorSink.creates.Load()+anchorSink.patches.Load()
-	if hw >= aw {
-		t.Errorf("herald made %d writes, client-go %d; folding should save some", hw, aw)
-	}
-	t.Logf("%d events, %d stored; writes: herald %d, client-go %d; herald folded %d, skipped %d, combined %d",
-		len(events), len(got), hw, aw, st.Folded, st.SpamSkipped, st.Aggregated)
 }
 
 func containsMessage(evs []storedEvent, msg string) bool {
