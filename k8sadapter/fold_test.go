@@ -86,7 +86,8 @@ func trackerClientset() *fake.Clientset {
 // filter's burst of 25) and nothing is dropped, however the sink is
 // scheduled: a repeat folds into the waiting event it repeats, so the
 // sink's queue (1 000 long by default) holds at most one entry per
-// object.
+// object. With a handler started, every event is built (the handler is
+// owed it); without, a repeat folds before the recorder builds it.
 //
 // With the sink held until the burst is recorded, every object but the
 // first waits whole: its twenty events are correlated one by one, and
@@ -98,12 +99,16 @@ func TestBurstOfRepeatsLosesNoCount(t *testing.T) {
 	for i := range pods {
 		pods[i] = pod(fmt.Sprint("p", i))
 	}
-	for _, held := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sink held=%v", held), func(t *testing.T) {
+	for _, tc := range []struct{ held, handler bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		held := tc.held
+		t.Run(fmt.Sprintf("sink held=%v/handler=%v", held, tc.handler), func(t *testing.T) {
 			client := trackerClientset()
 			sink := newHeldSink(client, held)
 			e := newBroadcaster(t)
 			e.StartRecordingToSink(sink)
+			if tc.handler {
+				e.StartEventWatcher(func(*v1.Event) {})
+			}
 			r := recorder(e)
 			for i := range objects * repeats {
 				r.Eventf(pods[i%objects], v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
@@ -129,12 +134,16 @@ func TestBurstOfRepeatsLosesNoCount(t *testing.T) {
 				}
 			}
 			st := e.Stats()
-			if st.DroppedSinkQueue+st.DroppedQueueFull+st.SpamSkipped != 0 || sinkFates(st) != objects*repeats {
+			if st.DroppedSinkQueue+st.SpamSkipped != 0 || sinkFates(st) != objects*repeats {
 				t.Errorf("Stats() = %+v, want nothing dropped or skipped, every event in one fate", st)
+			}
+			if tc.handler && st.Handled+st.DroppedWatcherQueue+st.DroppedQueueFull != st.Queued {
+				t.Errorf("Stats() = %+v: the handler's events are not all accounted for", st)
 			}
 			if held {
 				want := k8sadapter.Stats{Recorded: objects * repeats, Queued: objects * repeats, Created: objects,
 					Patched: objects * (repeats - 1), Deduplicated: objects * (repeats - 1), Folded: objects*(repeats-1) - 1}
+				want.Handled, want.DroppedWatcherQueue, want.DroppedQueueFull = st.Handled, st.DroppedWatcherQueue, st.DroppedQueueFull
 				if diff := cmp.Diff(want, st); diff != "" {
 					t.Errorf("Stats() (-want +got):\n%s", diff)
 				}
