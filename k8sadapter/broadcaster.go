@@ -236,6 +236,6 @@ func (e *EventBroadcaster) Stats() Stats {
 	s.addHandlers(e.p.Handlers())
 	r := e.p.RecorderCounts()
 	s.Recorded, s.Queued, s.InvalidObject, s.InvalidType = r.Recorded, r.Queued, r.InvalidObject, r.InvalidType
-	s.DroppedQueueFull, s.DroppedClosed = r.DroppedQueueFull, r.DroppedClosed
+	s.DroppedClosed = r.DroppedClosed
 	return s
 }

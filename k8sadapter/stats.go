@@ -9,7 +9,7 @@ import "github.com/heraldgo/herald/internal/pipeline"
 // On the recorder side, every call is counted in Recorded and in exactly
 // one of:
 //
-//	Recorded = Queued + InvalidObject + InvalidType + DroppedClosed
+//	Recorded = Queued + InvalidObject + InvalidType + DroppedQueueFull + DroppedClosed
 //
 // Each sink is owed every event queued while it was started (from
 // StartRecordingToSink until its Stop, which takes effect at the queue
@@ -24,8 +24,7 @@ import "github.com/heraldgo/herald/internal/pipeline"
 // counted in Folded as well; its fate is that of the write that carried
 // its count (or SpamSkipped). Each handler (StartEventWatcher,
 // StartLogging, StartStructuredLogging) is owed the events queued while
-// it was started, except those the handlers' shared queue refused
-// (DroppedQueueFull), and each of them ends in one of:
+// it was started, and each of them ends in one of:
 //
 //	owed = Handled + DroppedWatcherQueue
 //
@@ -54,10 +53,11 @@ type Stats struct {
 	// InvalidType counts events refused for a type other than Normal or
 	// Warning.
 	InvalidType uint64
-	// DroppedQueueFull counts queued events that the queue in front of the
-	// handlers and loggers refused because it was full: none of them got
-	// the event; the sinks did. It can happen only while a handler or
-	// logger is started.
+	// DroppedQueueFull is always zero: no queue stands before every sink
+	// and handler any more (each sink's queue folds repeats and counts
+	// what it refuses in DroppedSinkQueue; the handlers count what they
+	// miss in DroppedWatcherQueue). It stays so that code reading it
+	// compiles and its sums stay right.
 	DroppedQueueFull uint64
 	// DroppedClosed counts events recorded after Shutdown began.
 	DroppedClosed uint64
@@ -111,7 +111,9 @@ type Stats struct {
 	NilResponses uint64
 
 	// DroppedWatcherQueue counts events a StartEventWatcher, StartLogging
-	// or StartStructuredLogging watcher missed because its queue was full.
+	// or StartStructuredLogging watcher missed because its queue, or the
+	// queue all of them share, was full (an event the latter refused
+	// counts once per watcher started).
 	DroppedWatcherQueue uint64
 	// HandlerPanics counts calls of an event handler that panicked.
 	HandlerPanics uint64

@@ -43,15 +43,21 @@ type Consumer[E Event, C any] struct {
 	stop  func()                // Stop
 	what  string                // names the consumer in drop log lines
 	drops Burst
+	// missedBase is the pipeline's count of events its broadcaster
+	// refused when a watcher's consumer was registered: those refused
+	// since, until it stopped (missedEnd), it missed.
+	missedBase uint64
 
-	mu       sync.Mutex // guards the fields below
-	logger   klog.Logger
-	counts   C
-	handled  uint64
-	dropSeen uint64 // queue drops already given to the drop log
-	running  bool   // a goroutine takes the events
-	drain    func() // set by Drain: deals with what is left
-	waiters  []waiter
+	mu        sync.Mutex // guards the fields below
+	logger    klog.Logger
+	counts    C
+	handled   uint64
+	dropSeen  uint64 // queue drops already given to the drop log
+	running   bool   // a goroutine takes the events
+	drain     func() // set by Drain: deals with what is left
+	waiters   []waiter
+	ended     bool // a watcher's consumer stopped missing refused events
+	missedEnd uint64
 }
 
 // queue is a consumer's queue as the consumer counts it: a
@@ -139,15 +145,43 @@ func (c *Consumer[E, C]) stopWatcher() {
 	// this returns as soon as it has caught up.
 	_ = c.p.b.Flush(context.Background())
 	c.w.Stop()
+	c.mu.Lock()
+	c.endMissedLocked()
+	c.mu.Unlock()
 }
 
-// Tally returns a snapshot of what the consumer did.
+// endMissedLocked stops counting the events the broadcaster refuses as
+// missed by this consumer, if it is a watcher's.
+func (c *Consumer[E, C]) endMissedLocked() {
+	if c.w != nil && !c.ended {
+		c.ended, c.missedEnd = true, c.p.refused.Load()
+	}
+}
+
+// missedLocked returns the events the broadcaster refused while this
+// watcher's consumer was registered: it is owed them, and dropped them.
+func (c *Consumer[E, C]) missedLocked() uint64 {
+	if c.w == nil {
+		return 0
+	}
+	end := c.p.refused.Load()
+	if c.ended {
+		end = c.missedEnd
+	}
+	return end - c.missedBase
+}
+
+// Tally returns a snapshot of what the consumer did. A watcher's
+// consumer counts as dropped, besides what its own queue dropped, the
+// events the broadcaster's incoming queue refused while it was
+// registered: none of the watchers got those.
 func (c *Consumer[E, C]) Tally() Tally[C] {
 	c.mu.Lock()
 	t := Tally[C]{Counts: c.counts, Handled: c.handled}
+	missed := c.missedLocked()
 	c.mu.Unlock()
 	// Read after handled, so that Queued >= Handled + Dropped.
-	t.Dropped = c.q.Dropped()
+	t.Dropped = c.q.Dropped() + missed
 	t.Queued = c.q.Delivered() + t.Dropped
 	return t
 }

@@ -68,8 +68,11 @@ type Pipeline[E Event] struct {
 	handlers *Set[E, HandlerCounts]
 	watched  atomic.Int64 // handlers whose watcher may be registered
 
-	recorded, queued, invalidObject, invalidType, droppedQueueFull, droppedClosed atomic.Uint64
-	queueFullLog, closedLog                                                       Burst
+	recorded, queued, invalidObject, invalidType, droppedClosed atomic.Uint64
+	queueFullLog, closedLog                                     Burst
+	// refused counts the events the broadcaster's incoming queue refused:
+	// each handler started then missed it (see Consumer.Tally).
+	refused atomic.Uint64
 
 	// gate orders Publish, which holds it for reading, against what
 	// changes where events go: a sink's Fold added or removed, the
@@ -148,8 +151,9 @@ func (p *Pipeline[E]) Accept(logger klog.Logger, scheme *runtime.Scheme, object 
 // handler or logger is started, to the broadcaster. An event recorded
 // once the shutdown has begun goes nowhere: it is counted as
 // DroppedClosed and logged, one line per burst. An event the
-// broadcaster's full queue refuses is counted as DroppedQueueFull and
-// logged, one line per burst: no handler gets it, every sink does.
+// broadcaster's full incoming queue refuses reaches no handler, and each
+// handler started counts it as dropped (Consumer.Tally); every sink got
+// it. The refusal is logged, one line per burst.
 func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 	p.gate.RLock()
 	if p.closed {
@@ -174,7 +178,7 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 	p.queued.Add(1)
 	p.gate.RUnlock()
 	if !sent {
-		p.droppedQueueFull.Add(1)
+		p.refused.Add(1)
 		if n, due := p.queueFullLog.Add(p.clock.Now(), 1); due {
 			logger.Error(nil, "Unable to hand event to the event handlers: too many queued events, dropped event", "event", klog.KObj(ev),
 				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
@@ -203,11 +207,9 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 }
 
 // RecorderCounts are the recorder side's counters. Every recorded event
-// is counted in Recorded and in exactly one of Queued, InvalidObject,
-// InvalidType and DroppedClosed. DroppedQueueFull counts, among the
-// Queued ones, those the handlers' queue refused.
+// is counted in Recorded and in exactly one other.
 type RecorderCounts struct {
-	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
+	Recorded, Queued, InvalidObject, InvalidType, DroppedClosed uint64
 }
 
 // RecorderCounts returns a snapshot of the recorder side's counters.
@@ -215,11 +217,10 @@ func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
 	// The fates first: an event being recorded now may be in Recorded and
 	// not yet in its fate, never the other way round.
 	r := RecorderCounts{
-		Queued:           p.queued.Load(),
-		InvalidObject:    p.invalidObject.Load(),
-		InvalidType:      p.invalidType.Load(),
-		DroppedQueueFull: p.droppedQueueFull.Load(),
-		DroppedClosed:    p.droppedClosed.Load(),
+		Queued:        p.queued.Load(),
+		InvalidObject: p.invalidObject.Load(),
+		InvalidType:   p.invalidType.Load(),
+		DroppedClosed: p.droppedClosed.Load(),
 	}
 	r.Recorded = p.recorded.Load()
 	return r
@@ -229,13 +230,15 @@ func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
 // may be started again, with Consumer.Go. Its watcher lives as long as the
 // pipeline: what is published while no goroutine runs waits in its queue.
 func Watch[E Event, C any](p *Pipeline[E], what string) (*Consumer[E, C], error) {
+	p.watched.Add(1)
+	missedBase := p.refused.Load()
 	w, err := p.b.Watch()
 	if err != nil {
+		p.watched.Add(-1)
 		return nil, err
 	}
-	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: p.logger}
+	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: p.logger, missedBase: missedBase}
 	c.stop = c.stopWatcher
-	p.watched.Add(1)
 	p.register(c)
 	return c, nil
 }
@@ -314,13 +317,14 @@ func Start[E Event, C any](p *Pipeline[E], set *Set[E, C], what string, logger k
 		return nil, broadcast.ErrClosed
 	}
 	p.watched.Add(1)
+	missedBase := p.refused.Load()
 	w, err := p.b.Watch()
 	if err != nil { // the shutdown began meanwhile
 		p.watched.Add(-1)
 		p.life.Done()
 		return nil, err
 	}
-	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: logger, running: true}
+	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: logger, running: true, missedBase: missedBase}
 	c.stop = c.stopWatcher
 	launch(p, set, c, func(c *Consumer[E, C]) {
 		defer p.watched.Add(-1)

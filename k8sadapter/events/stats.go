@@ -6,7 +6,7 @@ import "github.com/heraldgo/herald/internal/pipeline"
 // recorders; each one ends in exactly one fate. On the recorder side,
 // every Eventf call is counted in Recorded and in exactly one of:
 //
-//	Recorded = Queued + InvalidObject + InvalidType + DroppedClosed
+//	Recorded = Queued + InvalidObject + InvalidType + DroppedQueueFull + DroppedClosed
 //
 // The sink's writer is owed every queued event (its queue exists from
 // NewBroadcaster on, so events recorded before StartRecordingToSinkWithContext
@@ -26,9 +26,6 @@ import "github.com/heraldgo/herald/internal/pipeline"
 //
 //	owed = Handled + DroppedWatcherQueue
 //
-// except those that the queue in front of all the handlers refused
-// (DroppedQueueFull), which none of them is owed.
-//
 // The equations hold exactly once the events have been handled: after
 // Flush while recording, or after Shutdown. Before, events still queued or
 // being written are in no fate yet; so are events queued while recording
@@ -44,13 +41,12 @@ type Stats struct {
 	// refused: InvalidObject for want of a reference to the regarding
 	// object (nil, typed nil, unknown to the scheme), InvalidType for a
 	// type other than Normal or Warning, DroppedClosed because Shutdown
-	// had begun.
-	Recorded, Queued, InvalidObject, InvalidType, DroppedClosed uint64
-	// DroppedQueueFull counts queued events that the queue in front of the
-	// handlers and loggers refused because it was full: none of them got
-	// the event; the writer did. It can happen only while a handler or
-	// logger is started.
-	DroppedQueueFull uint64
+	// had begun. DroppedQueueFull is always zero: no queue stands before
+	// all of them any more (the writer's folds repeats, and refuses only
+	// new series beyond its capacity, DroppedSinkQueue; the handlers'
+	// count what they miss, DroppedWatcherQueue). It stays so that code
+	// reading it compiles and its sums stay right.
+	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
 
 	// What the sink's writer did with each queued event. Created: a first
 	// occurrence, or a second whose event was gone, created. Patched: a
@@ -90,9 +86,10 @@ type Stats struct {
 	// NilResponses counts sink calls that returned neither event nor error.
 	NilResponses uint64
 	// The handlers of StartEventWatcher and StartLogging: DroppedWatcherQueue
-	// counts events one missed because its queue was full; HandlerPanics,
-	// calls that panicked; Handled, events handed to one (one per handler,
-	// those that panicked included).
+	// counts events one missed because its queue, or the queue all of them
+	// share, was full (an event the latter refused counts once per handler
+	// started); HandlerPanics, calls that panicked; Handled, events handed
+	// to one (one per handler, those that panicked included).
 	DroppedWatcherQueue, HandlerPanics, Handled uint64
 }
 
@@ -109,7 +106,7 @@ func stats(r pipeline.RecorderCounts, w pipeline.Tally[writerCounts], h pipeline
 	c := w.Counts
 	return Stats{
 		Recorded: r.Recorded, Queued: r.Queued, InvalidObject: r.InvalidObject, InvalidType: r.InvalidType,
-		DroppedQueueFull: r.DroppedQueueFull, DroppedClosed: r.DroppedClosed,
+		DroppedClosed: r.DroppedClosed,
 
 		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Folded: c.folded, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
 		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedRetries: c.FailedRetries,
