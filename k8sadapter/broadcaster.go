@@ -37,10 +37,11 @@ type EventBroadcaster struct {
 // handler. Shutdown (or cancelling the WithContext context) ends them all.
 // No goroutine is ever started per event.
 //
-// Recorders never block: every watcher has a queue of WithQueueLength
-// events, and a watcher that falls further behind misses the newest events
-// (client-go's behaviour), which Stats counts and the log reports once
-// per burst.
+// Recorders never block: every sink and handler has a queue of
+// WithQueueLength events, and one that falls further behind misses the
+// newest events (client-go's behaviour), which Stats counts and the log
+// reports once per burst. A sink's queue folds repeats: see the package
+// documentation.
 func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 	cfg := defaultConfig()
 	for _, o := range opts {
