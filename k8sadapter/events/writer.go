@@ -105,8 +105,9 @@ func newWriter(e *EventBroadcaster) *writer {
 		cache: cache,
 	}
 	wr.q = pipeline.NewFold(max(e.cfg.QueueLength, e.cfg.cacheSize), pipeline.FoldRule[*eventsv1.Event, uint64, folded]{
-		Key:  wr.hash,
-		Fold: fold,
+		Key:   wr.hash,
+		Fold:  fold,
+		Reset: func(f *folded) { *f = folded{} },
 	})
 	c, err := pipeline.WatchFold[*eventsv1.Event, uint64, folded, writerCounts](e.p, wr.q, "sink")
 	if err != nil {
@@ -273,6 +274,8 @@ func (wr *writer) handle(w *pending) {
 		wr.counts.Abandoned += uint64(n)
 		return
 	}
+	// A series is observed when its events are recorded (client-go: when
+	// its goroutine for the event runs, soon after).
 	ev, last := w.First, w.Data.last
 	if n == 1 {
 		last = ev.EventTime
