@@ -1,7 +1,6 @@
 package k8sadapter
 
 import (
-	"hash/maphash"
 	"maps"
 	"strconv"
 	"time"
@@ -63,10 +62,7 @@ const maxFolded = 64
 type occurrences struct{ times []time.Time }
 
 // waiting is an entry of a sink's queue.
-type waiting = pipeline.Entry[*v1.Event, uint64, occurrences]
-
-// foldSeed seeds the hash of spam buckets.
-var foldSeed = maphash.MakeSeed()
+type waiting = pipeline.Entry[*v1.Event, bucket, occurrences]
 
 // bucket is the spam key of client-go's default SpamKeyFunc, as a
 // comparable struct.
@@ -78,8 +74,8 @@ type bucket struct {
 
 // foldRule returns the folding rule of a sink whose correlator has
 // options o: none (nothing folds) with a custom key function.
-func foldRule(o record.CorrelatorOptions) pipeline.FoldRule[*v1.Event, uint64, occurrences] {
-	rule := pipeline.FoldRule[*v1.Event, uint64, occurrences]{
+func foldRule(o record.CorrelatorOptions) pipeline.FoldRule[*v1.Event, bucket, occurrences] {
+	rule := pipeline.FoldRule[*v1.Event, bucket, occurrences]{
 		Fold:  foldRepeat,
 		Reset: func(o *occurrences) { o.times = o.times[:0] },
 	}
@@ -89,28 +85,28 @@ func foldRule(o record.CorrelatorOptions) pipeline.FoldRule[*v1.Event, uint64, o
 	return rule
 }
 
-// bucketOf keys an event by the hash of its spam bucket. Only events whose
-// name and timestamps the recorder derived from their time may fold.
-func bucketOf(e *v1.Event) (uint64, bool) {
+// bucketOf keys an event by its spam bucket. Only events whose name and
+// timestamps the recorder derived from their time may fold.
+func bucketOf(e *v1.Event) (bucket, bool) {
 	o := &e.InvolvedObject
 	if e.FirstTimestamp != e.LastTimestamp || !isGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
-		return 0, false
+		return bucket{}, false
 	}
-	return bucketHash(e.Source, o, e.Type), true
+	return bucketKey(e.Source, o, e.Type), true
 }
 
-// bucketHash is the hash of a spam bucket.
-func bucketHash(source v1.EventSource, o *v1.ObjectReference, eventType string) uint64 {
-	return maphash.Comparable(foldSeed, bucket{
+// bucketKey is the spam bucket of events of the source about the object,
+// of the type.
+func bucketKey(source v1.EventSource, o *v1.ObjectReference, eventType string) bucket {
+	return bucket{
 		component: source.Component, host: source.Host,
 		kind: o.Kind, namespace: o.Namespace, name: o.Name, uid: string(o.UID), apiVersion: o.APIVersion,
 		eventType: eventType,
-	})
+	}
 }
 
-// foldRepeat folds e into w, the newest event waiting in e's spam bucket
-// (or one whose bucket has the same hash), if e repeats w's first event
-// and w has room. It runs under the queue's lock, on the recording
+// foldRepeat folds e into w, the newest event waiting in e's spam bucket,
+// if e repeats w's first event and w has room. It runs under the queue's lock, on the recording
 // goroutine: comparisons and, once an entry's slice has grown, no
 // allocation.
 func foldRepeat(w *waiting, e *v1.Event) bool {
@@ -144,10 +140,10 @@ func (e *EventBroadcaster) foldUnbuilt(ref *v1.ObjectReference, annotations map[
 	if nanos < 0 || len(ref.Name)+17 > 253 { // a sign, or too long a name: let bucketOf judge it
 		return false
 	}
-	h := bucketHash(source, ref, eventType)
+	k := bucketKey(source, ref, eventType)
 	return e.p.PublishFolded(func(q pipeline.Folder[*v1.Event]) bool {
-		f, ok := q.(*pipeline.Fold[*v1.Event, uint64, occurrences])
-		return ok && f.TryFold(h, func(w *waiting) bool {
+		f, ok := q.(*pipeline.Fold[*v1.Event, bucket, occurrences])
+		return ok && f.TryFold(k, func(w *waiting) bool {
 			first := w.First
 			if len(w.Data.times) >= maxFolded || first.Count != 1 ||
 				first.ReportingController != source.Component || first.ReportingInstance != source.Host ||

@@ -59,7 +59,7 @@ func FuzzOccurrence(f *testing.F) {
 		if !ok {
 			return // a random name: never folds
 		}
-		if h0, ok := bucketOf(first); ok && h0 != h {
+		if b0, ok := bucketOf(first); ok && b0 != h {
 			t.Fatalf("two events of one object and type in two buckets")
 		}
 		w := &waiting{First: first}

@@ -22,7 +22,7 @@ type sinkWriter struct {
 	e       *EventBroadcaster
 	sink    record.EventSink
 	corr    *EventCorrelator
-	q       *pipeline.Fold[*v1.Event, uint64, occurrences]
+	q       *pipeline.Fold[*v1.Event, bucket, occurrences]
 	w       pipeline.Writer[*v1.Event]
 	attempt pipeline.Attempt[*v1.Event] // s.write, bound once
 	patch   []byte                      // the patch of the event being written

@@ -125,9 +125,12 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 		f.newest[k] = w
 	}
 	f.delivered.Add(1)
+	wake := f.queue.len() == 0 // the taker waits only once it found none
 	f.queue.push(w)
 	f.mu.Unlock()
-	signal(f.ready)
+	if wake {
+		signal(f.ready)
+	}
 	return Queued
 }
 
@@ -212,9 +215,9 @@ func (f *Fold[E, K, P]) Close() {
 	signal(f.ready)
 }
 
-// Ready receives a value after an entry was queued or the Fold closed: a
-// goroutine that found nothing to Take waits on it. A value may be stale:
-// Take again, and wait again if it finds nothing.
+// Ready receives a value after an entry was queued into an empty Fold, or
+// the Fold closed: a goroutine that found nothing to Take waits on it. A
+// value may be stale: Take again, and wait again if it finds nothing.
 func (f *Fold[E, K, P]) Ready() <-chan struct{} { return f.ready }
 
 // Delivered counts the events accepted so far, folded ones included.

@@ -55,7 +55,7 @@ type entry struct {
 
 // pending is an entry of the writer's queue: the first event of a series
 // waiting for the writer, and the isomorphic events folded into it.
-type pending = pipeline.Entry[*eventsv1.Event, uint64, folded]
+type pending = pipeline.Entry[*eventsv1.Event, key, folded]
 
 // folded is what an entry keeps of the events folded into it: the time of
 // the newest.
@@ -68,17 +68,16 @@ type folded struct{ last metav1.MicroTime }
 // goroutine, the series cache included, so no lock guards them.
 type writer struct {
 	e       *EventBroadcaster
-	q       *pipeline.Fold[*eventsv1.Event, uint64, folded]
+	q       *pipeline.Fold[*eventsv1.Event, key, folded]
 	c       *pipeline.Consumer[*eventsv1.Event, writerCounts]
 	w       pipeline.Writer[*eventsv1.Event]
 	attempt pipeline.Attempt[*eventsv1.Event] // wr.write, bound once
 	ctx     context.Context                   // the recording context: sink calls take it
 	seed    maphash.Seed
 	// cache maps the hash of each key to its entry: struct keys of some
-	// twenty strings are hashed once per event (by the queue, which keys
-	// its entries by the same hash), not once per map operation. Two keys
-	// with one hash (odds of 2^-64 a pair) make each other forgotten, as
-	// an eviction would.
+	// twenty strings are hashed once per entry taken from the queue, not
+	// once per map operation. Two keys with one hash (odds of 2^-64 a
+	// pair) make each other forgotten, as an eviction would.
 	cache  *simplelru.LRU[uint64, *entry]
 	counts writerCounts
 }
@@ -104,12 +103,12 @@ func newWriter(e *EventBroadcaster) *writer {
 		seed:  maphash.MakeSeed(),
 		cache: cache,
 	}
-	wr.q = pipeline.NewFold(max(e.cfg.QueueLength, e.cfg.cacheSize), pipeline.FoldRule[*eventsv1.Event, uint64, folded]{
-		Key:   wr.hash,
+	wr.q = pipeline.NewFold(max(e.cfg.QueueLength, e.cfg.cacheSize), pipeline.FoldRule[*eventsv1.Event, key, folded]{
+		Key:   seriesKey,
 		Fold:  fold,
 		Reset: func(f *folded) { *f = folded{} },
 	})
-	c, err := pipeline.WatchFold[*eventsv1.Event, uint64, folded, writerCounts](e.p, wr.q, "sink")
+	c, err := pipeline.WatchFold[*eventsv1.Event, key, folded, writerCounts](e.p, wr.q, "sink")
 	if err != nil {
 		panic("events: " + err.Error()) // a new pipeline is not shut down
 	}
@@ -118,11 +117,11 @@ func newWriter(e *EventBroadcaster) *writer {
 	return wr
 }
 
-// hash is the queue's key: the hash of the event's series key. Every
-// event may fold.
-func (wr *writer) hash(ev *eventsv1.Event) (uint64, bool) {
-	return maphash.Comparable(wr.seed, keyOf(ev)), true
-}
+// seriesKey is the queue's key: every event may fold, into the event of
+// its series. (A map keyed by the struct hashes it without allocating;
+// maphash.Comparable makes its argument escape, and would cost the
+// recorder an allocation per event.)
+func seriesKey(ev *eventsv1.Event) (key, bool) { return keyOf(ev), true }
 
 // foldUnbuilt folds an event that the recorder has not built yet into the
 // event of its series waiting for the writer, if there is one and no
@@ -137,26 +136,19 @@ func (wr *writer) foldUnbuilt(regarding, related *corev1.ObjectReference, eventT
 	if related != nil {
 		k.related = *related
 	}
-	h := maphash.Comparable(wr.seed, k)
 	return wr.e.p.PublishFolded(func(q pipeline.Folder[*eventsv1.Event]) bool {
-		return q == pipeline.Folder[*eventsv1.Event](wr.q) && wr.q.TryFold(h, func(w *pending) bool {
-			if keyOf(w.First) != k { // the hashes collided
-				return false
-			}
+		return q == pipeline.Folder[*eventsv1.Event](wr.q) && wr.q.TryFold(k, func(w *pending) bool {
 			w.Data.last = at
 			return true
 		})
 	})
 }
 
-// fold folds ev into w, the series' event waiting for the writer, if it is
-// isomorphic to it: it adds no more than its count and time (client-go
-// keeps nothing else of a repeat either). It runs under the queue's lock,
-// on the recording goroutine, and allocates nothing.
+// fold folds ev into w, the event of its series waiting for the writer:
+// it adds no more than its count and time (client-go keeps nothing else
+// of a series' later events either). It runs under the queue's lock, on
+// the recording goroutine, and allocates nothing.
 func fold(w *pending, ev *eventsv1.Event) bool {
-	if keyOf(w.First) != keyOf(ev) { // the hashes collided
-		return false
-	}
 	w.Data.last = ev.EventTime
 	return true
 }
@@ -280,7 +272,8 @@ func (wr *writer) handle(w *pending) {
 	if n == 1 {
 		last = ev.EventTime
 	}
-	k, h := keyOf(ev), w.Key
+	k := w.Key
+	h := maphash.Comparable(wr.seed, k) // once per entry, on the writer's goroutine
 	ent, ok := wr.cache.Get(h)
 	if ok && ent.key == k {
 		if ent.event.Series != nil {
