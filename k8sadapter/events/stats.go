@@ -66,8 +66,9 @@ type Stats struct {
 	// event was handled before.
 	Evicted uint64
 	// The writer's other fates. DroppedSinkQueue: refused by the writer's
-	// queue, which held WithCacheSize series waiting (a repeat of a
-	// waiting series is folded, never refused). FailedConstruction: the
+	// queue, which held its capacity of series waiting (WithQueueLength,
+	// never below WithCacheSize; a repeat of a waiting series is folded,
+	// never refused). FailedConstruction: the
 	// request could not be built. FailedRejected: the server refused it (a
 	// StatusError other than AlreadyExists on a series, which is
 	// retried). FailedRetries: given up on after the last attempt.
