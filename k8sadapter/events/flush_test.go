@@ -245,3 +245,45 @@ func TestFlushWaitsForRetriesOnTheFakeClock(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushCoversFoldedEvents: events folded into one waiting for the
+// writer are handled, by the time Flush returns, as the others are: the
+// series' count is stored.
+func TestFlushCoversFoldedEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		s := newSink()
+		s.onCreate = func(n int, _ *eventsv1.Event) error {
+			if n == 1 {
+				<-release
+			}
+			return nil
+		}
+		e, r := start(t, s)
+		r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		synctest.Wait() // the writer holds the first event in the sink
+		for range 9 {
+			r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x") // folded: one entry
+		}
+		done := make(chan error)
+		go func() { done <- e.Flush(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Flush returned %v while the sink held the series' first event", err)
+		default:
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("Flush = %v", err)
+		}
+		calls, stored := s.snapshot()
+		if verbs(calls) != "create patch" || len(stored) != 1 || stored[0].Series == nil || stored[0].Series.Count != 10 {
+			t.Fatalf("after Flush: calls %q, stored %+v; want a create and one patch of count 10", verbs(calls), stored)
+		}
+		want := events.Stats{Recorded: 10, Queued: 10, Created: 1, Patched: 1, SeriesObserved: 8, Folded: 8}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
+		}
+	})
+}
