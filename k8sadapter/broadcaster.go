@@ -37,10 +37,11 @@ type EventBroadcaster struct {
 // handler. Shutdown (or cancelling the WithContext context) ends them all.
 // No goroutine is ever started per event.
 //
-// Recorders never block: every watcher has a queue of WithQueueLength
-// events, and a watcher that falls further behind misses the newest events
-// (client-go's behaviour), which Stats counts and the log reports once
-// per burst.
+// Recorders never block: every sink and handler has a queue of
+// WithQueueLength events, and one that falls further behind misses the
+// newest events (client-go's behaviour), which Stats counts and the log
+// reports once per burst. A sink's queue folds repeats: see the package
+// documentation.
 func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -114,7 +115,7 @@ func (e *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Int
 	}
 	s := e.newSinkWriter(sink)
 	result := make(chan watch.Event)
-	c, err := pipeline.Start(e.p, e.sinks, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
+	c, err := pipeline.StartFold(e.p, e.sinks, s.q, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
 		defer close(result)
 		s.run(c)
 	})
@@ -236,6 +237,6 @@ func (e *EventBroadcaster) Stats() Stats {
 	s.addHandlers(e.p.Handlers())
 	r := e.p.RecorderCounts()
 	s.Recorded, s.Queued, s.InvalidObject, s.InvalidType = r.Recorded, r.Queued, r.InvalidObject, r.InvalidType
-	s.DroppedQueueFull, s.DroppedClosed = r.DroppedQueueFull, r.DroppedClosed
+	s.DroppedClosed = r.DroppedClosed
 	return s
 }

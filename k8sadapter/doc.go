@@ -39,8 +39,9 @@
 //
 // # What herald adds
 //
-//   - Speed: the correlator builds patches without a JSON diff, and nothing
-//     on the path from a recorder to a sink starts a goroutine per event.
+//   - Speed: the correlator builds patches without a JSON diff, nothing on
+//     the path from a recorder to a sink starts a goroutine per event, and
+//     a burst of repeats folds on its way to each sink (see Bursts).
 //   - Flush: EventBroadcaster.Flush returns once every event recorded
 //     before it has been handled by every started sink, handler and logger
 //     (written, skipped, or given up on), bounded by its context. A
@@ -67,7 +68,43 @@
 //     retry pauses and the drop log's bursts, so that tests need not wait.
 //   - PastEventf, which records an event at a given time (client-go dropped
 //     it because it ignored the time).
-
+//
+// # Bursts: what folds, and what can still be dropped
+//
+// Each sink started has a queue, fed on the recording goroutine, that
+// holds WithQueueLength events waiting for the sink. An event that repeats
+// the newest event waiting for its object (same source, object and type:
+// client-go's spam bucket), identical to it but for its name and
+// timestamps, is folded into it: the queue keeps its time (up to 64 repeats
+// an event), not the event. The sink then takes each folded event through
+// its correlator, one by one and in order, as client-go's would: the spam
+// filter spends a token on each, each gets its count, and a run of
+// patches of the same event is written once, with the count and time of
+// the last one the filter allowed. A burst of repeats thus costs the queue
+// one place per object, and the sink a create and a patch where client-go
+// makes a write per event.
+//
+// The events stored are the ones client-go stores (a differential test
+// checks it, field for field, across spam skips, combined events and
+// interleaved objects): the events of one spam bucket reach the correlator
+// in the order they were recorded, and all its decisions about them read
+// only that bucket's state. Only the order in which keys of different
+// buckets reach the correlator's LRU caches changes: which key a full
+// cache forgets first may differ (a burst of more than 4096 distinct keys,
+// by default, where client-go forgets keys too). With a CorrelatorOptions
+// KeyFunc or SpamKeyFunc, which may group events across buckets, nothing
+// folds. If no handler or logger is started and one sink is, a repeat
+// folds before the recorder even builds it.
+//
+// What can still be lost, each counted in Stats and logged once per burst
+// with a count: events that are not repeats of the newest event waiting
+// for their object, beyond WithQueueLength waiting at a sink
+// (DroppedSinkQueue); events a handler or logger misses when its queue,
+// or the queue all of them share, is full (DroppedWatcherQueue: handlers
+// are owed every event, nothing folds there); events recorded after
+// Shutdown began (DroppedClosed); events still queued when a shutdown
+// deadline passes (Abandoned).
+//
 // # Deliberate differences from client-go
 //
 //   - Correlation keys are structs, so fields never run together (client-go

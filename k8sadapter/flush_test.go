@@ -251,3 +251,48 @@ func TestFlushWaitsForRetriesOnTheFakeClock(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushCoversFoldedEvents: thirty identical events, all but the first
+// waiting while the sink holds the first: the repeats fold into one
+// entry, each still spends a spam token (the burst is 25), and the sink
+// writes one patch for the run, with the count of the last one allowed.
+// Flush returns once that patch is written.
+func TestFlushCoversFoldedEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) {
+			g.wait()
+			out := e.DeepCopy()
+			out.ResourceVersion = "1"
+			return out, nil
+		}}
+		e := newBroadcaster(t)
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+		synctest.Wait() // the sink holds the first event
+		for range 29 {
+			r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+		}
+		done := make(chan error)
+		go func() { done <- e.Flush(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Flush returned %v while the sink held the first event", err)
+		default:
+		}
+		g.release()
+		if err := <-done; err != nil {
+			t.Fatalf("Flush = %v", err)
+		}
+		calls := sink.snapshot()
+		if got := verbs(calls); len(got) != 2 || got[1] != "patch" || calls[1].event.Count != 25 {
+			t.Fatalf("sink calls %v; want a create and one patch of count 25", got)
+		}
+		want := k8sadapter.Stats{Recorded: 30, Queued: 30, Created: 1, Patched: 24, Deduplicated: 24, SpamSkipped: 5, Folded: 28}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
+		}
+	})
+}

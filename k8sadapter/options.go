@@ -18,8 +18,9 @@ const (
 	// DefaultMaxTries is how many times an event is offered to a sink
 	// before it is given up on.
 	DefaultMaxTries = pipeline.DefaultMaxTries
-	// DefaultQueueLength is the capacity of the queue between recorders and
-	// watchers, and of each watcher's own queue.
+	// DefaultQueueLength is the capacity of each sink's queue (in events
+	// waiting; repeats fold into them), of the queue between the recorders
+	// and the handlers, and of each handler's own queue.
 	DefaultQueueLength = pipeline.DefaultQueueLength
 	// DefaultShutdownTimeout bounds how long Shutdown flushes queued events
 	// to the sinks.
@@ -88,10 +89,12 @@ func WithMaxTries(n int) BroadcasterOption {
 	return func(c *config) { c.SetMaxTries(n) }
 }
 
-// WithQueueLength sets the capacity of the queue between recorders and
-// watchers and of each watcher's queue (DefaultQueueLength, as client-go).
-// A recorder never blocks: when the queue is full the event is dropped,
-// logged and counted. Values below 1 mean the default.
+// WithQueueLength sets the capacity of the queues (DefaultQueueLength, as
+// client-go): each sink's, in events waiting (a repeat of the newest event
+// waiting for its object folds into it and takes no place), and the
+// handlers', in events. A recorder never blocks: when a queue is full the
+// event is dropped there, logged and counted. Values below 1 mean the
+// default.
 func WithQueueLength(n int) BroadcasterOption {
 	return func(c *config) { c.SetQueueLength(n) }
 }

@@ -77,6 +77,9 @@ func (r *Recorder) generate(object runtime.Object, annotations map[string]string
 	if at.IsZero() {
 		at = e.cfg.clock.Now()
 	}
+	if e.foldUnbuilt(ref, annotations, at, eventtype, reason, message, r.source) {
+		return // a repeat of the event waiting at the sink: nothing to build
+	}
 	ev := makeEvent(ref, annotations, at, eventtype, reason, message)
 	ev.Source = r.source
 	ev.ReportingInstance = r.source.Host

@@ -15,24 +15,28 @@ import (
 	"github.com/heraldgo/herald/internal/pipeline"
 )
 
-// sinkWriter writes the events of one watcher to one sink, one at a time,
-// on that watcher's goroutine, with its own correlator. Everything in it
-// belongs to that goroutine.
+// sinkWriter writes the events of one queue to one sink, one at a time,
+// on that queue's goroutine, with its own correlator. Everything in it
+// below q belongs to that goroutine.
 type sinkWriter struct {
 	e       *EventBroadcaster
 	sink    record.EventSink
 	corr    *EventCorrelator
+	q       *pipeline.Fold[*v1.Event, bucket, occurrences]
 	w       pipeline.Writer[*v1.Event]
 	attempt pipeline.Attempt[*v1.Event] // s.write, bound once
 	patch   []byte                      // the patch of the event being written
+	later   int32                       // repeats counted after it (see held)
 	counts  sinkCounts
 }
 
 func (e *EventBroadcaster) newSinkWriter(sink record.EventSink) *sinkWriter {
+	o := e.correlatorOptions()
 	s := &sinkWriter{
 		e:    e,
 		sink: sink,
-		corr: NewEventCorrelatorWithOptions(e.correlatorOptions()),
+		corr: NewEventCorrelatorWithOptions(o),
+		q:    pipeline.NewFold(e.cfg.QueueLength, foldRule(o)),
 		w: pipeline.Writer[*v1.Event]{
 			MaxTries: e.cfg.MaxTries,
 			Pause:    pause(e.cfg.Sleep),
@@ -66,40 +70,105 @@ func classify(err error, _ *v1.Event) (pipeline.Class, bool) {
 	return c, c == pipeline.Rejected && (apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause))
 }
 
-// run is the sink's goroutine: every event of its watcher, in order.
+// run is the sink's goroutine: every entry of its queue, in order, until
+// the queue is closed (Stop, Shutdown) and empty.
 func (s *sinkWriter) run(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
 	s.w.Progress = func() { c.Publish(&s.counts) }
-	for ev := range c.All() {
-		s.record(ev)
-		c.Done(&s.counts)
+	for {
+		w, closed := s.q.Take()
+		if w == nil {
+			if closed {
+				return
+			}
+			<-s.q.Ready()
+			continue
+		}
+		s.handle(w)
+		c.Reach(s.q.Done(w), &s.counts)
 	}
 }
 
-// record is client-go's recordToSink: correlate, then write with retries.
-// The event it receives is shared with other watchers; the correlator
-// copies it before anything is changed.
-func (s *sinkWriter) record(ev *v1.Event) {
-	if s.e.p.Aborted() {
-		s.counts.Abandoned++
-		return
+// held is a patch of a repeat, correlated and not yet written, because
+// the next repeat's patch may make it needless.
+type held struct {
+	res    *EventCorrelateResult
+	events uint64 // events whose fate its write is
+	// skipped counts the repeats of the same event the spam filter
+	// refused since: the correlator counted them after this patch, and
+	// the answer to its write must not undo that.
+	skipped int32
+}
+
+// handle is client-go's recordToSink for each event of an entry, in order:
+// correlate, then write with retries. The entry's first event is shared
+// with other watchers; the correlator copies it before anything is
+// changed. The repeats folded into it are rebuilt from their times and
+// correlated one by one, as client-go would have. Of a run of patches of
+// the same event (repeats of the entry's first, not combined), only the
+// last is written: a patch sets the count and the time, and the last
+// carries those of the last repeat the spam filter allowed (see fold.go).
+// Every other write is made before the next event is correlated, as in
+// client-go, so that the correlator learns the server's answer first.
+func (s *sinkWriter) handle(w *waiting) {
+	n := w.Events
+	s.counts.folded += uint64(n - 1)
+	var h held
+	for i := range n {
+		if s.e.p.Aborted() {
+			s.counts.Abandoned += uint64(n-i) + h.events
+			return
+		}
+		ev := w.First
+		if i > 0 {
+			ev = occurrence(w.First, w.Data.times[i-1])
+		}
+		res, combined, err := s.corr.correlate(ev)
+		if err != nil {
+			s.counts.correlateErrors++
+			s.w.Logger.Error(err, "Could not correlate event, recording it as it is", "event", klog.KObj(ev))
+		}
+		if res.Skip {
+			s.counts.spamSkipped++
+			if !combined {
+				h.skipped++
+			}
+			continue
+		}
+		patch := !combined && err == nil && res.Event.Count > 1
+		if patch && h.events > 0 { // the same event: it makes h needless
+			h = held{res: res, events: h.events + 1}
+			continue
+		}
+		s.writeHeld(&h)
+		if patch {
+			h = held{res: res, events: 1}
+			continue
+		}
+		s.record(res, combined, 1, 0)
 	}
-	res, combined, err := s.corr.correlate(ev)
-	if err != nil {
-		s.counts.correlateErrors++
-		s.w.Logger.Error(err, "Could not correlate event, recording it as it is", "event", klog.KObj(ev))
+	s.writeHeld(&h)
+}
+
+// writeHeld writes h's patch, if any, and empties h.
+func (s *sinkWriter) writeHeld(h *held) {
+	if h.events > 0 {
+		s.record(h.res, false, h.events, h.skipped)
 	}
-	if res.Skip {
-		s.counts.spamSkipped++
-		return
-	}
-	s.patch = res.Patch
-	if !s.w.Write(context.Background(), &s.counts.Counts, res.Event, s.attempt) {
+	*h = held{}
+}
+
+// record writes a correlated event with retries, the fate of events
+// events. The correlator is fed the server's answer with later counts
+// (repeats it counted since) added.
+func (s *sinkWriter) record(res *EventCorrelateResult, combined bool, events uint64, later int32) {
+	s.patch, s.later = res.Patch, later
+	if !s.w.WriteN(context.Background(), &s.counts.Counts, res.Event, s.attempt, events) {
 		return
 	}
 	if combined {
-		s.counts.aggregated++
+		s.counts.aggregated += events
 	} else if res.Event.Count > 1 {
-		s.counts.deduplicated++
+		s.counts.deduplicated += events
 	}
 }
 
@@ -117,7 +186,13 @@ func (s *sinkWriter) write(ev *v1.Event) (got *v1.Event, created bool, err error
 		got, err = kube.Call(func() (*v1.Event, error) { return s.sink.Create(ev) })
 	}
 	if err == nil && got != nil {
-		s.corr.UpdateState(got)
+		answer := got
+		if s.later != 0 {
+			a := *got
+			a.Count += s.later
+			answer = &a
+		}
+		s.corr.UpdateState(answer)
 	}
 	return got, created, err
 }

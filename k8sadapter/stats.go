@@ -20,8 +20,11 @@ import "github.com/heraldgo/herald/internal/pipeline"
 //	       + FailedConstruction + FailedRejected + FailedRetries
 //	       + FailedShutdown + FailedPanic + Abandoned
 //
-// and each handler (StartEventWatcher, StartLogging,
-// StartStructuredLogging) in one of:
+// An event folded into the one it repeats, waiting in a sink's queue, is
+// counted in Folded as well; its fate is that of the write that carried
+// its count (or SpamSkipped). Each handler (StartEventWatcher,
+// StartLogging, StartStructuredLogging) is owed the events queued while
+// it was started, and each of them ends in one of:
 //
 //	owed = Handled + DroppedWatcherQueue
 //
@@ -33,14 +36,15 @@ import "github.com/heraldgo/herald/internal/pipeline"
 // before the first event and never stopped, the sink's owed events are
 // Queued.
 //
-// Deduplicated, Aggregated, Retries, NilResponses, HandlerPanics and
-// CorrelateErrors are not fates: they say more about events counted in
-// one.
+// Deduplicated, Aggregated, Folded, Retries, NilResponses, HandlerPanics
+// and CorrelateErrors are not fates: they say more about events counted
+// in one.
 type Stats struct {
 	// Recorded counts calls of Event, Eventf, AnnotatedEventf and
 	// PastEventf.
 	Recorded uint64
-	// Queued counts events accepted for delivery to the watchers.
+	// Queued counts events accepted for delivery to the sinks and
+	// handlers.
 	Queued uint64
 	// InvalidObject counts events refused because no reference could be
 	// built for their object (nil, typed nil, unknown to the scheme, no
@@ -49,8 +53,11 @@ type Stats struct {
 	// InvalidType counts events refused for a type other than Normal or
 	// Warning.
 	InvalidType uint64
-	// DroppedQueueFull counts events refused because the queue between
-	// recorders and watchers was full.
+	// DroppedQueueFull is always zero: no queue stands before every sink
+	// and handler any more (each sink's queue folds repeats and counts
+	// what it refuses in DroppedSinkQueue; the handlers count what they
+	// miss in DroppedWatcherQueue). It stays so that code reading it
+	// compiles and its sums stay right.
 	DroppedQueueFull uint64
 	// DroppedClosed counts events recorded after Shutdown began.
 	DroppedClosed uint64
@@ -70,7 +77,9 @@ type Stats struct {
 	// counted, and the next written repeat carries their count.
 	SpamSkipped uint64
 	// DroppedSinkQueue counts events a sink missed because its queue was
-	// full (it fell behind by more than the queue length).
+	// full: it fell behind by more than WithQueueLength events that are
+	// not repeats of one another (a repeat of the newest event waiting for
+	// the same object is folded into it, see Folded).
 	DroppedSinkQueue uint64
 	// FailedConstruction counts events given up on because the request
 	// could not be built (rest.RequestConstructionError).
@@ -89,6 +98,12 @@ type Stats struct {
 	// Abandoned counts events still queued for a sink when the shutdown
 	// deadline passed.
 	Abandoned uint64
+	// Folded counts events that repeated the event waiting last for the
+	// same object and source in a sink's queue, and were folded into it:
+	// they took no place in the queue. The sink still hands each to its
+	// correlator, and it is counted in a fate: that of the write that
+	// carried its count (Patched, usually), or SpamSkipped.
+	Folded uint64
 	// Retries counts attempts after the first.
 	Retries uint64
 	// NilResponses counts sink calls that returned neither an event nor an
@@ -96,7 +111,9 @@ type Stats struct {
 	NilResponses uint64
 
 	// DroppedWatcherQueue counts events a StartEventWatcher, StartLogging
-	// or StartStructuredLogging watcher missed because its queue was full.
+	// or StartStructuredLogging watcher missed because its queue, or the
+	// queue all of them share, was full (an event the latter refused
+	// counts once per watcher started).
 	DroppedWatcherQueue uint64
 	// HandlerPanics counts calls of an event handler that panicked.
 	HandlerPanics uint64
@@ -112,7 +129,7 @@ type Stats struct {
 // sinkCounts are the counters of one sink, owned by its goroutine.
 type sinkCounts struct {
 	pipeline.Counts
-	deduplicated, aggregated, spamSkipped, correlateErrors uint64
+	deduplicated, aggregated, spamSkipped, correlateErrors, folded uint64
 }
 
 func addSinkCounts(c *sinkCounts, o sinkCounts) {
@@ -121,6 +138,7 @@ func addSinkCounts(c *sinkCounts, o sinkCounts) {
 	c.aggregated += o.aggregated
 	c.spamSkipped += o.spamSkipped
 	c.correlateErrors += o.correlateErrors
+	c.folded += o.folded
 }
 
 // sinkStats is the sink part of Stats, for one sink or for all of them;
@@ -133,7 +151,7 @@ func sinkStats(t pipeline.Tally[sinkCounts]) Stats {
 		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected,
 		FailedRetries: c.FailedRetries, FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic,
 		Abandoned: c.Abandoned, Retries: c.Retries, NilResponses: c.NilResponses,
-		CorrelateErrors: c.correlateErrors,
+		CorrelateErrors: c.correlateErrors, Folded: c.folded,
 	}
 }
 

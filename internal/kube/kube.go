@@ -1,14 +1,16 @@
 // Package kube holds what herald's two Kubernetes adapters (core/v1 and
 // events.k8s.io/v1) do alike with client-go's types: building object
-// references without letting client-go panic, and calling a sink without
-// letting it panic.
+// references without letting client-go panic, naming events, and calling
+// a sink without letting it panic.
 package kube
 
 import (
 	"fmt"
+	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 )
 
@@ -43,4 +45,46 @@ func Call[E any](f func() (E, error)) (got E, err error) {
 		}
 	}()
 	return f()
+}
+
+// EventName is client-go's util.GenerateEventName without fmt and regular
+// expressions: "<name>.<hex nanos>", or a random UUID (client-go's own
+// choice) when that is not a valid DNS subdomain name. client-go's
+// validation costs more than the rest of recording an event
+// (BenchmarkBurst).
+func EventName(refName string, unixNano int64) string {
+	buf := make([]byte, 0, len(refName)+18)
+	buf = append(buf, refName...)
+	buf = append(buf, '.')
+	buf = strconv.AppendInt(buf, unixNano, 16)
+	if !isDNS1123Subdomain(buf) {
+		return util.GenerateEventName(refName, unixNano)
+	}
+	return string(buf)
+}
+
+// isDNS1123Subdomain reports whether s is a valid DNS subdomain name as
+// apimachinery's validation.IsDNS1123Subdomain checks it: at most 253
+// characters, dot-separated labels of lower-case alphanumerics and '-',
+// each starting and ending with an alphanumeric.
+func isDNS1123Subdomain(s []byte) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != '.' {
+			c := s[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+			continue
+		}
+		// s[start:i] is a label.
+		if i == start || s[start] == '-' || s[i-1] == '-' {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }

@@ -31,25 +31,42 @@ type Tally[C any] struct {
 	Dropped uint64
 }
 
-// Consumer is one watcher of a pipeline and the goroutine that takes its
-// events: a sink's writer or an event handler. The goroutine owns its
-// counters, a plain struct C, and publishes a copy with Done after each
-// event; Tally, Flush and Stats read the copies. A Consumer is safe for
-// concurrent use.
+// Consumer is one queue of a pipeline and the goroutine that takes its
+// events: a sink's writer (its queue a Fold) or an event handler (its
+// queue a broadcast watcher). The goroutine owns its counters, a plain
+// struct C, and publishes a copy with Done or Reach as it goes; Tally,
+// Flush and Stats read the copies. A Consumer is safe for concurrent use.
 type Consumer[E Event, C any] struct {
 	p     *Pipeline[E]
-	w     *broadcast.Watcher[E]
-	what  string // names the watcher in drop log lines
+	q     queue                 // where its events wait
+	w     *broadcast.Watcher[E] // q, for a watcher's consumer; nil for a Fold's
+	stop  func()                // Stop
+	what  string                // names the consumer in drop log lines
 	drops Burst
+	// missedBase is the pipeline's count of events its broadcaster
+	// refused when a watcher's consumer was registered: those refused
+	// since, until it stopped (missedEnd), it missed.
+	missedBase uint64
 
-	mu       sync.Mutex // guards the fields below
-	logger   klog.Logger
-	counts   C
-	handled  uint64
-	dropSeen uint64  // watcher drops already given to the drop log
-	running  bool    // a goroutine takes the events
-	drain    func(E) // set by Drain: what to do with what is left
-	waiters  []waiter
+	mu        sync.Mutex // guards the fields below
+	logger    klog.Logger
+	counts    C
+	handled   uint64
+	dropSeen  uint64 // queue drops already given to the drop log
+	running   bool   // a goroutine takes the events
+	drain     func() // set by Drain: deals with what is left
+	waiters   []waiter
+	ended     bool // a watcher's consumer stopped missing refused events
+	missedEnd uint64
+}
+
+// queue is a consumer's queue as the consumer counts it: a
+// broadcast.Watcher or a Fold.
+type queue interface {
+	// Delivered counts the events placed in the queue so far.
+	Delivered() uint64
+	// Dropped counts the events the queue refused.
+	Dropped() uint64
 }
 
 // waiter is a Flush waiting until a consumer has handled target events.
@@ -58,26 +75,38 @@ type waiter struct {
 	done   chan struct{}
 }
 
-// All returns the consumer's events in order, as broadcast.Watcher.All.
+// All returns a watcher consumer's events in order, as
+// broadcast.Watcher.All.
 func (c *Consumer[E, C]) All() iter.Seq[E] { return c.w.All() }
 
-// Events returns the consumer's events as a channel, as
+// Events returns a watcher consumer's events as a channel, as
 // broadcast.Watcher.Events.
 func (c *Consumer[E, C]) Events() <-chan E { return c.w.Events() }
 
-// Done records, on the consumer's goroutine, that one more event was
-// handled and that its counters now are *counts. It releases the Flush
-// calls this event completes and logs the drops at the consumer's queue
-// since the last call, one line per burst.
-func (c *Consumer[E, C]) Done(counts *C) { c.publish(counts, 1) }
+// Done records, on the goroutine of a watcher's consumer, that one more
+// event was handled and that its counters now are *counts. It releases
+// the Flush calls this event completes and logs the drops at the
+// consumer's queue since the last call, one line per burst.
+func (c *Consumer[E, C]) Done(counts *C) { c.publish(counts, 1, false) }
+
+// Reach is Done for a Fold's consumer: the first handled events of its
+// queue, in delivery order, are dealt with (Fold.Done returns that
+// number).
+func (c *Consumer[E, C]) Reach(handled uint64, counts *C) { c.publish(counts, handled, true) }
 
 // Publish is Done for work no event was taken for (a periodic pass).
-func (c *Consumer[E, C]) Publish(counts *C) { c.publish(counts, 0) }
+func (c *Consumer[E, C]) Publish(counts *C) { c.publish(counts, 0, false) }
 
-func (c *Consumer[E, C]) publish(counts *C, handled uint64) {
+// publish copies *counts and counts handled events: n more, or n in all
+// if reach.
+func (c *Consumer[E, C]) publish(counts *C, n uint64, reach bool) {
 	c.mu.Lock()
 	c.counts = *counts
-	c.handled += handled
+	if reach {
+		c.handled = n
+	} else {
+		c.handled += n
+	}
 	if len(c.waiters) > 0 {
 		c.releaseLocked()
 	}
@@ -102,10 +131,13 @@ func (c *Consumer[E, C]) releaseLocked() {
 	})
 }
 
-// Stop ends the consumer's watcher at the current queue position: every
-// event published before the call is still placed in its queue and
-// handled; none published after Stop returns is. It is idempotent.
-func (c *Consumer[E, C]) Stop() {
+// Stop ends the consumer's queue at the current position: every event
+// published before the call is still placed in its queue and handled;
+// none published after Stop returns is. It is idempotent.
+func (c *Consumer[E, C]) Stop() { c.stop() }
+
+// stopWatcher is Stop for a watcher's consumer.
+func (c *Consumer[E, C]) stopWatcher() {
 	// The broadcaster's Stop takes effect when its distributor gets to it,
 	// not at a queue position: events published before it but not yet
 	// distributed would be skipped. Its Flush is a queue position. With
@@ -113,26 +145,55 @@ func (c *Consumer[E, C]) Stop() {
 	// this returns as soon as it has caught up.
 	_ = c.p.b.Flush(context.Background())
 	c.w.Stop()
+	c.mu.Lock()
+	c.endMissedLocked()
+	c.mu.Unlock()
 }
 
-// Tally returns a snapshot of what the consumer did.
+// endMissedLocked stops counting the events the broadcaster refuses as
+// missed by this consumer, if it is a watcher's.
+func (c *Consumer[E, C]) endMissedLocked() {
+	if c.w != nil && !c.ended {
+		c.ended, c.missedEnd = true, c.p.refused.Load()
+	}
+}
+
+// missedLocked returns the events the broadcaster refused while this
+// watcher's consumer was registered: it is owed them, and dropped them.
+func (c *Consumer[E, C]) missedLocked() uint64 {
+	if c.w == nil {
+		return 0
+	}
+	end := c.p.refused.Load()
+	if c.ended {
+		end = c.missedEnd
+	}
+	return end - c.missedBase
+}
+
+// Tally returns a snapshot of what the consumer did. A watcher's
+// consumer counts as dropped, besides what its own queue dropped, the
+// events the broadcaster's incoming queue refused while it was
+// registered: none of the watchers got those.
 func (c *Consumer[E, C]) Tally() Tally[C] {
 	c.mu.Lock()
 	t := Tally[C]{Counts: c.counts, Handled: c.handled}
+	missed := c.missedLocked()
 	c.mu.Unlock()
 	// Read after handled, so that Queued >= Handled + Dropped.
-	t.Dropped = c.w.Dropped()
-	t.Queued = c.w.Delivered() + t.Dropped
+	t.Dropped = c.q.Dropped() + missed
+	t.Queued = c.q.Delivered() + t.Dropped
 	return t
 }
 
-// await returns once the consumer has handled every event its watcher
+// await returns once the consumer has handled every event its queue
 // holds now, or at once if no goroutine takes its events; ctx.Err() if ctx
-// ends first. It is called after the broadcaster's Flush, when Delivered
-// counts every event published before the Flush that the watcher did not
-// drop (a DropNewest watcher's drops never enter its queue).
+// ends first. It is called after the broadcaster's Flush, when a
+// watcher's Delivered counts every event published before the Flush that
+// the watcher did not drop (a DropNewest watcher's drops never enter its
+// queue); a Fold's counts them as soon as Publish has returned.
 func (c *Consumer[E, C]) await(ctx context.Context) error {
-	target := c.w.Delivered()
+	target := c.q.Delivered()
 	c.mu.Lock()
 	if !c.running || c.handled >= target {
 		c.mu.Unlock()
@@ -182,7 +243,7 @@ func (c *Consumer[E, C]) Go(logger klog.Logger, run func(*Consumer[E, C])) error
 
 // stopped records that the goroutine taking the events returned: Flush no
 // longer waits for it, and the drops no line reported get one now. If
-// Drain asked for it meanwhile, it first hands what is left to Drain's f.
+// Drain asked for it meanwhile, it first runs Drain's f.
 func (c *Consumer[E, C]) stopped() {
 	for {
 		c.mu.Lock()
@@ -195,19 +256,18 @@ func (c *Consumer[E, C]) stopped() {
 			break
 		}
 		c.mu.Unlock()
-		for ev := range c.w.All() {
-			f(ev)
-		}
+		f()
 	}
 	c.reportRest()
 }
 
-// Drain hands every event left in the consumer's queue to f, once no
-// goroutine takes them: at once, on the caller's goroutine, if none runs;
-// else on the consumer's goroutine when run returns. It is for a consumer
-// whose goroutine may have stopped early (a Go consumer whose context
-// ended), once its watcher is closed: after the pipeline's Shutdown.
-func (c *Consumer[E, C]) Drain(f func(E)) {
+// Drain runs f, which deals with every event left in the consumer's
+// queue, once no goroutine takes them: at once, on the caller's
+// goroutine, if none runs; else on the consumer's goroutine when run
+// returns. It is for a consumer whose goroutine may have stopped early (a
+// Go consumer whose context ended), once its queue is closed: after the
+// pipeline's Shutdown.
+func (c *Consumer[E, C]) Drain(f func()) {
 	c.mu.Lock()
 	c.drain = f
 	if c.running {
@@ -234,7 +294,7 @@ func (c *Consumer[E, C]) reportRest() {
 // takeDropsLocked returns the drops at the consumer's queue since the
 // last call.
 func (c *Consumer[E, C]) takeDropsLocked() uint64 {
-	dropped := c.w.Dropped()
+	dropped := c.q.Dropped()
 	fresh := dropped - c.dropSeen
 	c.dropSeen = dropped
 	return fresh

@@ -1,10 +1,17 @@
 // Package pipeline is the path a Kubernetes event takes in herald, from a
 // recorder to the sinks, shared by the two adapters (core/v1 and
-// events.k8s.io/v1): the recorder side (reference, type check, a queue
-// that never blocks, with its counters), one broadcaster and its watchers,
-// the goroutine that consumes each watcher and its counters (Consumer),
-// the retry-and-classify write to a sink (Writer), the drop-log policy
+// events.k8s.io/v1): the recorder side (reference, type check, queues
+// that never block, with their counters), one folding queue per sink
+// (Fold), one broadcaster and its watchers for the handlers and loggers,
+// the goroutine that consumes each queue and its counters (Consumer), the
+// retry-and-classify write to a sink (Writer), the drop-log policy
 // (Burst), Flush and Shutdown.
+//
+// Publish hands an event, on the recorder's goroutine, to the Fold of
+// every sink started (where a repeat folds into the event of its kind
+// already waiting, so that a burst of repeats takes no room) and, if any
+// handler or logger is started, to the broadcaster, whose watchers get
+// every event.
 //
 // What is client-go's in each adapter (how an event is built and
 // correlated, which sink methods are called, how errors are classified,
@@ -49,22 +56,42 @@ type Options struct {
 	Logger klog.Logger
 }
 
-// Pipeline is one adapter's broadcaster and what hangs on it. Its zero
+// Pipeline is one adapter's queues and what hangs on them. Its zero
 // value is not usable; create one with New. It is safe for concurrent
 // use.
 type Pipeline[E Event] struct {
 	name     string
-	b        *broadcast.Broadcaster[E]
+	b        *broadcast.Broadcaster[E] // for the handlers
 	life     *lifecycle.Group
 	clock    clock.PassiveClock
 	logger   klog.Logger
 	handlers *Set[E, HandlerCounts]
+	watched  atomic.Int64 // handlers whose watcher may be registered
 
-	recorded, invalidObject, invalidType, droppedQueueFull, droppedClosed atomic.Uint64
-	queueFullLog, closedLog                                               Burst
+	recorded, queued, invalidObject, invalidType, droppedClosed atomic.Uint64
+	queueFullLog, closedLog                                     Burst
+	// refused counts the events the broadcaster's incoming queue refused:
+	// each handler started then missed it (see Consumer.Tally).
+	refused atomic.Uint64
+
+	// gate orders Publish, which holds it for reading, against what
+	// changes where events go: a sink's Fold added or removed, the
+	// shutdown. An event is in every Fold of the sinks started before its
+	// Publish, and in none of those stopped before it.
+	gate   sync.RWMutex
+	closed bool                        // the shutdown began; guarded by gate
+	folds  atomic.Pointer[[]Folder[E]] // the sinks' Folds; written under gate
 
 	mu        sync.Mutex // guards consumers
 	consumers []flushable
+}
+
+// Folder is a Fold, whatever its key and data, as the Pipeline sees it.
+// Only a *Fold is one.
+type Folder[E Event] interface {
+	offer(ev E)
+	isFolder()
+	Close()
 }
 
 // flushable is a consumer, as Flush and Shutdown see it.
@@ -119,32 +146,70 @@ func (p *Pipeline[E]) Accept(logger klog.Logger, scheme *runtime.Scheme, object 
 	return ref
 }
 
-// Publish queues an accepted event for the watchers without blocking. An
-// event refused (the queue is full, or the shutdown has begun) is counted
-// and logged, one line per burst.
+// Publish hands an accepted event, without blocking, to the Fold of every
+// sink started (each Fold counts what it folds or refuses) and, if a
+// handler or logger is started, to the broadcaster. An event recorded
+// once the shutdown has begun goes nowhere: it is counted as
+// DroppedClosed and logged, one line per burst. An event the
+// broadcaster's full incoming queue refuses reaches no handler, and each
+// handler started counts it as dropped (Consumer.Tally); every sink got
+// it. The refusal is logged, one line per burst.
 func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
-	sent, err := p.b.TryPublish(ev)
-	switch {
-	case sent:
-	case err != nil:
+	p.gate.RLock()
+	if p.closed {
+		p.gate.RUnlock()
 		p.droppedClosed.Add(1)
 		if n, due := p.closedLog.Add(p.clock.Now(), 1); due {
-			logger.Error(err, "Unable to record event (will not retry!)", "event", klog.KObj(ev),
+			logger.Error(broadcast.ErrClosed, "Unable to record event (will not retry!)", "event", klog.KObj(ev),
 				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
 		}
-	default:
-		p.droppedQueueFull.Add(1)
+		return
+	}
+	if folds := p.folds.Load(); folds != nil {
+		for _, f := range *folds {
+			f.offer(ev)
+		}
+	}
+	sent := true
+	if p.watched.Load() > 0 {
+		// Closed only after the gate closed: the error cannot happen here.
+		sent, _ = p.b.TryPublish(ev)
+	}
+	p.queued.Add(1)
+	p.gate.RUnlock()
+	if !sent {
+		p.refused.Add(1)
 		if n, due := p.queueFullLog.Add(p.clock.Now(), 1); due {
-			logger.Error(nil, "Unable to record event: too many queued events, dropped event", "event", klog.KObj(ev),
+			logger.Error(nil, "Unable to hand event to the event handlers: too many queued events, dropped event", "event", klog.KObj(ev),
 				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
 		}
 	}
 }
 
+// PublishFolded is Publish for an event the recorder has not built, which
+// fold may fold into the event it repeats, waiting in the queue of the one
+// sink started, q (with Fold.TryFold). It reports whether it did; the
+// event is then queued, and counted as Publish counts it. If a handler or
+// logger is started (it is owed the event itself), if there is not
+// exactly one sink, or if the shutdown has begun, it does nothing and
+// returns false: the caller builds the event and Publishes it.
+func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
+	if p.watched.Load() > 0 {
+		return false
+	}
+	p.gate.RLock()
+	defer p.gate.RUnlock()
+	if folds := p.folds.Load(); p.closed || folds == nil || len(*folds) != 1 || !fold((*folds)[0]) {
+		return false
+	}
+	p.queued.Add(1)
+	return true
+}
+
 // RecorderCounts are the recorder side's counters. Every recorded event
 // is counted in Recorded and in exactly one other.
 type RecorderCounts struct {
-	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
+	Recorded, Queued, InvalidObject, InvalidType, DroppedClosed uint64
 }
 
 // RecorderCounts returns a snapshot of the recorder side's counters.
@@ -152,27 +217,93 @@ func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
 	// The fates first: an event being recorded now may be in Recorded and
 	// not yet in its fate, never the other way round.
 	r := RecorderCounts{
-		Queued:           p.b.Stats().Published,
-		InvalidObject:    p.invalidObject.Load(),
-		InvalidType:      p.invalidType.Load(),
-		DroppedQueueFull: p.droppedQueueFull.Load(),
-		DroppedClosed:    p.droppedClosed.Load(),
+		Queued:        p.queued.Load(),
+		InvalidObject: p.invalidObject.Load(),
+		InvalidType:   p.invalidType.Load(),
+		DroppedClosed: p.droppedClosed.Load(),
 	}
 	r.Recorded = p.recorded.Load()
 	return r
 }
 
-// Watch registers a consumer whose goroutine is started, and may be
-// started again, with Consumer.Go. Its watcher lives as long as the
+// Watch registers a watcher's consumer whose goroutine is started, and
+// may be started again, with Consumer.Go. Its watcher lives as long as the
 // pipeline: what is published while no goroutine runs waits in its queue.
 func Watch[E Event, C any](p *Pipeline[E], what string) (*Consumer[E, C], error) {
+	p.watched.Add(1)
+	missedBase := p.refused.Load()
 	w, err := p.b.Watch()
 	if err != nil {
+		p.watched.Add(-1)
 		return nil, err
 	}
-	c := &Consumer[E, C]{p: p, w: w, what: what, logger: p.logger}
+	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: p.logger, missedBase: missedBase}
+	c.stop = c.stopWatcher
 	p.register(c)
 	return c, nil
+}
+
+// WatchFold registers q as a sink's queue, and a consumer of it whose
+// goroutine is started, and may be started again, with Consumer.Go: from
+// now on every event published is offered to q, which lives as long as
+// the pipeline (what is published while no goroutine runs waits in it).
+// The goroutine takes q's entries (Fold.Take, Fold.Done) and reports
+// with Consumer.Reach. Once the shutdown has begun it returns
+// broadcast.ErrClosed.
+func WatchFold[E Event, K comparable, P any, C any](p *Pipeline[E], q *Fold[E, K, P], what string) (*Consumer[E, C], error) {
+	if !p.addFold(q) {
+		return nil, broadcast.ErrClosed
+	}
+	c := &Consumer[E, C]{p: p, q: q, what: what, logger: p.logger}
+	c.stop = func() { p.removeFold(q) }
+	p.register(c)
+	return c, nil
+}
+
+// StartFold is Start for a sink whose queue is q: from now on every event
+// published is offered to q; run takes q's entries until q is closed
+// (Stop, Shutdown) and empty, and reports with Consumer.Reach.
+func StartFold[E Event, K comparable, P any, C any](p *Pipeline[E], set *Set[E, C], q *Fold[E, K, P], what string, logger klog.Logger, run func(*Consumer[E, C])) (*Consumer[E, C], error) {
+	if !p.life.Add() {
+		return nil, broadcast.ErrClosed
+	}
+	if !p.addFold(q) { // the shutdown began meanwhile
+		p.life.Done()
+		return nil, broadcast.ErrClosed
+	}
+	c := &Consumer[E, C]{p: p, q: q, what: what, logger: logger, running: true}
+	c.stop = func() { p.removeFold(q) }
+	launch(p, set, c, run)
+	return c, nil
+}
+
+// addFold makes Publish offer every event to q from now on. It reports
+// false, adding nothing, once the shutdown has begun.
+func (p *Pipeline[E]) addFold(q Folder[E]) bool {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if p.closed {
+		return false
+	}
+	var folds []Folder[E]
+	if old := p.folds.Load(); old != nil {
+		folds = slices.Clone(*old)
+	}
+	folds = append(folds, q)
+	p.folds.Store(&folds)
+	return true
+}
+
+// removeFold makes Publish offer no event to q from now on, and closes q.
+// It is idempotent.
+func (p *Pipeline[E]) removeFold(q Folder[E]) {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if old := p.folds.Load(); old != nil {
+		folds := slices.DeleteFunc(slices.Clone(*old), func(o Folder[E]) bool { return o == q })
+		p.folds.Store(&folds)
+	}
+	q.Close()
 }
 
 // Start registers a consumer in set and starts its goroutine, which runs
@@ -185,12 +316,27 @@ func Start[E Event, C any](p *Pipeline[E], set *Set[E, C], what string, logger k
 	if !p.life.Add() {
 		return nil, broadcast.ErrClosed
 	}
+	p.watched.Add(1)
+	missedBase := p.refused.Load()
 	w, err := p.b.Watch()
 	if err != nil { // the shutdown began meanwhile
+		p.watched.Add(-1)
 		p.life.Done()
 		return nil, err
 	}
-	c := &Consumer[E, C]{p: p, w: w, what: what, logger: logger, running: true}
+	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: logger, running: true, missedBase: missedBase}
+	c.stop = c.stopWatcher
+	launch(p, set, c, func(c *Consumer[E, C]) {
+		defer p.watched.Add(-1)
+		run(c)
+	})
+	return c, nil
+}
+
+// launch registers c, running, in set and starts its goroutine, which
+// runs run; when run returns, c leaves the pipeline and its tally joins
+// the set's ended total.
+func launch[E Event, C any](p *Pipeline[E], set *Set[E, C], c *Consumer[E, C], run func(*Consumer[E, C])) {
 	set.mu.Lock()
 	set.live = append(set.live, c)
 	set.mu.Unlock()
@@ -202,7 +348,6 @@ func Start[E Event, C any](p *Pipeline[E], set *Set[E, C], what string, logger k
 		p.unregister(c)
 		set.retire(c)
 	}()
-	return c, nil
 }
 
 func (p *Pipeline[E]) register(c flushable) {
@@ -278,7 +423,8 @@ func (p *Pipeline[E]) Flush(ctx context.Context) error {
 }
 
 // Shutdown stops the pipeline: recorders are refused from now on, every
-// event published before is handed to the consumers, and Shutdown waits
+// event published before is handed to the consumers (the Folds are
+// closed: their goroutines end once they are empty), and Shutdown waits
 // until their goroutines have handled it and ended. If ctx ends first, it
 // aborts (Aborted reports true; the consumers abandon what is left) and
 // returns ctx.Err() without waiting further. Either way the drops no log
@@ -287,6 +433,16 @@ func (p *Pipeline[E]) Flush(ctx context.Context) error {
 func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	p.mustContext(ctx)
 	p.life.Begin()
+	// From here on Publish refuses; the Folds take no more events, and
+	// their goroutines end once they have dealt with what waits.
+	p.gate.Lock()
+	p.closed = true
+	if folds := p.folds.Load(); folds != nil {
+		for _, f := range *folds {
+			f.Close()
+		}
+	}
+	p.gate.Unlock()
 	// DropNewest watchers never make the distributor wait: this returns
 	// once it has placed every queued event and closed the watchers.
 	err := p.b.Shutdown(ctx)
@@ -302,7 +458,7 @@ func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 		c.reportRest()
 	}
 	if n := p.queueFullLog.Rest(); n > 0 {
-		p.logger.Error(nil, "Unable to record event: too many queued events, dropped events", "droppedSinceLastReport", n)
+		p.logger.Error(nil, "Unable to hand events to the event handlers: too many queued events, dropped events", "droppedSinceLastReport", n)
 	}
 	return err
 }

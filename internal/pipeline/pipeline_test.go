@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -45,6 +46,7 @@ func TestPublishRefusalsAreLoggedPerBurst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.watched.Add(1)   // as a handler's watcher: Publish hands events to the broadcaster
 		for i := range 3 { // one in stuck's queue, one held by the distributor, one queued
 			p.Publish(log.Logger(), event(i))
 			synctest.Wait()
@@ -73,8 +75,8 @@ func TestPublishRefusalsAreLoggedPerBurst(t *testing.T) {
 			t.Errorf("lines for 1000 events after shutdown: %d, want 1", len(closed))
 		}
 		r := p.RecorderCounts()
-		if r.Queued != 3 || r.DroppedQueueFull != 1001 || r.DroppedClosed != 1000 {
-			t.Errorf("RecorderCounts() = %+v, want 3 queued, 1001 refused full, 1000 refused closed", r)
+		if r.Queued != 1004 || p.refused.Load() != 1001 || r.DroppedClosed != 1000 {
+			t.Errorf("RecorderCounts() = %+v, %d refused by the handlers' full queue; want 1004 queued (1001 of them refused), 1000 refused closed", r, p.refused.Load())
 		}
 	})
 }
@@ -145,7 +147,11 @@ func TestFlush(t *testing.T) {
 			t.Errorf("Flush after Shutdown = %v, want nil", err)
 		}
 		drained := 0
-		idle.Drain(func(*v1.Event) { drained++ })
+		idle.Drain(func() {
+			for range idle.All() {
+				drained++
+			}
+		})
 		if drained != 4 {
 			t.Errorf("Drain of a consumer that never ran handed on %d events, want the 4 queued", drained)
 		}
@@ -198,8 +204,8 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 	if s := set.Sum(); live != 0 || s.Handled != uint64(rounds*200) {
 		t.Errorf("%d consumers kept, total %+v; want none kept, %d handled", live, s, rounds*200)
 	}
-	if r := p.RecorderCounts(); r.DroppedQueueFull != 0 {
-		t.Errorf("the test lost %d events at a full queue", r.DroppedQueueFull)
+	if n := p.refused.Load(); n != 0 {
+		t.Errorf("the test lost %d events at a full queue", n)
 	}
 }
 
@@ -242,6 +248,68 @@ func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 		}
 		if tl := c.Tally(); tl.Dropped != 14 || tl.Handled != 6 || tl.Queued != 20 {
 			t.Errorf("tally %+v, want 20 queued: 6 handled, 14 dropped", tl)
+		}
+	})
+}
+
+// TestHandlersCountRefusedEventsAsDropped: an event the broadcaster's
+// full incoming queue refuses reaches no handler; each handler registered
+// then counts it as owed and dropped, so that its tally still adds up; a
+// handler stopped before, or started after, does not.
+func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		p := newPipeline(t, 1, &log)
+		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		count := func(c *Consumer[*v1.Event, int]) {
+			n := 0
+			for range c.All() {
+				n++
+				c.Done(&n)
+			}
+		}
+		early, err := Start(p, set, "early", log.Logger(), count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped, err := Start(p, set, "stopped", log.Logger(), count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped.Stop()
+		// A Block watcher nobody reads holds the distributor: the incoming
+		// queue (1) fills.
+		stuck, err := p.b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 { // one in each queue, one held by the distributor, one queued
+			p.Publish(log.Logger(), event(i))
+			synctest.Wait()
+		}
+		for i := range 10 {
+			p.Publish(log.Logger(), event(i))
+		}
+		late, err := Start(p, set, "late", log.Logger(), count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stuck.Stop()
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			c    *Consumer[*v1.Event, int]
+			want Tally[int]
+		}{
+			{early, Tally[int]{Counts: 3, Queued: 13, Handled: 3, Dropped: 10}},
+			{stopped, Tally[int]{}},
+			{late, Tally[int]{}},
+		}
+		for _, tc := range tests {
+			if diff := cmp.Diff(tc.want, tc.c.Tally()); diff != "" {
+				t.Errorf("%s: Tally() (-want +got):\n%s", tc.c.what, diff)
+			}
 		}
 	})
 }

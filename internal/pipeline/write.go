@@ -119,34 +119,41 @@ type Writer[E Event] struct {
 // with FailedShutdown, when ctx ends or the shutdown begins during a
 // pause.
 func (w *Writer[E]) Write(ctx context.Context, c *Counts, ev E, attempt Attempt[E]) bool {
+	return w.WriteN(ctx, c, ev, attempt, 1)
+}
+
+// WriteN is Write for a write that carries n events (repeats folded into
+// one write): their fate is the write's, counted n times. Retries and
+// NilResponses count attempts, once each.
+func (w *Writer[E]) WriteN(ctx context.Context, c *Counts, ev E, attempt Attempt[E], n uint64) bool {
 	for tries := 1; ; tries++ {
 		class, created, err := w.try(c, ev, attempt)
 		if err == nil {
 			if created {
-				c.Created++
+				c.Created += n
 			} else {
-				c.Patched++
+				c.Patched += n
 			}
 			return true
 		}
 		switch class {
 		case Construction:
-			c.FailedConstruction++
+			c.FailedConstruction += n
 			return false
 		case Rejected:
-			c.FailedRejected++
+			c.FailedRejected += n
 			return false
 		case Panicked:
-			c.FailedPanic++
+			c.FailedPanic += n
 			return false
 		}
 		if tries >= w.MaxTries {
-			c.FailedRetries++
+			c.FailedRetries += n
 			w.Logger.Error(nil, "Unable to write event (retry limit exceeded!)", "event", klog.KObj(ev))
 			return false
 		}
 		if !w.pause(ctx, w.Pause(tries)) {
-			c.FailedShutdown++
+			c.FailedShutdown += n
 			w.Logger.Error(nil, "Unable to write event (broadcaster is shut down)", "event", klog.KObj(ev))
 			return false
 		}

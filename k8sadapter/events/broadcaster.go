@@ -54,11 +54,7 @@ func NewBroadcaster(sink clientevents.EventSink, opts ...Option) *EventBroadcast
 		p:      pipeline.New[*eventsv1.Event](pipeline.Options{Name: "events", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger}),
 		logger: logger,
 	}
-	c, err := pipeline.Watch[*eventsv1.Event, writerCounts](e.p, "sink")
-	if err != nil {
-		panic("events: " + err.Error()) // a new pipeline is not shut down
-	}
-	e.wr = newWriter(e, c)
+	e.wr = newWriter(e)
 	return e
 }
 

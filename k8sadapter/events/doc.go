@@ -22,7 +22,8 @@
 // instance "<controller>-<host>"). Events equal in type, action, reason,
 // reporting controller and instance, regarding and related objects (not in
 // note) form a series: the first is created, the second patched with a
-// series of count 2, later ones are counted and written by a refresh of
+// series of count 2 (or more, if later ones waited for the writer with it:
+// see Bursts), later ones are counted and written by a refresh of
 // every open series each 30 minutes and by a finish pass every 6 minutes
 // that writes the final count of a series unobserved for 6 minutes and
 // forgets it. Writes are retried as client-go retries them (12 attempts,
@@ -36,13 +37,16 @@
 //     write, with an unbounded cache: kube-scheduler was seen with millions
 //     of them). One writer goroutine writes, in order; a failing event holds
 //     the writer during its retries, as in client-go's core/v1 path.
+//   - Repeats fold on their way to the writer (see Bursts): a burst of
+//     isomorphic events costs a place per series in the writer's queue,
+//     and stores the count of every call.
 //   - The series cache is bounded (WithCacheSize, least recently seen
 //     forgotten, evictions counted; an open series gets its final count
 //     written first).
 //   - Nothing recorded is lost for want of a writer: the writer's queue
 //     exists from NewBroadcaster on, so the events recorded before
 //     StartRecordingToSinkWithContext, or after its context ended, wait
-//     for it (up to the queue length). Recording can be started again
+//     for it (up to its capacity in series). Recording can be started again
 //     after its context ended, with the same series; while it runs, a
 //     second start returns ErrRecording (client-go starts a second set of
 //     goroutines on the same cache).
@@ -65,4 +69,30 @@
 //   - Loggers are fixed when made: recorders and the logging watchers log
 //     to klog's global logger (or WithLogger's), the writer to the logger
 //     of its recording context.
+//
+// # Bursts: what folds, and what can still be dropped
+//
+// The writer's queue is fed on the recording goroutine and holds series,
+// not events: WithQueueLength of them (never fewer than WithCacheSize). An
+// event isomorphic to one waiting for the writer is folded into it, under
+// the queue's lock, with no allocation: the queue keeps its count and the
+// time of the last one; client-go keeps no more of a series' later events
+// either. If no handler or logger is started, a repeat folds before the
+// recorder even builds it. The writer takes the series in the order of
+// their first event, and writes what client-go would have written by its
+// finish pass or Shutdown, in fewer writes: n events of a new series make
+// a create and one patch of count n (client-go: a create, a patch of
+// count 2 and, minutes later, a patch of count n); n events of a series
+// the writer knows count into it, written by the next pass or Shutdown.
+// So a burst of repeats over at most that many series loses nothing,
+// however slow the writer, and the stored counts equal the calls.
+//
+// What can still be lost, each counted in Stats and logged once per burst
+// with a count: a new series while the writer's queue holds its capacity
+// of series waiting (DroppedSinkQueue); events a handler or logger misses
+// when its queue, or the queue all of them share, is full
+// (DroppedWatcherQueue: handlers are owed every event, nothing folds
+// there); events recorded after Shutdown began (DroppedClosed); events
+// still queued when the recording context ends or a shutdown deadline
+// passes, or when Shutdown finds no writer recording (Abandoned).
 package events

@@ -16,9 +16,11 @@ import (
 )
 
 // A scheduler records events.k8s.io/v1 events through herald: repeats of
-// an event form a series, and Shutdown writes the series' final count,
-// which client-go leaves to a pass minutes later (or never, if the program
-// exits first).
+// an event form a series, and the series' count is stored by Shutdown at
+// the latest, which client-go leaves to a pass minutes later (or never,
+// if the program exits first). Repeats recorded while the series' first
+// event waits for the writer are folded into it: the writer stores their
+// count with the series' first patch.
 func Example() {
 	client := fake.NewClientset() // a real program has a real clientset
 	ctx := klog.NewContext(context.Background(), logr.Discard())
@@ -43,11 +45,9 @@ func Example() {
 	}
 	s := broadcaster.Stats()
 	fmt.Println("recorded", s.Recorded, "= created", s.Created, "+ patched", s.Patched, "+ counted in the series", s.SeriesObserved)
-	fmt.Println("series counts written at shutdown:", s.SeriesWrites)
 	// Output:
 	// my-scheduler FailedScheduling 0/3 nodes are available - series of 5
 	// recorded 5 = created 1 + patched 1 + counted in the series 3
-	// series counts written at shutdown: 1
 }
 
 // The switch from client-go: events.NewBroadcaster where a program had

@@ -88,7 +88,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			}
 			return nil
 		}
-		e, r := start(t, s, events.WithQueueLength(5))
+		e, r := start(t, s, events.WithQueueLength(5), events.WithCacheSize(5))
 		for i := range 20 { // one in the sink, five queued, fourteen dropped
 			r.Eventf(pod(fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "Started", "Starting", "x")
 			synctest.Wait()
@@ -105,7 +105,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Flush = %v", err)
 		}
-		want := events.Stats{Recorded: 20, Queued: 20, Created: 6, DroppedSinkQueue: 14}
+		want := events.Stats{Recorded: 20, Queued: 20, Created: 6, DroppedSinkQueue: 14, Evicted: 1}
 		if diff := cmp.Diff(want, e.Stats()); diff != "" {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
 		}
@@ -242,6 +242,48 @@ func TestFlushWaitsForRetriesOnTheFakeClock(t *testing.T) {
 			}
 			clk.Step(events.DefaultSleepDuration * 5 / 4) // past any jittered pause; the series timers stay far off
 			steps++
+		}
+	})
+}
+
+// TestFlushCoversFoldedEvents: events folded into one waiting for the
+// writer are handled, by the time Flush returns, as the others are: the
+// series' count is stored.
+func TestFlushCoversFoldedEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		s := newSink()
+		s.onCreate = func(n int, _ *eventsv1.Event) error {
+			if n == 1 {
+				<-release
+			}
+			return nil
+		}
+		e, r := start(t, s)
+		r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		synctest.Wait() // the writer holds the first event in the sink
+		for range 9 {
+			r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x") // folded: one entry
+		}
+		done := make(chan error)
+		go func() { done <- e.Flush(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Flush returned %v while the sink held the series' first event", err)
+		default:
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("Flush = %v", err)
+		}
+		calls, stored := s.snapshot()
+		if verbs(calls) != "create patch" || len(stored) != 1 || stored[0].Series == nil || stored[0].Series.Count != 10 {
+			t.Fatalf("after Flush: calls %q, stored %+v; want a create and one patch of count 10", verbs(calls), stored)
+		}
+		want := events.Stats{Recorded: 10, Queued: 10, Created: 1, Patched: 1, SeriesObserved: 8, Folded: 8}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -21,8 +21,9 @@ const (
 	RefreshTime = 30 * time.Minute
 	// DefaultMaxTries is how many times an event is offered to the sink.
 	DefaultMaxTries = pipeline.DefaultMaxTries
-	// DefaultQueueLength is the capacity of the queue between recorders
-	// and watchers, and of each watcher's queue.
+	// DefaultQueueLength is the capacity of the writer's queue, in series
+	// waiting (unless the cache size is larger), of the queue between the
+	// recorders and the handlers, and of each handler's queue.
 	DefaultQueueLength = pipeline.DefaultQueueLength
 )
 
@@ -69,8 +70,10 @@ func WithClock(c clock.Clock) Option {
 // below 1 mean 1.
 func WithMaxTries(n int) Option { return func(c *config) { c.SetMaxTries(n) } }
 
-// WithQueueLength sets the capacity of the queues. Values below 1 mean the
-// default.
+// WithQueueLength sets the capacity of the queues: the writer's, in
+// series waiting (repeats of a waiting series fold into it; the capacity
+// is never below WithCacheSize), and the handlers', in events. Values
+// below 1 mean the default.
 func WithQueueLength(n int) Option { return func(c *config) { c.SetQueueLength(n) } }
 
 // WithCacheSize bounds the number of events remembered for series. When

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientevents "k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
 
 	"github.com/heraldgo/herald/internal/kube"
@@ -61,13 +60,16 @@ func (r *Recorder) eventf(regarding, related runtime.Object, annotations map[str
 			r.logger.V(9).Info("Could not construct reference", "object", related, "err", err)
 		}
 	}
+	if e.wr.foldUnbuilt(refRegarding, refRelated, eventtype, reason, action, r.controller, r.instance, timestamp) {
+		return // a repeat of a series waiting for the writer: nothing to build
+	}
 	namespace := refRegarding.Namespace
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
 	}
 	event := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        util.GenerateEventName(refRegarding.Name, clk.Now().UnixNano()),
+			Name:        kube.EventName(refRegarding.Name, clk.Now().UnixNano()),
 			Namespace:   namespace,
 			Annotations: annotations,
 		},

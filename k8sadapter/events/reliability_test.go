@@ -162,9 +162,10 @@ func TestStartRecordingWithNilContext(t *testing.T) {
 	})
 }
 
-// TestQueueFullDropsAreLoggedPerBurst: events refused at a full queue are
-// counted, and logged once per burst with a count, not once each. The
-// clock never moves here: one burst.
+// TestQueueFullDropsAreLoggedPerBurst: events refused at the handlers'
+// full queue are counted (as dropped by the handler, which the writer's
+// events are not), and logged once per burst with a count, not once each.
+// The clock never moves here: one burst.
 func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
 	var log testlog.Lines
 	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -172,27 +173,33 @@ func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
 	if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := e.StartEventWatcher(func(k8sruntime.Object) {}); err != nil { // the handlers' queue exists
+		t.Fatal(err)
+	}
 	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.Logger())
+	refused := func() bool { return len(log.With("too many queued events")) > 0 }
 	var wg sync.WaitGroup
 	for g := range 2 { // two recorders outrun the distributor of a queue of one
 		wg.Go(func() {
 			for i := 0; i < 200_000; i++ {
 				r.Eventf(pod(fmt.Sprint("p", g, "-", i)), nil, v1.EventTypeNormal, "Started", "Starting", "x")
-				if i%100 == 0 && e.Stats().DroppedQueueFull >= 100 {
+				if i%100 == 0 && refused() && e.Stats().DroppedWatcherQueue >= 100 {
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	st := e.Stats()
-	if st.DroppedQueueFull == 0 {
+	if !refused() {
 		t.Fatal("no event was refused at the full queue; the test proves nothing")
 	}
 	if got := log.With("too many queued events"); len(got) != 1 {
-		t.Errorf("%d refusals at a full queue logged %d lines, want 1", st.DroppedQueueFull, len(got))
+		t.Errorf("refusals at a full queue logged %d lines, want 1", len(got))
 	}
 	e.Shutdown()
+	if st := e.Stats(); st.Handled+st.DroppedWatcherQueue != st.Queued || writerFates(st) != st.Queued || st.DroppedQueueFull != 0 {
+		t.Errorf("Stats() = %+v, want every event handled or dropped by the handler, and in one of the writer's fates", st)
+	}
 }
 
 // TestRecordingAfterShutdownLogsOncePerBurst: every event recorded after

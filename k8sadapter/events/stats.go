@@ -16,11 +16,16 @@ import "github.com/heraldgo/herald/internal/pipeline"
 //	         + FailedConstruction + FailedRejected + FailedRetries
 //	         + FailedShutdown + FailedPanic + Abandoned
 //
-// and each handler of StartEventWatcher or StartLogging in one of:
+// An event folded into the event of its series already waiting for the
+// writer is counted in Folded as well, and in the fate client-go would
+// have given it: Patched (or a failure) if it was its series' second,
+// SeriesObserved after that.
+//
+// Each handler of StartEventWatcher or StartLogging is owed the events
+// queued while it was started, and each ends in one of:
 //
 //	owed = Handled + DroppedWatcherQueue
 //
-// (the owed events of a handler are those queued while it was started).
 // The equations hold exactly once the events have been handled: after
 // Flush while recording, or after Shutdown. Before, events still queued or
 // being written are in no fate yet; so are events queued while recording
@@ -28,36 +33,50 @@ import "github.com/heraldgo/herald/internal/pipeline"
 //
 // Writes that no single event caused (the refresh and finish passes, the
 // final count of a series at eviction or shutdown) are SeriesWrites and
-// SeriesWriteFailures, not fates; nor are Evicted, Retries, NilResponses
-// and HandlerPanics.
+// SeriesWriteFailures, not fates; nor are Folded, Evicted, Retries,
+// NilResponses and HandlerPanics.
 type Stats struct {
 	// The recorder side. Recorded counts Eventf calls. Queued counts the
-	// events accepted for the watchers; the others were refused:
-	// InvalidObject for want of a reference to the regarding object (nil,
-	// typed nil, unknown to the scheme), InvalidType for a type other than
-	// Normal or Warning, DroppedQueueFull because the queue was full,
-	// DroppedClosed because Shutdown had begun.
+	// events accepted, for the writer and the handlers; the others were
+	// refused: InvalidObject for want of a reference to the regarding
+	// object (nil, typed nil, unknown to the scheme), InvalidType for a
+	// type other than Normal or Warning, DroppedClosed because Shutdown
+	// had begun. DroppedQueueFull is always zero: no queue stands before
+	// all of them any more (the writer's folds repeats, and refuses only
+	// new series beyond its capacity, DroppedSinkQueue; the handlers'
+	// count what they miss, DroppedWatcherQueue). It stays so that code
+	// reading it compiles and its sums stay right.
 	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
 
 	// What the sink's writer did with each queued event. Created: a first
 	// occurrence, or a second whose event was gone, created. Patched: a
-	// second occurrence written as a series of 2. SeriesObserved: a third
-	// or later occurrence, counted in its series and written by the next
-	// refresh, finish or flush.
+	// second occurrence written as a series (of 2, or of more when later
+	// ones were folded into it). SeriesObserved: a third or later
+	// occurrence, counted in its series and written by the next refresh,
+	// finish or flush, or with the series' first patch when it was folded.
 	Created, Patched, SeriesObserved uint64
+	// Folded counts events that arrived while an earlier event of their
+	// series still waited for the writer, and were folded into it: they
+	// took no place in the writer's queue, and reached the sink as part of
+	// their series' count. It is not a fate: each is also counted in one
+	// of the above.
+	Folded uint64
 	// Evicted counts events forgotten because the cache was full (an open
 	// series has its final count written first). It is not a fate: the
 	// event was handled before.
 	Evicted uint64
-	// The writer's other fates. DroppedSinkQueue: missed, its queue was
-	// full. FailedConstruction: the request could not be built.
-	// FailedRejected: the server refused it (a StatusError other than
-	// AlreadyExists on a series, which is retried). FailedRetries: given up
-	// on after the last attempt. FailedShutdown: given up on because the
-	// shutdown began, or the recording context ended, while it was
-	// failing. FailedPanic: the sink panicked. Abandoned: left unwritten
-	// because the recording context ended, or because the broadcaster shut
-	// down while no writer was recording or after its deadline passed.
+	// The writer's other fates. DroppedSinkQueue: refused by the writer's
+	// queue, which held its capacity of series waiting (WithQueueLength,
+	// never below WithCacheSize; a repeat of a waiting series is folded,
+	// never refused). FailedConstruction: the
+	// request could not be built. FailedRejected: the server refused it (a
+	// StatusError other than AlreadyExists on a series, which is
+	// retried). FailedRetries: given up on after the last attempt.
+	// FailedShutdown: given up on because the shutdown began, or the
+	// recording context ended, while it was failing. FailedPanic: the
+	// sink panicked. Abandoned: left unwritten because the recording
+	// context ended, or because the broadcaster shut down while no writer
+	// was recording or after its deadline passed.
 	DroppedSinkQueue, FailedConstruction, FailedRejected, FailedRetries, FailedShutdown, FailedPanic, Abandoned uint64
 	// Retries counts attempts after the first.
 	Retries uint64
@@ -68,9 +87,10 @@ type Stats struct {
 	// NilResponses counts sink calls that returned neither event nor error.
 	NilResponses uint64
 	// The handlers of StartEventWatcher and StartLogging: DroppedWatcherQueue
-	// counts events one missed because its queue was full; HandlerPanics,
-	// calls that panicked; Handled, events handed to one (one per handler,
-	// those that panicked included).
+	// counts events one missed because its queue, or the queue all of them
+	// share, was full (an event the latter refused counts once per handler
+	// started); HandlerPanics, calls that panicked; Handled, events handed
+	// to one (one per handler, those that panicked included).
 	DroppedWatcherQueue, HandlerPanics, Handled uint64
 }
 
@@ -78,7 +98,7 @@ type Stats struct {
 // writes.
 type writerCounts struct {
 	pipeline.Counts
-	seriesObserved, evicted, seriesWrites, seriesWriteFailures uint64
+	seriesObserved, folded, evicted, seriesWrites, seriesWriteFailures uint64
 }
 
 // stats assembles Stats from the counters of the recorder side, the
@@ -87,9 +107,9 @@ func stats(r pipeline.RecorderCounts, w pipeline.Tally[writerCounts], h pipeline
 	c := w.Counts
 	return Stats{
 		Recorded: r.Recorded, Queued: r.Queued, InvalidObject: r.InvalidObject, InvalidType: r.InvalidType,
-		DroppedQueueFull: r.DroppedQueueFull, DroppedClosed: r.DroppedClosed,
+		DroppedClosed: r.DroppedClosed,
 
-		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
+		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Folded: c.folded, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
 		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedRetries: c.FailedRetries,
 		FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic, Abandoned: c.Abandoned, Retries: c.Retries,
 		SeriesWrites: c.seriesWrites, SeriesWriteFailures: c.seriesWriteFailures, NilResponses: c.NilResponses,

@@ -1,0 +1,89 @@
+package k8sadapter
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/heraldgo/herald/internal/kube"
+)
+
+// FuzzGeneratedName checks the fold's name rule: isGeneratedName accepts
+// exactly generatedName's output, and generatedName is the recorder's
+// name (kube.EventName) whenever the recorder's is not a random UUID. A
+// name whose boundary between object name and time moves is refused.
+func FuzzGeneratedName(f *testing.F) {
+	f.Add("web-0", int64(105999103295324396), uint8(1))
+	f.Add("a.b", int64(-5), uint8(0))
+	f.Add("Bad_Name", int64(16), uint8(3))
+	f.Add("", int64(0), uint8(0))
+	f.Fuzz(func(t *testing.T, ref string, nanos int64, shift uint8) {
+		name := generatedName(ref, nanos)
+		if !isGeneratedName(name, ref, nanos) {
+			t.Fatalf("isGeneratedName(%q, %q, %d) = false", name, ref, nanos)
+		}
+		if rec := kube.EventName(ref, nanos); rec != name && len(rec) != 36 {
+			t.Fatalf("the recorder names it %q, the fold %q", rec, name)
+		}
+		if k := int(shift) % (len(ref) + 1); k > 0 && isGeneratedName(name, ref[:len(ref)-k], nanos) {
+			t.Fatalf("isGeneratedName(%q, %q, %d) = true", name, ref[:len(ref)-k], nanos)
+		}
+		if isGeneratedName(name, ref, nanos+1) || isGeneratedName(name+"0", ref, nanos) {
+			t.Fatalf("isGeneratedName(%q, %q, ...) accepts another time", name, ref)
+		}
+	})
+}
+
+// FuzzOccurrence checks that a folded event rebuilt from its time is the
+// event the recorder built, and that the fold rule takes an event for a
+// repeat only if it is that.
+func FuzzOccurrence(f *testing.F) {
+	f.Add("web-0", "BackOff", "Back-off", int64(1735787105987654321), int64(1000), "k", "v")
+	f.Add("a", "R", "", int64(0), int64(1), "", "")
+	f.Fuzz(func(t *testing.T, name, reason, message string, nanos, step int64, ak, av string) {
+		ref := &v1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: name, UID: "u", APIVersion: "v1"}
+		var ann map[string]string
+		if ak != "" {
+			ann = map[string]string{ak: av}
+		}
+		source := v1.EventSource{Component: "c", Host: "h"}
+		build := func(at time.Time) *v1.Event {
+			e := makeEvent(ref, ann, at, v1.EventTypeNormal, reason, message)
+			e.Source, e.ReportingController, e.ReportingInstance = source, source.Component, source.Host
+			return e
+		}
+		first, at := build(time.Unix(0, nanos)), time.Unix(0, nanos+step)
+		next := build(at)
+		h, ok := bucketOf(next)
+		if !ok {
+			return // a random name: never folds
+		}
+		if b0, ok := bucketOf(first); ok && b0 != h {
+			t.Fatalf("two events of one object and type in two buckets")
+		}
+		w := &waiting{First: first}
+		if !foldRepeat(w, next) {
+			return // the first's own name is random
+		}
+		got := occurrence(first, w.Data.times[0])
+		if got.Name != next.Name || !got.FirstTimestamp.Equal(&next.FirstTimestamp) || !got.LastTimestamp.Equal(&next.LastTimestamp) {
+			t.Fatalf("rebuilt %s at %v, recorded %s at %v", got.Name, got.LastTimestamp, next.Name, next.LastTimestamp)
+		}
+		other := build(at)
+		other.Message += "x"
+		if foldRepeat(w, other) {
+			t.Fatal("an event with another message folded")
+		}
+		other = build(at)
+		other.Annotations = map[string]string{ak + "x": av}
+		if foldRepeat(w, other) {
+			t.Fatal("an event with other annotations folded")
+		}
+		other = build(at)
+		other.InvolvedObject.ResourceVersion = "2"
+		if foldRepeat(w, other) {
+			t.Fatal("an event about another resource version folded")
+		}
+	})
+}
