@@ -163,7 +163,8 @@ func (p *Provider) start() (*k8sadapter.EventBroadcaster, *events.EventBroadcast
 	p.core.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.client.CoreV1().Events("")})
 	p.core.StartStructuredLogging(1)
 
-	p.events = events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: p.client.EventsV1()}, p.cfg.events...)
+	p.events = events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: p.client.EventsV1()},
+		append([]events.Option{events.WithLogger(p.logger)}, p.cfg.events...)...)
 	// It cannot fail: the broadcaster is new and its sink is not nil.
 	if err := p.events.StartRecordingToSinkWithContext(logged); err != nil {
 		p.logger.Error(err, "Unable to start recording events.k8s.io/v1 events")

@@ -48,6 +48,9 @@ func NewBroadcaster(sink clientevents.EventSink, opts ...Option) *EventBroadcast
 		}
 	}
 	logger := klog.Background()
+	if cfg.logger != nil {
+		logger = *cfg.logger
+	}
 	e := &EventBroadcaster{
 		sink:   sink,
 		cfg:    cfg,

@@ -66,9 +66,10 @@
 //   - A sink or handler that panics is logged and counted; a recorder never
 //     panics on what it is given (a typed nil regarding object is refused
 //     and counted).
-//   - Loggers are fixed when made: recorders and the logging watchers log
-//     to klog's global logger (or WithLogger's), the writer to the logger
-//     of its recording context.
+//   - Loggers are fixed when made: the broadcaster, its recorders and its
+//     logging watchers log to klog's global logger, or to the WithLogger
+//     option's (a recorder to its own WithLogger's); the writer logs to
+//     the logger of its recording context.
 //
 // # Bursts: what folds, and what can still be dropped
 //

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"k8s.io/klog/v2"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -44,6 +45,7 @@ type config struct {
 	pipeline.Config
 	clock     clock.Clock
 	cacheSize int
+	logger    *klog.Logger // nil: klog's global logger
 }
 
 func defaultConfig() config {
@@ -86,6 +88,15 @@ func WithCacheSize(n int) Option {
 			c.cacheSize = n
 		}
 	}
+}
+
+// WithLogger sets the logger of the broadcaster's own lines (refused and
+// dropped events, once per burst; handler panics) and of its recorders
+// (unless a recorder is given another with its WithLogger). The default is
+// klog's global logger, as in client-go; the writer logs to the logger of
+// its recording context.
+func WithLogger(logger klog.Logger) Option {
+	return func(c *config) { c.logger = &logger }
 }
 
 // WithShutdownTimeout bounds how long Shutdown flushes. Negative values
