@@ -65,7 +65,7 @@
 //	                                           series_observed (events.k8s.io/v1),
 //	                                           dropped, failed
 //	herald_events_dropped_total{api,reason}    the dropped ones, by reason: invalid_object,
-//	                                           invalid_type, queue_full, closed,
+//	                                           invalid_type, closed,
 //	                                           sink_queue_full, shutdown_timeout
 //	herald_events_failed_total{api,reason}     the failed ones, by reason: construction,
 //	                                           rejected, retries_exhausted, shutdown, panic

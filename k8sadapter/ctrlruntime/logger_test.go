@@ -1,6 +1,5 @@
 package ctrlruntime_test
 
-
 import (
 	"context"
 	"testing"

@@ -32,7 +32,7 @@ func newCollector(p *Provider) *collector {
 				"Summed over fate, it equals herald_events_recorded_total once the queues are empty.",
 			[]string{"api", "fate"}, nil),
 		dropped: prometheus.NewDesc("herald_events_dropped_total",
-			"Recorded events never written, by reason: invalid_object, invalid_type, queue_full, closed, "+
+			"Recorded events never written, by reason: invalid_object, invalid_type, closed, "+
 				"sink_queue_full, shutdown_timeout.", []string{"api", "reason"}, nil),
 		failed: prometheus.NewDesc("herald_events_failed_total",
 			"Recorded events whose write failed for good, by reason: construction, rejected, "+
@@ -107,7 +107,7 @@ func coreFates(s k8sadapter.Stats) fates {
 		recorded: s.Recorded,
 		written:  []count{{"created", s.Created}, {"patched", s.Patched}, {"spam_skipped", s.SpamSkipped}},
 		dropped: []count{{"invalid_object", s.InvalidObject}, {"invalid_type", s.InvalidType},
-			{"queue_full", s.DroppedQueueFull}, {"closed", s.DroppedClosed},
+			{"closed", s.DroppedClosed},
 			{"sink_queue_full", s.DroppedSinkQueue}, {"shutdown_timeout", s.Abandoned}},
 		failed: []count{{"construction", s.FailedConstruction}, {"rejected", s.FailedRejected},
 			{"retries_exhausted", s.FailedRetries}, {"shutdown", s.FailedShutdown}, {"panic", s.FailedPanic}},
@@ -121,7 +121,7 @@ func eventsFates(s events.Stats) fates {
 		recorded: s.Recorded,
 		written:  []count{{"created", s.Created}, {"patched", s.Patched}, {"series_observed", s.SeriesObserved}},
 		dropped: []count{{"invalid_object", s.InvalidObject}, {"invalid_type", s.InvalidType},
-			{"queue_full", s.DroppedQueueFull}, {"closed", s.DroppedClosed},
+			{"closed", s.DroppedClosed},
 			{"sink_queue_full", s.DroppedSinkQueue}, {"shutdown_timeout", s.Abandoned}},
 		failed: []count{{"construction", s.FailedConstruction}, {"rejected", s.FailedRejected},
 			{"retries_exhausted", s.FailedRetries}, {"shutdown", s.FailedShutdown}, {"panic", s.FailedPanic}},
