@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/tools/record/util"
+
+	"github.com/heraldgo/herald/internal/kube"
 )
 
 // clientGoPatch is the patch client-go's event logger computes for e.
@@ -79,11 +81,11 @@ func FuzzEventName(f *testing.F) {
 	f.Add(strings.Repeat("x", 240), int64(1<<62))
 	f.Fuzz(func(t *testing.T, name string, nanos int64) {
 		want := util.GenerateEventName(name, nanos)
-		got := eventName(name, nanos)
+		got := kube.EventName(name, nanos)
 		wantUUID := want != fmt.Sprintf("%s.%x", name, nanos)
 		gotUUID := got != fmt.Sprintf("%s.%x", name, nanos)
 		if wantUUID != gotUUID || !wantUUID && got != want {
-			t.Fatalf("eventName(%q, %d) = %q, client-go %q", name, nanos, got, want)
+			t.Fatalf("kube.EventName(%q, %d) = %q, client-go %q", name, nanos, got, want)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record/util"
 )
 
 // key is every correlation key of a core/v1 Event: the exact-repeat key,
@@ -198,21 +197,6 @@ func isGroupKey(e *v1.Event, k *key) bool {
 // of the given kind.
 func customHash(kind uint64, s string) uint64 { return mix(kind, hashString(s)) }
 
-// eventName is client-go's util.GenerateEventName without fmt and regular
-// expressions: "<name>.<hex nanos>", or a random UUID when that is not a
-// valid DNS subdomain name.
-func eventName(refName string, unixNano int64) string {
-	var room [96]byte // on the stack: the string below is the one allocation
-	buf := append(room[:0], refName...)
-	buf = append(buf, '.')
-	buf = strconv.AppendInt(buf, unixNano, 16)
-	if !isDNS1123Subdomain(buf) {
-		// Rare: let client-go pick the UUID, exactly as it would.
-		return util.GenerateEventName(refName, unixNano)
-	}
-	return string(buf)
-}
-
 // combinedName is the name client-go gives a combined event:
 // "<name>.<hex nanos>", unchecked.
 func combinedName(refName string, unixNano int64) string {
@@ -220,30 +204,4 @@ func combinedName(refName string, unixNano int64) string {
 	buf := append(room[:0], refName...)
 	buf = append(buf, '.')
 	return string(strconv.AppendInt(buf, unixNano, 16))
-}
-
-// isDNS1123Subdomain reports whether s is a valid DNS subdomain name as
-// apimachinery's validation.IsDNS1123Subdomain checks it: at most 253
-// characters, dot-separated labels of lower-case alphanumerics and '-',
-// each starting and ending with an alphanumeric.
-func isDNS1123Subdomain(s []byte) bool {
-	if len(s) == 0 || len(s) > 253 {
-		return false
-	}
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) && s[i] != '.' {
-			c := s[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-			continue
-		}
-		// s[start:i] is a label.
-		if i == start || s[start] == '-' || s[i-1] == '-' {
-			return false
-		}
-		start = i + 1
-	}
-	return true
 }

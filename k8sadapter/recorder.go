@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldgo/herald/internal/kube"
 )
 
 // Compile-time proof that a Recorder is what client-go's NewRecorder returns.
@@ -96,7 +98,7 @@ func makeEvent(ref *v1.ObjectReference, annotations map[string]string, at time.T
 	}
 	return &v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        eventName(ref.Name, t.UnixNano()),
+			Name:        kube.EventName(ref.Name, t.UnixNano()),
 			Namespace:   namespace,
 			Annotations: annotations,
 		},
