@@ -218,11 +218,10 @@ func summarizeNew(events []eventsv1.Event) []newEvent {
 }
 
 // crSettled reports whether namespace ns holds the noticer's events for n
-// ConfigMaps as client-go writes them while it runs: per ConfigMap, core/v1
-// "Seen" with count 3 and "Synced"; events.k8s.io/v1 "Seen" with a series
-// of 2 (client-go writes the third occurrence only at its next periodic
-// pass, minutes later) and "Synced".
-func crSettled(t *testing.T, ns string, n int) bool {
+// ConfigMaps as they are written while the manager runs: per ConfigMap,
+// core/v1 "Seen" with count 3 and "Synced"; events.k8s.io/v1 "Seen" with a
+// series whose count series accepts, and "Synced".
+func crSettled(t *testing.T, ns string, n int, series func(int32) bool) bool {
 	core, ev := storedOld(t, ns), storedNew(t, ns)
 	if len(core) != 2*n || len(ev) != 2*n {
 		return false
@@ -233,39 +232,55 @@ func crSettled(t *testing.T, ns string, n int) bool {
 		}
 	}
 	for _, e := range ev {
-		if e.Reason == "Seen" && (e.Series == nil || e.Series.Count != 2) {
+		if e.Reason == "Seen" && (e.Series == nil || !series(e.Series.Count)) {
 			return false
 		}
 	}
 	return true
 }
 
+// withoutSeries returns events with their series counts cleared.
+func withoutSeries(events []newEvent) []newEvent {
+	for i := range events {
+		events[i].Series = 0
+	}
+	return events
+}
+
 // TestControllerRuntimeSameEventsAsClientGo runs the same controller in
 // two managers, one recording through the manager's own recorders
 // (client-go's broadcasters), one through herald's Provider, and compares
 // what the apiserver stored for each event API: the same events, counts,
-// series, sources and reporting fields. Once its manager has stopped,
-// herald has also written each series' final count, which client-go
-// leaves to a periodic pass minutes later.
+// sources and reporting fields.
+//
+// Series counts differ as the events package documents. While it runs,
+// client-go stores a series of 2 for the three "Seen" events (it writes
+// the third only at its next periodic pass, minutes later); herald stores
+// 2, or 3 when the three were folded before its writer took the first
+// (which depends on timing). Once its manager has stopped, herald has
+// written every series' final count: 3.
 func TestControllerRuntimeSameEventsAsClientGo(t *testing.T) {
 	const n = 5
 	runs := []*crRun{
 		startManager(t, "cr-clientgo", n, false),
 		startManager(t, "cr-herald", n, true),
 	}
-	for _, r := range runs {
+	clientGoSeries := func(c int32) bool { return c == 2 }
+	heraldSeries := func(c int32) bool { return c == 2 || c == 3 }
+	for i, r := range runs {
 		r.waitReconciled(t, n)
-		eventually(t, r.ns+" events stored", func() bool { return crSettled(t, r.ns, n) })
+		series := []func(int32) bool{clientGoSeries, heraldSeries}[i]
+		eventually(t, r.ns+" events stored", func() bool { return crSettled(t, r.ns, n, series) })
 	}
 	if diff := cmp.Diff(summarize(storedOld(t, runs[0].ns)), summarize(storedOld(t, runs[1].ns))); diff != "" {
 		t.Errorf("stored core/v1 events differ (-client-go +herald):\n%s", diff)
 	}
-	if diff := cmp.Diff(summarizeNew(storedNew(t, runs[0].ns)), summarizeNew(storedNew(t, runs[1].ns))); diff != "" {
-		t.Errorf("stored events.k8s.io/v1 events differ (-client-go +herald):\n%s", diff)
-	}
 
 	herald := runs[1]
 	herald.stop()
+	if diff := cmp.Diff(withoutSeries(summarizeNew(storedNew(t, runs[0].ns))), withoutSeries(summarizeNew(storedNew(t, herald.ns)))); diff != "" {
+		t.Errorf("stored events.k8s.io/v1 events differ (-client-go +herald):\n%s", diff)
+	}
 	for _, e := range storedNew(t, herald.ns) {
 		if e.Reason == "Seen" && (e.Series == nil || e.Series.Count != 3) {
 			t.Errorf("after the manager stopped, %s %s has series %v, want a count of 3", e.Regarding.Name, e.Reason, e.Series)
