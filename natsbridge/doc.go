@@ -103,18 +103,20 @@
 // If the stream is deleted (or deleted and created again), watchers end:
 // their queued values stay readable, then they close, and Watcher.Err wraps
 // ErrStreamGone; a mirror shuts its broadcaster down. While the server is
-// unreachable, Publish waits for room in its window (bounded by its
-// context), TryPublish refuses at once, and unacknowledged values are sent
-// again once the connection is back.
+// unreachable, Publish waits for room in its window and in the
+// connection's own limits (bounded by its context), TryPublish refuses at
+// once, and unacknowledged values are sent again once the connection is
+// back.
 //
 // # Concurrency and goroutines
 //
 // Every type is safe for concurrent use. A Publisher owns one goroutine
 // (which awaits acks), ended by Shutdown. A Watcher owns two (its feed,
 // which reads the stream, and its private broadcaster's distributor),
-// ended by Stop, plus one more once Events is called. A mirror owns its
-// feed, ended when its broadcaster shuts down (the broadcaster's
-// distributor is the caller's, as with any broadcaster). A Forward owns
+// ended by Stop, plus one more once Events is called. A mirror owns two
+// (its feed, and one that stops the feed as soon as its broadcaster's
+// Shutdown begins), ended when its broadcaster shuts down (the
+// broadcaster's distributor is the caller's, as with any broadcaster). A Forward owns
 // one, ended by its stop function. None is started per value. Each
 // consumer also runs two goroutines inside nats.go, which end when the
 // feed stops reading it. Topic.Shutdown ends everything a topic made.

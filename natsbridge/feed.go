@@ -18,11 +18,9 @@ const (
 	// pulls from. A Block watcher whose reader pauses longer loses its
 	// consumer; the feed then creates it again where it stopped.
 	inactiveThreshold = 5 * time.Minute
-	// deleteTimeout bounds the deletion of a consumer when a feed stops.
+	// deleteTimeout bounds the deletion of a consumer when a feed stops
+	// (a Shutdown context that ends first cuts it shorter).
 	deleteTimeout = 2 * time.Second
-	// probeInterval is how often an idle mirror checks whether its
-	// broadcaster was shut down.
-	probeInterval = 200 * time.Millisecond
 )
 
 var (
@@ -48,9 +46,9 @@ var (
 type feed[T any] struct {
 	t   *Topic[T]
 	out func(ctx context.Context, seq uint64, v T) error
-	// idle, if set, is called when no message came for probeInterval and
-	// reports whether the destination was shut down.
-	idle func() bool
+	// stopOn, if set, is the destination's Done channel: the feed stops
+	// as soon as it is closed.
+	stopOn <-chan struct{}
 	// end, if set, is called by the feed goroutine when the feed ends for
 	// a reason of its own (the stream is gone), with the error; ctx ends
 	// when the feed is stopped.
@@ -58,18 +56,28 @@ type feed[T any] struct {
 	// exit, if set, is called by the feed goroutine as it exits.
 	exit func()
 
-	ctx    context.Context // ended by stop; bounds every call the goroutine makes
-	cancel context.CancelFunc
+	// ctx is ended by stop; it bounds every call the goroutine makes
+	// while it reads. cleanup is ended by halt when its caller's context
+	// ends first; it bounds the deletion of consumers.
+	ctx           context.Context
+	cancel        context.CancelFunc
+	cleanup       context.Context
+	cancelCleanup context.CancelFunc
 
-	mu      sync.Mutex // guards the fields down to waiters
+	mu      sync.Mutex // guards it, cons, stopped, waiters
 	it      jetstream.MessagesContext
 	cons    jetstream.Consumer
 	stopped bool
 	waiters []posWaiter
 
-	hasWaiters atomic.Bool
-	pos        atomic.Uint64 // the last stream sequence handled
-	next       uint64        // the next stream sequence owed; owned by the goroutine
+	hasWaiters atomic.Bool // len(waiters) > 0, for advance to read without mu
+	// next is the first stream sequence not yet taken; pos the last one
+	// handled: its value placed with out, or counted as a gap or a poison
+	// message. pos < next. The goroutine moves both as it reads; Flush
+	// moves them past a tail of removed values (see settle). Both only
+	// grow.
+	next atomic.Uint64
+	pos  atomic.Uint64
 
 	done chan struct{} // closed when the goroutine has exited
 
@@ -91,17 +99,20 @@ type posWaiter struct {
 
 func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 	ctx, cancel := context.WithCancel(context.Background())
+	cleanup, cancelCleanup := context.WithCancel(context.Background())
 	l := t.log.With(slog.String("component", kind))
 	f := &feed[T]{
-		t:          t,
-		ctx:        ctx,
-		cancel:     cancel,
-		next:       start,
-		done:       make(chan struct{}),
-		logGap:     limitedLog{l: l},
-		logPoison:  limitedLog{l: l},
-		logRestart: limitedLog{l: l},
+		t:             t,
+		ctx:           ctx,
+		cancel:        cancel,
+		cleanup:       cleanup,
+		cancelCleanup: cancelCleanup,
+		done:          make(chan struct{}),
+		logGap:        limitedLog{l: l},
+		logPoison:     limitedLog{l: l},
+		logRestart:    limitedLog{l: l},
 	}
+	f.next.Store(start)
 	f.pos.Store(start - 1)
 	return f
 }
@@ -113,7 +124,7 @@ func (f *feed[T]) open(ctx context.Context) error {
 	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		Description:       "herald " + f.t.name,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       f.next,
+		OptStartSeq:       f.next.Load(),
 		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: inactiveThreshold,
 		MemoryStorage:     true,
@@ -155,6 +166,9 @@ func (f *feed[T]) run() {
 	if f.exit != nil {
 		defer f.exit()
 	}
+	if f.stopOn != nil {
+		defer f.watchDest()()
+	}
 	var fatal error
 	for attempt := 0; ; attempt++ {
 		f.mu.Lock()
@@ -167,7 +181,7 @@ func (f *feed[T]) run() {
 		}
 		f.restarts.Add(1)
 		f.t.restarts.Add(1)
-		f.logRestart.warn("natsbridge: consumer lost, resuming", slog.Uint64("seq", f.next), slog.Any("err", err))
+		f.logRestart.warn("natsbridge: consumer lost, resuming", slog.Uint64("seq", f.next.Load()), slog.Any("err", err))
 		if fatal = f.reopen(); fatal != nil {
 			break
 		}
@@ -182,6 +196,26 @@ func (f *feed[T]) run() {
 		if f.end != nil {
 			f.end(f.ctx, fatal)
 		}
+	}
+}
+
+// watchDest starts a goroutine that stops the feed once stopOn is closed,
+// so that a feed idle in a read notices at once. It returns the function
+// that ends that goroutine and waits for it, which the feed goroutine
+// calls as it exits.
+func (f *feed[T]) watchDest() (join func()) {
+	quit, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-f.stopOn:
+			f.stop()
+		case <-quit:
+		}
+	}()
+	return func() {
+		close(quit)
+		<-exited
 	}
 }
 
@@ -206,7 +240,7 @@ func (f *feed[T]) reopen() error {
 		case errors.Is(err, ErrStreamGone), errors.Is(err, ErrClosed), errors.Is(err, nats.ErrConnectionClosed):
 			return err
 		}
-		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next), slog.Any("err", err))
+		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next.Load()), slog.Any("err", err))
 		select {
 		case <-time.After(wait):
 		case <-f.ctx.Done():
@@ -219,29 +253,17 @@ func (f *feed[T]) reopen() error {
 // consume hands out the messages of one consumer until it fails.
 func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence
-	wait := f.t.heartbeat
-	if f.idle != nil {
-		wait = probeInterval
-	}
-	quiet := time.Duration(0) // how long no message came
 	for {
-		msg, err := it.Next(jetstream.NextMaxWait(wait))
+		msg, err := it.Next(jetstream.NextMaxWait(f.t.heartbeat))
 		if errors.Is(err, nats.ErrTimeout) {
-			if f.idle != nil && f.idle() {
-				return errDestClosed
-			}
-			if quiet += wait; quiet >= f.t.heartbeat {
-				quiet = 0
-				if err := f.check(cons, delivered); err != nil {
-					return err
-				}
+			if err := f.check(cons, delivered); err != nil {
+				return err
 			}
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		quiet = 0
 		md, err := msg.Metadata()
 		if err != nil {
 			return err
@@ -251,19 +273,9 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		}
 		delivered = md.Sequence.Consumer
 		seq := md.Sequence.Stream
-		if seq < f.next {
+		if !f.take(seq) {
 			continue // handled already; a fresh consumer never sends it
 		}
-		if seq > f.next {
-			// This consumer lost nothing, so the stream no longer holds
-			// the sequences in between.
-			n := seq - f.next
-			f.gaps.Add(n)
-			f.t.gaps.Add(n)
-			f.logGap.warn("natsbridge: values removed from the stream before they were read",
-				slog.Uint64("from", f.next), slog.Uint64("to", seq-1))
-		}
-		f.next = seq + 1
 		v, err := decode(f.t.codec, msg.Data())
 		if err != nil {
 			f.poisoned.Add(1)
@@ -277,6 +289,94 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		}
 		f.advance(seq)
 	}
+}
+
+// take moves next past seq, the sequence of a message the consumer
+// delivered, and reports whether the feed is to handle it (false if it
+// was handled already). A consumer that lost nothing skips only
+// sequences the stream no longer holds: those between next and seq are
+// counted as gaps, and handled.
+func (f *feed[T]) take(seq uint64) bool {
+	for {
+		n := f.next.Load()
+		if seq < n {
+			return false
+		}
+		if f.next.CompareAndSwap(n, seq+1) {
+			if seq > n {
+				f.countGaps(n, seq-1)
+				f.advance(seq - 1)
+			}
+			return true
+		}
+		// A Flush settled a tail meanwhile (see settle): look again.
+	}
+}
+
+// settle counts as gaps the sequences from next to last, unless the feed
+// has taken a later one. The caller knows that the stream holds none of
+// them: values removed from its tail before the feed read them, which no
+// later message would reveal until one is stored.
+func (f *feed[T]) settle(last uint64) {
+	for {
+		n := f.next.Load()
+		if n > last {
+			return // the feed took a later value and counted the gap itself
+		}
+		if f.next.CompareAndSwap(n, last+1) {
+			f.countGaps(n, last)
+			f.advance(last)
+			return
+		}
+	}
+}
+
+// countGaps counts the sequences from..to as removed before they were read.
+func (f *feed[T]) countGaps(from, to uint64) {
+	n := to - from + 1
+	f.gaps.Add(n)
+	f.t.gaps.Add(n)
+	f.logGap.warn("natsbridge: values removed from the stream before they were read",
+		slog.Uint64("from", from), slog.Uint64("to", to))
+}
+
+// catchUp returns once the feed has handled every value the stream holds
+// when it is called: it waits for the last of them, then counts what
+// follows it up to the stream's last sequence (values removed from the
+// tail) as gaps. It returns ctx.Err() if ctx ends first, and ErrClosed
+// (or the feed's error) if the feed ended first.
+func (f *feed[T]) catchUp(ctx context.Context) error {
+	info, err := f.t.streamState(ctx)
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	if f.pos.Load() >= last {
+		return nil
+	}
+	// The stream's last sequence stays when the message that carried it
+	// is removed (a purge, a deletion, a limit): wait for the last
+	// message it still holds instead, if any.
+	var held uint64
+	if info.State.Msgs > 0 {
+		if held, err = f.t.lastHeld(ctx); err != nil {
+			return err
+		}
+	}
+	if err := f.waitPos(ctx, held); err != nil {
+		return err
+	}
+	select {
+	case <-f.done:
+		return f.endErr() // a stopped feed counts nothing more
+	default:
+	}
+	// The feed has handled every sequence up to held, and the stream
+	// holds nothing after held up to last.
+	f.settle(last)
+	// If the feed took a later value meanwhile, it counts the gap and
+	// moves pos past last itself, at once.
+	return f.waitPos(ctx, last)
 }
 
 // check asks the server about an idle consumer. It returns an error if the
@@ -316,7 +416,7 @@ func (f *feed[T]) deleteConsumer(cons jetstream.Consumer) {
 	if !f.t.js.Conn().IsConnected() {
 		return // the server drops it after inactiveThreshold
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	ctx, cancel := context.WithTimeout(f.cleanup, deleteTimeout)
 	defer cancel()
 	_ = f.t.stream.DeleteConsumer(ctx, cons.CachedInfo().Name)
 }
@@ -335,10 +435,31 @@ func (f *feed[T]) stop() {
 	}
 }
 
-// advance records that seq was handled and releases the Flush calls that
-// waited for it.
+// halt stops the feed and returns once its goroutine has exited. If ctx
+// ends first, the feed gives up deleting its consumer (the server drops
+// it after inactiveThreshold) and halt returns ctx.Err() once the
+// goroutine has exited, which it then does at once.
+func (f *feed[T]) halt(ctx context.Context) error {
+	f.stop()
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+	}
+	f.cancelCleanup()
+	<-f.done
+	return ctx.Err()
+}
+
+// advance records that every sequence up to seq was handled and releases
+// the Flush calls that waited for it.
 func (f *feed[T]) advance(seq uint64) {
-	f.pos.Store(seq)
+	for {
+		pos := f.pos.Load()
+		if seq <= pos || f.pos.CompareAndSwap(pos, seq) {
+			break
+		}
+	}
 	if !f.hasWaiters.Load() {
 		return
 	}
@@ -381,14 +502,20 @@ func (f *feed[T]) waitPos(ctx context.Context, target uint64) error {
 		if f.pos.Load() >= target {
 			return nil
 		}
-		if err := f.failure(); err != nil {
-			return err
-		}
-		return ErrClosed
+		return f.endErr()
 	case <-ctx.Done():
 		f.dropWaiter(w)
 		return ctx.Err()
 	}
+}
+
+// endErr is what a call waiting on an ended feed returns: why it ended on
+// its own, or ErrClosed.
+func (f *feed[T]) endErr() error {
+	if err := f.failure(); err != nil {
+		return err
+	}
+	return ErrClosed
 }
 
 // failure returns why the feed ended on its own, or nil.

@@ -13,9 +13,9 @@ import (
 type limitedLog struct {
 	l *slog.Logger
 
-	mu         sync.Mutex // guards the fields below
-	last       time.Time
-	suppressed int
+	mu         sync.Mutex // guards last, suppressed
+	last       time.Time  // when the last line was written
+	suppressed int        // lines not written since
 }
 
 const logInterval = time.Second

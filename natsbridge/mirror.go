@@ -26,10 +26,11 @@ type mirror[T any] struct {
 // backlog); DropNewest and DropOldest drop and count locally. Values lost to
 // retention before the feed read them are counted in the topic's Stats.
 //
-// Mirror starts one goroutine, the feed. Shut the broadcaster down to end
-// it: the feed stops reading once Shutdown has begun (within 200ms when the
-// stream is idle). If the stream is deleted, the feed shuts the broadcaster
-// down itself. Topic.Shutdown ends the feed and shuts the broadcaster down.
+// Mirror starts two goroutines: the feed, and one that waits for the
+// broadcaster's Shutdown to begin and then stops the feed at once, which
+// the feed ends as it exits. Shut the broadcaster down to end them. If the
+// stream is deleted, the feed shuts the broadcaster down itself.
+// Topic.Shutdown ends the feed and shuts the broadcaster down.
 //
 // Mirror returns ErrStreamGone if the stream was deleted, ErrClosed after
 // the topic's Shutdown has begun, and an error for an invalid o; ctx bounds
@@ -57,8 +58,11 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 		}
 		return err
 	}
-	m.f.idle = m.closed
-	m.f.end = func(ctx context.Context, _ error) { _ = m.b.Shutdown(ctx) }
+	m.f.stopOn = m.b.Done()
+	m.f.end = func(ctx context.Context, _ error) {
+		t.retire(m)
+		_ = m.b.Shutdown(ctx)
+	}
 	m.f.exit = func() { t.forget(m) }
 	if err := m.f.open(ctx); err != nil {
 		_ = m.b.Shutdown(context.Background())
@@ -73,24 +77,12 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	return m.b, nil
 }
 
-// closed reports whether the broadcaster's Shutdown has begun.
-func (m *mirror[T]) closed() bool {
-	select {
-	case <-m.b.Done():
-		return true
-	default:
-		return false
-	}
-}
-
 func (m *mirror[T]) shutdown(ctx context.Context) error {
-	m.f.stop()
-	select {
-	case <-m.f.done:
-	case <-ctx.Done():
-		return ctx.Err()
+	err := m.f.halt(ctx)
+	if berr := m.b.Shutdown(ctx); err == nil {
+		err = berr
 	}
-	return m.b.Shutdown(ctx)
+	return err
 }
 
 // Forward publishes every value b delivers to p, in b's order, until stop is
@@ -117,6 +109,10 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 		defer close(done)
 		var failed error
 		for v := range w.All() {
+			// Publish waits through what passes: a full window, the
+			// connection's limits, a reconnection. What it returns
+			// otherwise is p's Shutdown, the end of stop's context or a
+			// closed connection: nothing more can be published.
 			err := p.Publish(ctx, v)
 			if err == nil || errors.Is(err, ErrCodec) || errors.Is(err, ErrTooLarge) {
 				continue // a value p refused is counted by p as Invalid

@@ -37,16 +37,21 @@ type Publisher[T any] struct {
 	slots chan struct{}
 	queue chan *pending
 
-	mu       sync.Mutex // guards closed and counter
-	closed   bool
-	counter  uint64
-	inflight sync.WaitGroup // senders between their check of closed and their push to queue
+	closing chan struct{} // closed when Shutdown begins
+	abort   chan struct{} // closed when a Shutdown context ends first
+	done    chan struct{} // closed when the reaper has exited
 
-	closing   chan struct{} // closed when Shutdown begins
-	abort     chan struct{} // closed when a Shutdown context ends first
-	abortOnce sync.Once
-	closeOnce sync.Once
-	done      chan struct{} // closed when the reaper has exited
+	// Shutdown closes queue once closed is set and no sender is left
+	// between its check of closed and its push; or, if its context ends
+	// first, sets aborted, after which senders count their value as
+	// unconfirmed instead of pushing it.
+	mu      sync.Mutex // guards closed, aborted, counter, sending, queueClosed
+	closed  bool
+	aborted bool
+	counter uint64 // message ids sent so far
+	sending int    // senders past their check of closed, not yet done
+	// queueClosed reports whether queue is closed.
+	queueClosed bool
 
 	published   atomic.Uint64
 	confirmed   atomic.Uint64
@@ -155,12 +160,16 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(ctx) }
 
 // Publish encodes v and sends it to the stream, waiting while the window of
-// values awaiting their ack is full. It returns once v is sent, not once it
-// is acknowledged: the ack is awaited in the background, and counted in
-// Stats. It returns an error wrapping ErrCodec or ErrTooLarge for a value
-// that cannot be sent (counted as Invalid), ctx.Err() if ctx ends first,
-// ErrClosed once Shutdown has begun, and the connection's error (wrapped)
-// if the connection is closed. It panics on a nil ctx.
+// values awaiting their ack is full, and while the connection cannot take
+// more: its limit of pending acks (shared by every user of the jetstream
+// context) is reached, or, while it reconnects, its reconnect buffer is
+// full. It returns once v is sent, not once it is acknowledged: the ack is
+// awaited in the background, and counted in Stats. It returns ErrClosed
+// once Shutdown has begun, an error wrapping ErrCodec or ErrTooLarge for a
+// value that cannot be sent (counted as Invalid), ctx.Err() if ctx ends
+// first (noticed within 200ms while the connection holds it back), and the
+// connection's error (wrapped) if the connection is closed. It panics on a
+// nil ctx.
 //
 // Values published from one goroutine are stored in the order of the
 // calls, except a value sent again after a lost connection, which may be
@@ -169,28 +178,79 @@ func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	if ctx == nil {
 		panic("natsbridge: nil Context")
 	}
+	if p.isClosing() {
+		return ErrClosed
+	}
 	data, err := p.encode(v)
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	retry := time.Duration(0) // the wait after a full reconnect buffer
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.closing:
+			return ErrClosed
+		}
+		err := p.send(data, 0)
+		switch {
+		case errors.Is(err, jetstream.ErrTooManyStalledMsgs):
+			// send waited (up to jetstream's stall wait) for the
+			// jetstream context's pending acks to fall below its limit:
+			// look at ctx and Shutdown, then wait again.
+			continue
+		case errors.Is(err, nats.ErrReconnectBufExceeded):
+			// Nothing says when the buffer empties (on reconnecting):
+			// wait, 25ms doubling to 1s, then try again.
+			retry = min(max(2*retry, 25*time.Millisecond), time.Second)
+			if err := p.sleep(ctx, retry); err != nil {
+				return err
+			}
+			continue
+		}
 		return err
 	}
+}
+
+// sleep waits for d, or until ctx ends or Shutdown begins.
+func (p *Publisher[T]) sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
-	case p.slots <- struct{}{}:
+	case <-timer.C:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.closing:
 		return ErrClosed
 	}
-	return p.send(data, 0)
 }
 
-// TryPublish is Publish without waiting: if the window is full it returns
-// false and counts the refusal in Stats.Refused. It never waits for an ack
-// or for room in the window; like any write to a connection, it may wait
-// for the connection's buffer to take the message.
+// isClosing reports whether Shutdown has begun.
+func (p *Publisher[T]) isClosing() bool {
+	select {
+	case <-p.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// TryPublish is Publish without waiting: if the window is full, or the
+// connection cannot take more (see Publish), it returns false and counts
+// the refusal in Stats.Refused. It returns ErrClosed once Shutdown has
+// begun. It never waits for an ack or for room in the window; like any
+// write to a connection, it may wait for the connection's buffer to take
+// the message.
 func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
+	if p.isClosing() {
+		return false, ErrClosed
+	}
 	data, err := p.encode(v)
 	if err != nil {
 		return false, err
@@ -198,18 +258,16 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	default:
-		select {
-		case <-p.closing:
+		if p.isClosing() {
 			return false, ErrClosed
-		default:
 		}
 		p.refused.Add(1)
 		return false, nil
 	}
 	if err := p.send(data, time.Nanosecond); err != nil {
-		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			// The connection's own limit of async publishes (shared
-			// with other users of js) is reached: a full window too.
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) || errors.Is(err, nats.ErrReconnectBufExceeded) {
+			// The connection's own limits are reached: a full window
+			// too.
 			p.refused.Add(1)
 			return false, nil
 		}
@@ -247,9 +305,8 @@ func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
 	}
 	p.counter++
 	id := p.prefix + strconv.FormatUint(p.counter, 10)
-	p.inflight.Add(1) // Shutdown closes the queue only after this push
+	p.sending++ // Shutdown closes the queue only after this push
 	p.mu.Unlock()
-	defer p.inflight.Done()
 
 	// The headers are set here rather than through publish options, which
 	// cost an allocation each; retries send the same message, ids and all.
@@ -264,6 +321,23 @@ func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
 	} else {
 		ack, err = p.js.PublishMsgAsync(msg)
 	}
+
+	p.mu.Lock()
+	p.sending--
+	if err == nil {
+		p.published.Add(1)
+		if p.aborted {
+			// Shutdown gave up on the values in flight, and the reaper
+			// is gone: count this one as they were.
+			p.unconfirmed.Add(1)
+		} else {
+			// Never blocks: the queue holds at most one value per slot,
+			// and this sender holds one.
+			p.queue <- &pending{msg: msg, ack: ack, sent: time.Now()}
+		}
+	}
+	p.closeQueueLocked()
+	p.mu.Unlock()
 	if err != nil {
 		<-p.slots
 		if errors.Is(err, nats.ErrMaxPayload) {
@@ -272,9 +346,17 @@ func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
 		}
 		return fmt.Errorf("natsbridge: publish to %q: %w", p.t.name, err)
 	}
-	p.published.Add(1)
-	p.queue <- &pending{msg: msg, ack: ack, sent: time.Now()}
 	return nil
+}
+
+// closeQueueLocked closes the queue once Shutdown has begun and no sender
+// can push to it any more, which ends the reaper once it has taken what is
+// queued.
+func (p *Publisher[T]) closeQueueLocked() {
+	if p.closed && p.sending == 0 && !p.queueClosed {
+		p.queueClosed = true
+		close(p.queue)
+	}
 }
 
 // reap is the reaper goroutine: it takes sent values in order and waits for
@@ -285,9 +367,29 @@ func (p *Publisher[T]) reap() {
 	defer close(p.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for e := range p.queue {
-		p.await(e, timer)
-		<-p.slots
+	for {
+		select {
+		case e, ok := <-p.queue:
+			if !ok {
+				return
+			}
+			p.await(e, timer)
+			<-p.slots
+		case <-p.abort:
+			// Senders push nothing once aborted is set, which happened
+			// before abort was closed: what is queued is all there is.
+			for {
+				select {
+				case _, ok := <-p.queue:
+					if !ok {
+						return
+					}
+					p.unconfirmed.Add(1)
+				default:
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -419,6 +521,7 @@ func retriable(err error) bool {
 		errors.Is(err, jetstream.ErrNoStreamResponse),
 		errors.Is(err, jetstream.ErrAsyncPublishTimeout),
 		errors.Is(err, jetstream.ErrTooManyStalledMsgs),
+		errors.Is(err, nats.ErrReconnectBufExceeded),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled):
 		return true
 	}
@@ -435,9 +538,10 @@ func retriable(err error) bool {
 // from the moment it begins, and it waits for the ack of every value sent,
 // sending values again as usual. It returns nil once every accepted value
 // is confirmed or failed (see Stats), or ctx.Err() if ctx ended first: the
-// values still awaiting their ack are then counted as Unconfirmed. Either
-// way the reaper goroutine has exited when Shutdown returns. It is
-// idempotent and safe to call from any goroutine; it panics on a nil ctx.
+// values still awaiting their ack, and those a Publish call was sending at
+// that moment, are then counted as Unconfirmed. Either way the reaper
+// goroutine has exited when Shutdown returns. It is idempotent and safe to
+// call from any goroutine; it panics on a nil ctx.
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("natsbridge: nil Context")
@@ -447,11 +551,8 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 		p.closed = true
 		close(p.closing)
 	}
+	p.closeQueueLocked()
 	p.mu.Unlock()
-	// Senders that passed the check push their value before Done; after
-	// Wait, nothing more can be pushed and the queue can be closed.
-	p.inflight.Wait()
-	p.closeOnce.Do(func() { close(p.queue) })
 	defer p.t.forget(p)
 	select {
 	case <-p.done:
@@ -463,7 +564,12 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 		return nil
 	default:
 	}
-	p.abortOnce.Do(func() { close(p.abort) })
+	p.mu.Lock()
+	if !p.aborted {
+		p.aborted = true
+		close(p.abort)
+	}
+	p.mu.Unlock()
 	<-p.done
 	return ctx.Err()
 }

@@ -45,9 +45,14 @@ type Topic[T any] struct {
 	readAhead int
 	log       *slog.Logger
 
-	mu     sync.Mutex // guards closed and owned
+	mu     sync.Mutex // guards closed, owned, live
 	closed bool
-	owned  map[owned]struct{}
+	// owned holds what Shutdown ends: everything made and not yet ended
+	// by its own end call. The value reports whether it ended by itself
+	// (its stream deleted): it may still hold goroutines that Shutdown
+	// ends, but it no longer counts in live.
+	owned map[owned]bool
+	live  int
 
 	gaps     atomic.Uint64
 	poisoned atomic.Uint64
@@ -74,7 +79,7 @@ type TopicStats struct {
 	// resumed after the last value read; none of these loses a value.
 	Restarts uint64
 	// Live is the number of publishers, watchers and mirrors not yet
-	// ended.
+	// ended: shut down, stopped, or ended by the deletion of the stream.
 	Live int
 }
 
@@ -111,7 +116,7 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 		heartbeat: o.Heartbeat,
 		readAhead: o.ReadAhead,
 		log:       o.Logger,
-		owned:     make(map[owned]struct{}),
+		owned:     make(map[owned]bool),
 	}
 	if t.heartbeat == 0 {
 		t.heartbeat = DefaultHeartbeat
@@ -253,13 +258,15 @@ func validName(name string) error {
 // Name returns the topic's name, which is also its subject.
 func (t *Topic[T]) Name() string { return t.name }
 
-// Stream returns the name of the topic's stream.
+// Stream returns the name of the JetStream stream that holds the topic's
+// values: the topic's name with its dots replaced by underscores. Use it
+// to address the stream with jetstream directly (to inspect or delete it).
 func (t *Topic[T]) Stream() string { return t.streamID }
 
 // Stats returns a snapshot of the topic's counters.
 func (t *Topic[T]) Stats() TopicStats {
 	t.mu.Lock()
-	live := len(t.owned)
+	live := t.live
 	t.mu.Unlock()
 	return TopicStats{
 		Gaps:     t.gaps.Load(),
@@ -301,15 +308,32 @@ func (t *Topic[T]) adopt(o owned) error {
 	if t.closed {
 		return ErrClosed
 	}
-	t.owned[o] = struct{}{}
+	t.owned[o] = false
+	t.live++
 	return nil
+}
+
+// retire records that o ended by itself: it leaves Stats().Live, and
+// Shutdown still ends what it holds.
+func (t *Topic[T]) retire(o owned) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ended, ok := t.owned[o]; ok && !ended {
+		t.owned[o] = true
+		t.live--
+	}
 }
 
 // forget removes o once it has ended.
 func (t *Topic[T]) forget(o owned) {
 	t.mu.Lock()
-	delete(t.owned, o)
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	if ended, ok := t.owned[o]; ok {
+		if !ended {
+			t.live--
+		}
+		delete(t.owned, o)
+	}
 }
 
 // isClosed reports whether Shutdown has begun.
@@ -317,6 +341,21 @@ func (t *Topic[T]) isClosed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.closed
+}
+
+// lastHeld returns the sequence of the last message the stream holds, or
+// 0 if it holds none.
+func (t *Topic[T]) lastHeld(ctx context.Context) (uint64, error) {
+	msg, err := t.stream.GetLastMsgForSubject(ctx, t.name)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return 0, fmt.Errorf("%w: %q", ErrStreamGone, t.streamID)
+	case err != nil:
+		return 0, fmt.Errorf("natsbridge: topic %q: last message: %w", t.name, err)
+	}
+	return msg.Sequence, nil
 }
 
 // streamState returns the stream's current information, or ErrStreamGone

@@ -42,11 +42,19 @@ type Watcher[T any] struct {
 
 	stopOnce sync.Once
 
-	evOnce   sync.Once
-	evMu     sync.Mutex // guards evCancel, evDone
+	// The Events channel and its pump. Once stopped is set, no pump
+	// starts: Events returns a closed channel.
+	evMu     sync.Mutex // guards stopped, events, evCancel, evDone
+	stopped  bool
 	events   chan T
 	evCancel context.CancelFunc
-	evDone   chan struct{}
+	evDone   chan struct{} // closed when the pump has exited
+
+	// A value the pump took from the queue but could not hand over before
+	// Stop: Next and All read it before the queue.
+	heldMu  sync.Mutex // guards held
+	held    []item[T]
+	hasHeld atomic.Bool // len(held) > 0, for Next and All to read without heldMu
 }
 
 // Watch registers a remote watcher configured by o (see WatchOptions), whose
@@ -107,8 +115,10 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 		return w.b.Publish(ctx, item[T]{seq: seq, v: v})
 	}
 	w.f.end = func(ctx context.Context, _ error) {
-		// The stream is gone: close the watcher once its reader has
-		// taken what is queued, or once Stop is called.
+		// The stream is gone: the watcher has ended (before its reader
+		// can see it close). Close it once its reader has taken what is
+		// queued, or once Stop is called.
+		t.retire(w)
 		_ = w.b.Shutdown(ctx)
 	}
 	if err := w.f.open(ctx); err != nil {
@@ -141,10 +151,7 @@ func watchPolicy(p broadcast.FullPolicy) (broadcast.FullPolicy, error) {
 	return p, fmt.Errorf("natsbridge: invalid WatchOptions.Full %v", p)
 }
 
-func (w *Watcher[T]) shutdown(context.Context) error {
-	w.Stop()
-	return nil
-}
+func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.stop(ctx) }
 
 // All returns an iterator over the watcher's values, as
 // broadcast.Watcher.All: it takes what is queued in one step and ends once
@@ -152,11 +159,23 @@ func (w *Watcher[T]) shutdown(context.Context) error {
 // been read.
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
+		if it, ok := w.takeHeld(); ok {
+			w.read(it.seq)
+			if !yield(it.v) {
+				return
+			}
+		}
 		for it := range w.w.All() {
 			w.read(it.seq)
 			if !yield(it.v) {
 				return
 			}
+		}
+		// An Events pump stopped while this loop ran may have put its
+		// value back.
+		if it, ok := w.takeHeld(); ok {
+			w.read(it.seq)
+			yield(it.v)
 		}
 	}
 }
@@ -166,6 +185,10 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 // stopped (or its stream deleted: see Err) and every queued value has been
 // read. It panics on a nil ctx.
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
+	if it, ok := w.takeHeld(); ok {
+		w.read(it.seq)
+		return it.v, nil
+	}
 	it, err := w.w.Next(ctx)
 	if err != nil {
 		var zero T
@@ -181,39 +204,69 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 // of its own, so that Seq counts what was received (it is recorded just
 // after each receive, and is exact once Stop has returned; use Next or All
 // where a reader needs it exact at every step). The channel is closed
-// by Stop (values still queued stay readable with Next and All) or once
-// the stream is deleted and the queue drained. All is faster where a loop
-// will do.
+// by Stop or once the stream is deleted and the queue drained. Values
+// still queued when Stop is called, the one the goroutine was offering
+// included, stay readable with Next and All. After Stop, Events returns a
+// closed channel. All is faster where a loop will do.
 func (w *Watcher[T]) Events() <-chan T {
-	w.evOnce.Do(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		w.evMu.Lock()
+	w.evMu.Lock()
+	defer w.evMu.Unlock()
+	if w.events == nil {
 		w.events = make(chan T)
-		w.evCancel, w.evDone = cancel, done
-		w.evMu.Unlock()
-		go w.pump(ctx, done)
-	})
+		if w.stopped {
+			close(w.events)
+		} else {
+			ctx, cancel := context.WithCancel(context.Background())
+			w.evCancel, w.evDone = cancel, make(chan struct{})
+			go w.pump(ctx, w.events, w.evDone)
+		}
+	}
 	return w.events
 }
 
-// pump is the Events goroutine. It ends when Stop ends ctx or the watcher
-// closes.
-func (w *Watcher[T]) pump(ctx context.Context, done chan struct{}) {
+// pump is the Events goroutine, the only sender on ch. It ends when Stop
+// ends ctx or the watcher closes. A value it holds when Stop comes goes
+// back, ahead of the queue.
+func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) {
 	defer close(done)
-	defer close(w.events)
-	for {
+	defer close(ch)
+	for ctx.Err() == nil {
 		it, err := w.w.Next(ctx)
 		if err != nil {
 			return
 		}
 		select {
-		case w.events <- it.v:
+		case ch <- it.v:
 			w.read(it.seq)
 		case <-ctx.Done():
+			w.putBack(it)
 			return
 		}
 	}
+}
+
+// putBack keeps a value the pump could not hand over, for Next and All.
+func (w *Watcher[T]) putBack(it item[T]) {
+	w.heldMu.Lock()
+	w.held = append(w.held, it)
+	w.hasHeld.Store(true)
+	w.heldMu.Unlock()
+}
+
+// takeHeld returns the value put back by the pump, if any.
+func (w *Watcher[T]) takeHeld() (item[T], bool) {
+	if !w.hasHeld.Load() {
+		return item[T]{}, false
+	}
+	w.heldMu.Lock()
+	defer w.heldMu.Unlock()
+	if len(w.held) == 0 {
+		return item[T]{}, false
+	}
+	it := w.held[0]
+	w.held = w.held[1:]
+	w.hasHeld.Store(len(w.held) > 0)
+	return it, true
 }
 
 // read records that the value at seq was handed to the reader.
@@ -227,18 +280,27 @@ func (w *Watcher[T]) read(seq uint64) {
 // and closes its queue. Values already queued stay readable with Next and
 // All; the Events channel is closed. Stop is idempotent, safe to call from
 // any goroutine (including the one reading), and never waits for a value
-// to be read. It returns once the watcher's goroutines have exited.
-func (w *Watcher[T]) Stop() {
+// to be read. It returns once the watcher's goroutines have exited; the
+// deletion of the consumer waits for the server at most 2s (Topic.Shutdown
+// bounds it by its context).
+func (w *Watcher[T]) Stop() { _ = w.stop(context.Background()) }
+
+// stop is Stop; if ctx ends first it gives up deleting the consumer, and
+// returns ctx.Err() once the goroutines have exited.
+func (w *Watcher[T]) stop(ctx context.Context) error {
 	w.stopOnce.Do(func() {
 		w.f.stop()
 		w.w.Stop()
 		w.evMu.Lock()
-		if w.evCancel != nil {
-			w.evCancel()
-		}
+		w.stopped = true
+		cancel := w.evCancel
 		w.evMu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 	})
-	<-w.f.done
+	err := w.f.halt(ctx)
+	// No pump starts once stopped is set, so evDone is final.
 	w.evMu.Lock()
 	evDone := w.evDone
 	w.evMu.Unlock()
@@ -248,19 +310,17 @@ func (w *Watcher[T]) Stop() {
 	// Nothing is delivered to a stopped watcher, so this returns at once.
 	_ = w.b.Shutdown(context.Background())
 	w.t.forget(w)
+	return err
 }
 
 // Flush returns once every value the stream held when Flush was called is
 // in the watcher's queue, or was dropped by its policy, or counted as a gap
-// or a poison message. Under Block it waits for the reader to make room.
-// It returns ctx.Err() if ctx ends first, and ErrClosed (or Err) if the
-// watcher ended first.
+// or a poison message. Values removed from the end of the stream before
+// the watcher read them are counted as gaps by then. Under Block it waits
+// for the reader to make room. It returns ctx.Err() if ctx ends first, and
+// ErrClosed (or Err) if the watcher ended first.
 func (w *Watcher[T]) Flush(ctx context.Context) error {
-	info, err := w.t.streamState(ctx)
-	if err != nil {
-		return err
-	}
-	if err := w.f.waitPos(ctx, info.State.LastSeq); err != nil {
+	if err := w.f.catchUp(ctx); err != nil {
 		return err
 	}
 	return w.b.Flush(ctx)
@@ -277,7 +337,9 @@ func (w *Watcher[T]) Seq() uint64 { return w.seq.Load() }
 
 // Gaps returns how many values owed to the watcher the stream no longer
 // held when the watcher came to read them: removed by the stream's
-// retention limits (or deleted) first. Each is counted exactly once.
+// retention limits (or deleted) first. Each is counted exactly once: when
+// the watcher reads a later value, or, for values removed from the end of
+// the stream, when Flush is called.
 func (w *Watcher[T]) Gaps() uint64 { return w.f.gaps.Load() }
 
 // Dropped returns how many values the watcher's policy dropped from its

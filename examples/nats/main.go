@@ -116,15 +116,11 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	} else {
 		fmt.Fprintf(out, "NATS server at %s\n", redact(serverURL))
 	}
-	nc, err := dial(serverURL, c.creds, "herald-example-publisher")
+	nc, js, err := dial(serverURL, c.creds, "herald-example-publisher")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	// A topic of its own per run, so that runs against one server do not
 	// mix.
 	name := "herald.example.orders." + strings.ToLower(nuid.Next()[:8])
@@ -245,17 +241,23 @@ func redact(s string) string {
 }
 
 // dial connects to a server, with credentials if given, reconnecting for
-// as long as the demo runs.
-func dial(serverURL, creds, name string) (*nats.Conn, error) {
+// as long as the demo runs, and returns the connection and its JetStream
+// context. The caller closes the connection.
+func dial(serverURL, creds, name string) (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
 	if creds != "" {
 		opts = append(opts, nats.UserCredentials(creds))
 	}
 	nc, err := nats.Connect(serverURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", redact(serverURL), err)
+		return nil, nil, fmt.Errorf("connect to %s: %w", redact(serverURL), err)
 	}
-	return nc, nil
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }
 
 // workerEnv carries a worker's description to the process that plays it.
@@ -362,15 +364,11 @@ func workerMain(spec string, in io.Reader, out io.Writer) int {
 func runWorker(spec worker, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	nc, err := dial(spec.Server, spec.Creds, "herald-example-"+spec.Name)
+	nc, js, err := dial(spec.Server, spec.Creds, "herald-example-"+spec.Name)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	topic, err := natsbridge.NewTopic(ctx, js, spec.Topic, natsbridge.JSON[Event](), natsbridge.TopicOptions{MaxMsgs: int64(spec.Retain)})
 	if err != nil {
 		return err

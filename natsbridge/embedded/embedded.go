@@ -68,7 +68,8 @@ type Options struct {
 	// network is trusted.
 	AllowRemote bool
 	// MaxPayload is the largest message the server accepts, in bytes.
-	// Zero means the server's default (1 MiB).
+	// Zero means the server's default (1 MiB); Start refuses a negative
+	// one.
 	MaxPayload int32
 	// Name is the server's name. Zero means "herald-embedded".
 	Name string
@@ -76,7 +77,7 @@ type Options struct {
 	// means the server logs nothing.
 	Logger *slog.Logger
 	// ReadyTimeout bounds how long Start waits for the server to be ready.
-	// Zero means DefaultReadyTimeout.
+	// Zero means DefaultReadyTimeout; Start refuses a negative one.
 	ReadyTimeout time.Duration
 }
 
@@ -97,6 +98,12 @@ type Server struct {
 func Start(opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("embedded: Options.Dir is required")
+	}
+	if opts.MaxPayload < 0 {
+		return nil, fmt.Errorf("embedded: negative Options.MaxPayload %d", opts.MaxPayload)
+	}
+	if opts.ReadyTimeout < 0 {
+		return nil, fmt.Errorf("embedded: negative Options.ReadyTimeout %v", opts.ReadyTimeout)
 	}
 	name := opts.Name
 	if name == "" {

@@ -1,0 +1,253 @@
+package natsbridge_test
+
+// Each test holds one documented promise of the package at an edge: a
+// failing test is a promise broken.
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// boundedCtx is a failsafe bound for a call the test expects to return
+// promptly; hitting it is the failure being reported, never a timing
+// assertion on a call that is supposed to wait.
+func boundedCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestFlushAfterTailRemoved: Watcher.Flush returns "once every value the
+// stream held when Flush was called is in the watcher's queue, or was
+// dropped by its policy, or counted as a gap" also when the values at the
+// end of the stream were removed before the watcher read them (a purge, a
+// deleted message, MaxAge): no message will carry their sequences, so
+// Flush counts them as gaps rather than wait for them.
+func TestFlushAfterTailRemoved(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.purge", natsbridge.TopicOptions{})
+	publishAll(t, topic, 1, 3)
+
+	stream, err := js.Stream(context.Background(), topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A watcher resuming at 1, as the package doc teaches after a restart.
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	// The stream holds nothing: Flush has nothing to wait for.
+	if err := w.Flush(boundedCtx(t, 5*time.Second)); err != nil {
+		t.Errorf("Flush on a watcher whose owed values were all removed = %v, want nil", err)
+	}
+	if got := w.Gaps(); got != 3 {
+		t.Errorf("Gaps() = %d after Flush, want 3 (values 1..3 were removed before the watcher read them)", got)
+	}
+}
+
+// TestFlushAfterLastMessageDeleted is the same with only the last
+// message deleted: the watcher handles 1 and 2, and Flush counts 3 as a
+// gap.
+func TestFlushAfterLastMessageDeleted(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.deleted", natsbridge.TopicOptions{})
+	publishAll(t, topic, 1, 3)
+	stream, err := js.Stream(context.Background(), topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.DeleteMsg(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := w.Flush(boundedCtx(t, 5*time.Second)); err != nil {
+		t.Errorf("Flush after the last message was deleted = %v, want nil (the stream holds 1 and 2)", err)
+	}
+	if got := ids(take(t, w, 2)); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Errorf("values %v, want [1 2]", got)
+	}
+}
+
+// TestEventsAfterStop: Stop "returns once the watcher's goroutines have
+// exited" and "is idempotent". Events after Stop returns a closed channel
+// and starts no goroutine, so a second Stop returns at once.
+func TestEventsAfterStop(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.events", natsbridge.TopicOptions{})
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, topic, 1, 3)
+	if err := w.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop() // values 1..3 stay queued, readable with Next and All
+
+	ch := w.Events() // documented: closed by Stop
+	select {
+	case v, ok := <-ch:
+		// The pump delivers a queued value on a channel of a stopped
+		// watcher; drain nothing more: a caller who took Stop at its word
+		// does not read.
+		t.Logf("Events() after Stop delivered %v (open=%v)", v, ok)
+	case <-boundedCtx(t, 5*time.Second).Done():
+		t.Fatal("Events() after Stop neither delivers nor closes")
+	}
+
+	stopped := make(chan struct{})
+	go func() {
+		w.Stop() // idempotent: must return at once
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-boundedCtx(t, 5*time.Second).Done():
+		// Release the stuck pump so that the test ends cleanly, and report.
+		for range ch {
+		}
+		<-stopped
+		t.Fatal("second Stop after Events() did not return: it waits for a pump goroutine no Stop can end")
+	}
+}
+
+// TestEventsStopLosesHeldValue: values still queued when Stop is called
+// stay readable with Next and All, the one the Events goroutine had taken
+// from the queue and was offering on the channel included.
+func TestEventsStopLosesHeldValue(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.held", natsbridge.TopicOptions{})
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, topic, 1, 2)
+	if err := w.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ch := w.Events()
+	first := <-ch
+	if first.ID != 1 {
+		t.Fatalf("first value %d, want 1", first.ID)
+	}
+	// The pump now holds value 2 and waits to send it. Wait (bounded)
+	// until its goroutine is parked on that send.
+	eventually(t, "the Events pump parked on its send", func() bool {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			lines := strings.Split(g, "\n")
+			// Parked in pump's own select (the send), not in Next.
+			if len(lines) > 1 && strings.Contains(lines[0], "[select") && strings.Contains(lines[1], ").pump(") {
+				return true
+			}
+		}
+		return false
+	})
+	w.Stop()
+	var got []int
+	for {
+		v, err := w.Next(testCtx(t))
+		if errors.Is(err, natsbridge.ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v.ID)
+	}
+	for v := range ch {
+		got = append(got, v.ID)
+	}
+	if len(got) != 1 || got[0] != 2 {
+		t.Errorf("after Stop, Next and Events gave %v, want [2]: value 2 was in the queue when Stop was called (Delivered %d, Dropped %d, Seq %d)",
+			got, w.Delivered(), w.Dropped(), w.Seq())
+	}
+}
+
+// TestPublishStalledIsNotAWindowWait: Publish waits while the connection
+// cannot take more, not only while its own window is full. When the
+// JetStream context's limit of pending acks (shared by every publisher on
+// it; 4000 by default) is below the window and the server is unreachable,
+// Publish waits (bounded by its context) instead of failing with
+// jetstream's ErrTooManyStalledMsgs, which Forward would take as fatal.
+func TestPublishStalledIsNotAWindowWait(t *testing.T) {
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	_, js := dial(t, s.URL())
+	js, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := newTopic(t, js, "edge.stall", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: 64})
+	s.Shutdown() // the client reconnects for ever: the server is unreachable
+
+	ctx := boundedCtx(t, 20*time.Second)
+	var perr error
+	for i := range 8 {
+		if perr = p.Publish(ctx, Order{ID: i}); perr != nil {
+			break
+		}
+	}
+	sh, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_ = p.Shutdown(sh)
+	if perr != nil && !errors.Is(perr, context.DeadlineExceeded) {
+		t.Errorf("Publish with 4 of 64 window places taken, server unreachable = %v; want a wait for room (nil, or ctx.Err())", perr)
+	}
+	if st := p.Stats(); st.Published+st.Invalid+st.Refused != 4 {
+		t.Logf("stats: %+v", st)
+	}
+}
+
+// TestLiveAfterWatcherEnded: TopicStats.Live "is the number of
+// publishers, watchers and mirrors not yet ended", and a watcher ends when
+// its stream is deleted (its queued values stay readable, then it closes),
+// before anyone calls Stop: it leaves Live then, as a mirror does.
+func TestLiveAfterWatcherEnded(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.live", natsbridge.TopicOptions{})
+	ctx := testCtx(t)
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := js.DeleteStream(ctx, topic.Stream()); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, w); len(got) != 0 { // ends once the watcher closed
+		t.Fatalf("values %v, want none", got)
+	}
+	if err := w.Err(); !errors.Is(err, natsbridge.ErrStreamGone) {
+		t.Fatalf("Err() = %v, want ErrStreamGone", err)
+	}
+	if live := topic.Stats().Live; live != 0 {
+		t.Errorf("Stats().Live = %d after the only watcher ended (closed, Err %v), want 0", live, w.Err())
+	}
+}
