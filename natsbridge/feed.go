@@ -166,8 +166,9 @@ func (f *feed[T]) run() {
 	if f.exit != nil {
 		defer f.exit()
 	}
+	var join func()
 	if f.stopOn != nil {
-		defer f.watchDest()()
+		join = f.watchDest()
 	}
 	var fatal error
 	for attempt := 0; ; attempt++ {
@@ -186,6 +187,12 @@ func (f *feed[T]) run() {
 			break
 		}
 	}
+	if join != nil {
+		// Reading has ended: stop watching the destination before end
+		// shuts it down, so that its Shutdown, which delivers what is
+		// queued, is not cut short by a stop it set off itself.
+		join()
+	}
 	if fatal != nil && !errors.Is(fatal, ErrClosed) {
 		// Set before end closes the destination, so that a reader who
 		// sees the end finds the reason.
@@ -202,7 +209,7 @@ func (f *feed[T]) run() {
 // watchDest starts a goroutine that stops the feed once stopOn is closed,
 // so that a feed idle in a read notices at once. It returns the function
 // that ends that goroutine and waits for it, which the feed goroutine
-// calls as it exits.
+// calls once it has stopped reading.
 func (f *feed[T]) watchDest() (join func()) {
 	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -28,8 +28,9 @@ type mirror[T any] struct {
 //
 // Mirror starts two goroutines: the feed, and one that waits for the
 // broadcaster's Shutdown to begin and then stops the feed at once, which
-// the feed ends as it exits. Shut the broadcaster down to end them. If the
-// stream is deleted, the feed shuts the broadcaster down itself.
+// the feed ends once it stops reading. Shut the broadcaster down to end
+// them. If the stream is deleted, the feed shuts the broadcaster down
+// itself: local watchers still receive every value queued, then close.
 // Topic.Shutdown ends the feed and shuts the broadcaster down.
 //
 // Mirror returns ErrStreamGone if the stream was deleted, ErrClosed after
