@@ -1,10 +1,14 @@
 package natsbridge_test
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
@@ -53,5 +57,132 @@ func TestMirrorStreamDeletedKeepsBacklog(t *testing.T) {
 	}
 	if diff := cmp.Diff(span(1, n), got); diff != "" {
 		t.Errorf("local watcher after the stream was deleted (-want +got):\n%s\nbroadcaster stats %+v", diff, b.Stats())
+	}
+}
+
+// TestFlushRacesGapsCountedOnce: every value owed to a watcher ends either
+// read or counted as a gap, exactly once, while Flush calls (which count a
+// removed tail) race with the feed (which counts the gaps it skips) and
+// messages are deleted as they are stored, the last one included.
+func TestFlushRacesGapsCountedOnce(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "attack.flush.race", natsbridge.TopicOptions{})
+	ctx := testCtx(t)
+	stream, err := js.Stream(ctx, topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{QueueLength: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	const n = 300
+	stop := make(chan struct{})
+	flushed := make(chan error, 1)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					flushed <- nil
+					return
+				default:
+				}
+				if err := w.Flush(ctx); err != nil {
+					flushed <- err
+					return
+				}
+			}
+		}()
+	}
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: 1})
+	for i := 1; i <= n; i++ {
+		if err := p.Publish(ctx, Order{ID: i}); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 != 0 {
+			continue
+		}
+		// Wait for the ack, so that the value has a sequence to delete.
+		eventually(t, "ack", func() bool { return p.Stats().Confirmed == uint64(i) })
+		if err := stream.DeleteMsg(ctx, p.Stats().LastSeq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	for range 2 {
+		if err := <-flushed; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	var got []int
+	for v := range w.All() {
+		got = append(got, v.ID)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("values out of order or repeated at %d: %v", i, got[i-1:i+1])
+		}
+	}
+	if total := uint64(len(got)) + w.Gaps(); total != n {
+		t.Errorf("read %d + gaps %d = %d, want %d (each value read or counted once)", len(got), w.Gaps(), total, n)
+	}
+}
+
+// TestShutdownAbortCountsEveryValue: with the server unreachable and the
+// connection's limit of pending acks reached, Publish calls wait; a
+// Shutdown whose context ends makes each of them return ErrClosed, and
+// every value accepted ends Confirmed, Failed or Unconfirmed: none stays
+// Pending once every call has returned.
+func TestShutdownAbortCountsEveryValue(t *testing.T) {
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	nc, _ := dial(t, s.URL())
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := newTopic(t, js, "attack.shutdown.abort", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: 8})
+	s.Shutdown()
+
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				if err := p.Publish(ctx, Order{ID: g*1000 + i}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	eventually(t, "the connection's pending acks are taken", func() bool { return p.Stats().Published >= 3 })
+	sh, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(sh); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown with the server unreachable = %v, want DeadlineExceeded", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, natsbridge.ErrClosed) {
+			t.Errorf("Publish waiting when Shutdown began = %v, want ErrClosed", err)
+		}
+	}
+	st := p.Stats()
+	if st.Pending != 0 || st.Published != st.Confirmed+st.Failed+st.Unconfirmed {
+		t.Errorf("after Shutdown and every Publish returned: %s, want nothing pending", describe(st))
 	}
 }
