@@ -116,10 +116,11 @@
 // ended by Stop, plus one more once Events is called. A mirror owns two
 // (its feed, and one that stops the feed as soon as its broadcaster's
 // Shutdown begins), ended when its broadcaster shuts down (the
-// broadcaster's distributor is the caller's, as with any broadcaster). A Forward owns
-// one, ended by its stop function. None is started per value. Each
-// consumer also runs two goroutines inside nats.go, which end when the
-// feed stops reading it. Topic.Shutdown ends everything a topic made.
+// broadcaster's distributor is the caller's, as with any broadcaster). A
+// Forward owns one, ended by its stop function. None is started per
+// value. Each consumer also runs two goroutines inside nats.go, which end
+// when the feed stops reading it. Topic.Shutdown ends everything a topic
+// made.
 //
 // # Security
 //
