@@ -1,5 +1,8 @@
 package natsbridge_test
 
+// Races between the ends of a stream, a Publisher or a mirror and the
+// calls that read or count across them.
+
 import (
 	"context"
 	"errors"
