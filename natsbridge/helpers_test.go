@@ -128,8 +128,13 @@ func publishAll(t testing.TB, topic *natsbridge.Topic[Order], first, last int) n
 
 // testCtx returns a context that ends when the test does, or after a
 // failsafe minute.
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+func testCtx(t testing.TB) context.Context { return boundedCtx(t, time.Minute) }
+
+// boundedCtx is a failsafe bound for a call the test expects to return
+// promptly; hitting it is the failure being reported, never a timing
+// assertion on a call that is supposed to wait.
+func boundedCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -17,15 +17,6 @@ import (
 	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
-// boundedCtx is a failsafe bound for a call the test expects to return
-// promptly; hitting it is the failure being reported, never a timing
-// assertion on a call that is supposed to wait.
-func boundedCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // TestFlushAfterTailRemoved: Watcher.Flush returns "once every value the
 // stream held when Flush was called is in the watcher's queue, or was
 // dropped by its policy, or counted as a gap" also when the values at the
