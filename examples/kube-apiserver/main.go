@@ -4,15 +4,23 @@
 // Go modules:
 //
 //	cd examples/kube-apiserver && go run .
+//
+// With -serve it only runs the apiserver, prints the environment that
+// reaches it (apiserver.EnvHost, apiserver.EnvToken), one variable a
+// line, and stops it on SIGINT or SIGTERM: the tests built with the tag
+// herald_external_apiserver run against it.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -37,6 +45,12 @@ func main() {
 	klog.SetLogger(logr.Discard())
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	ctx := klog.NewContext(context.Background(), logger)
+	serveOnly := flag.Bool("serve", false, "only run the apiserver, print the environment that reaches it, and stop it on SIGINT or SIGTERM")
+	flag.Parse()
+	run := run
+	if *serveOnly {
+		run = serve
+	}
 	if err := run(ctx, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kube-apiserver:", err)
 		os.Exit(1)
@@ -55,6 +69,21 @@ func run(ctx context.Context, out io.Writer) error {
 	defer s.Stop()
 	fmt.Fprintf(out, "apiserver ready in %v at %s\n\n", time.Since(start).Round(100*time.Millisecond), s.Config.Host)
 	return demo(ctx, out, s.Client, "demo")
+}
+
+// serve starts etcd and the apiserver, prints the environment that reaches
+// them, and stops them when the process is told to stop.
+func serve(ctx context.Context, out io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := apiserver.Start()
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	fmt.Fprintf(out, "%s=%s\n%s=%s\n", apiserver.EnvHost, s.Config.Host, apiserver.EnvToken, s.Config.BearerToken)
+	<-ctx.Done()
+	return nil
 }
 
 // demo creates namespace ns and the controller's pods in it, records the

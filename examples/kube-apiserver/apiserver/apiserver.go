@@ -1,18 +1,5 @@
-// Package apiserver runs a real kube-apiserver in the current process,
-// backed by an embedded etcd, both on loopback ports they pick, with their
-// data in a temporary directory. It needs nothing but Go modules: no
-// binaries, no containers, no cluster.
-//
-//	s, err := apiserver.Start()
-//	if err != nil { … }
-//	defer s.Stop()
-//	pods, err := s.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-//
-// The apiserver is k8s.io/kubernetes' own test server
-// (cmd/kube-apiserver/app/testing), with a static administrator token and
-// without the ServiceAccount admission plugin, so that pods can be created
-// without a controller manager. No controllers run: a deleted namespace
-// stays Terminating, pods are never scheduled.
+//go:build !herald_external_apiserver
+
 package apiserver
 
 import (
@@ -191,6 +178,10 @@ func (s *Server) StopAPIServer() {
 		s.tb = nil
 	}
 }
+
+// Restartable reports whether StopAPIServer and StartAPIServer work: true
+// for the apiserver this process runs.
+func (s *Server) Restartable() bool { return true }
 
 // Stop stops the apiserver and etcd, waits for their goroutines and
 // removes their data. It is idempotent.

@@ -1,3 +1,5 @@
+//go:build !herald_external_apiserver
+
 package apiserver
 
 import (
