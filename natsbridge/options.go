@@ -18,8 +18,14 @@ const (
 	// with the server. A consumer lost with a server restart is noticed,
 	// and created again where it stopped, within about one heartbeat.
 	DefaultHeartbeat = 5 * time.Second
-	// DefaultWindow is how many published values may await their ack.
-	DefaultWindow = 512
+	// DefaultWindow is how many published values may await their ack:
+	// the JetStream context's own default limit of pending asynchronous
+	// publishes, so that a publisher alone on its context keeps as many
+	// acks in flight as a bare PublishAsync loop (a narrower window costs
+	// throughput: 512 measured about 1.4 times slower). The window holds
+	// the values it sends until their ack, for retries: its memory is up
+	// to Window times the size of a value.
+	DefaultWindow = 4000
 	// DefaultAckTimeout is how long a publisher waits for one ack before
 	// it sends the value again, under the same message id.
 	DefaultAckTimeout = 5 * time.Second
