@@ -108,6 +108,17 @@
 // once, and unacknowledged values are sent again once the connection is
 // back.
 //
+// Known limits at these edges, each counted, none losing a value
+// silently: Topic.Shutdown does not wait for the local readers of a
+// watcher or mirror that its stream's deletion had already ended (what
+// they had not read is counted as dropped at shutdown); a value removed
+// from the stream after the client had fetched it can let Watcher.Flush
+// return just before that value is queued (it still arrives, once); a
+// purge up to a sequence past the stream's end counts the sequences it
+// skips as gaps, though no value had them; and a watcher read through
+// Events and All at once, then stopped, may yield the value the Events
+// goroutine held after later ones.
+//
 // # Concurrency and goroutines
 //
 // Every type is safe for concurrent use. A Publisher owns one goroutine
