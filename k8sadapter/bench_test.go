@@ -169,8 +169,8 @@ func (s *countingSink) Patch(e *v1.Event, _ []byte) (*v1.Event, error) {
 	return e, nil
 }
 
-// waitFor returns once the sink was called n times, less the events
-// dropped() reports dropped on the way.
+// waitFor returns once the sink has stored n events (a folded patch
+// stores several), less the events dropped() reports dropped on the way.
 func (s *countingSink) waitFor(n int64, dropped func() int64) {
 	for s.n.Load()+dropped() < n {
 		s.target.Store(n - dropped())

@@ -24,7 +24,12 @@ const (
 	// acks in flight as a bare PublishAsync loop (a narrower window costs
 	// throughput: 512 measured about 1.4 times slower). The window holds
 	// the values it sends until their ack, for retries: its memory is up
-	// to Window times the size of a value.
+	// to Window times the size of a value. The window then equals the
+	// context's limit: values resent after an ack timeout, or several
+	// publishers on one context, wait for that limit too (Publish waits
+	// through it); give the context more room
+	// (jetstream.WithPublishAsyncMaxPending) or a publisher a narrower
+	// window where that matters.
 	DefaultWindow = 4000
 	// DefaultAckTimeout is how long a publisher waits for one ack before
 	// it sends the value again, under the same message id.

@@ -21,7 +21,8 @@ type Server struct {
 	Client kubernetes.Interface
 }
 
-// Start connects to the apiserver that EnvHost and EnvToken name.
+// Start connects to the apiserver that EnvHost and EnvToken name, and
+// returns an error if it does not answer.
 func Start() (*Server, error) {
 	host, token := os.Getenv(EnvHost), os.Getenv(EnvToken)
 	if host == "" || token == "" {
@@ -37,6 +38,9 @@ func Start() (*Server, error) {
 	var err error
 	if s.Client, err = kubernetes.NewForConfig(s.Config); err != nil {
 		return nil, err
+	}
+	if _, err := s.Client.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("the apiserver at %s (%s): %w", host, EnvHost, err)
 	}
 	return s, nil
 }
