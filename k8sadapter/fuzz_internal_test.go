@@ -2,17 +2,12 @@ package k8sadapter
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/tools/record/util"
-
-	"github.com/heraldgo/herald/internal/kube"
 )
 
 // clientGoPatch is the patch client-go's event logger computes for e.
@@ -64,28 +59,6 @@ func FuzzRepeatPatch(f *testing.F) {
 		want := clientGoPatch(t, e)
 		if got := appendPatch(nil, e); string(got) != string(want) {
 			t.Fatalf("appendPatch = %s\nclient-go   = %s", got, want)
-		}
-	})
-}
-
-// FuzzEventName checks the hand-written name check and builder against
-// client-go's util.GenerateEventName (which validates with apimachinery's
-// regular expressions): the same name whenever client-go's is not a random
-// UUID, and a UUID exactly when client-go falls back to one.
-func FuzzEventName(f *testing.F) {
-	f.Add("node-1", int64(105999103295324396))
-	f.Add("Bad_Name", int64(1))
-	f.Add("2001:db8::123", int64(-5))
-	f.Add("a..b", int64(0))
-	f.Add("-a", int64(7))
-	f.Add(strings.Repeat("x", 240), int64(1<<62))
-	f.Fuzz(func(t *testing.T, name string, nanos int64) {
-		want := util.GenerateEventName(name, nanos)
-		got := kube.EventName(name, nanos)
-		wantUUID := want != fmt.Sprintf("%s.%x", name, nanos)
-		gotUUID := got != fmt.Sprintf("%s.%x", name, nanos)
-		if wantUUID != gotUUID || !wantUUID && got != want {
-			t.Fatalf("kube.EventName(%q, %d) = %q, client-go %q", name, nanos, got, want)
 		}
 	})
 }
