@@ -5,9 +5,9 @@ package apiserver
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -19,6 +19,8 @@ type Server struct {
 	Config *rest.Config
 	// Client is a clientset on Config.
 	Client kubernetes.Interface
+
+	proxy *proxy // what Config reaches; Stop closes it, and every connection
 }
 
 // Start connects to the apiserver that EnvHost and EnvToken name, and
@@ -28,18 +30,27 @@ func Start() (*Server, error) {
 	if host == "" || token == "" {
 		return nil, fmt.Errorf("built with herald_external_apiserver: set %s and %s (go run . -serve prints them)", EnvHost, EnvToken)
 	}
-	s := &Server{Config: &rest.Config{
-		Host:            host,
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%s=%q: not an https://host:port address", EnvHost, host)
+	}
+	p, err := newProxy()
+	if err != nil {
+		return nil, err
+	}
+	p.setBackend(u.Host)
+	s := &Server{proxy: p, Config: &rest.Config{
+		Host:            "https://" + p.addr(),
 		BearerToken:     token,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, // loopback, a self-signed certificate
 		QPS:             1000,
 		Burst:           1000,
 	}}
-	var err error
-	if s.Client, err = kubernetes.NewForConfig(s.Config); err != nil {
-		return nil, err
+	if s.Client, err = kubernetes.NewForConfig(s.Config); err == nil {
+		_, err = s.Client.Discovery().ServerVersion()
 	}
-	if _, err := s.Client.Discovery().ServerVersion(); err != nil {
+	if err != nil {
+		p.close()
 		return nil, fmt.Errorf("the apiserver at %s (%s): %w", host, EnvHost, err)
 	}
 	return s, nil
@@ -56,10 +67,6 @@ func (s *Server) StartAPIServer() error {
 // StopAPIServer does nothing: this process cannot stop the apiserver.
 func (s *Server) StopAPIServer() {}
 
-// Stop closes this process's idle connections to the apiserver, which
+// Stop ends every connection this process made to the apiserver, which
 // belongs to the process that started it and keeps running.
-func (s *Server) Stop() {
-	if rt, err := rest.TransportFor(s.Config); err == nil {
-		utilnet.CloseIdleConnectionsFor(rt)
-	}
-}
+func (s *Server) Stop() { s.proxy.close() }

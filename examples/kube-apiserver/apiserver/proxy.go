@@ -1,5 +1,3 @@
-//go:build !herald_external_apiserver
-
 package apiserver
 
 import (
@@ -11,7 +9,8 @@ import (
 // proxy forwards TCP connections on a fixed loopback address to the
 // apiserver's current address, so that clients keep working when the
 // apiserver is stopped and started again (on another port: the test server
-// picks a free one). While no apiserver runs, connections are accepted and
+// picks a free one), and so that closing it ends every connection this
+// process made, also to an external apiserver. While no apiserver runs, connections are accepted and
 // closed at once, which clients see as a transport error, as with a server
 // that is down.
 //
