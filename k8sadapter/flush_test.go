@@ -100,18 +100,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
 			synctest.Wait()
 		}
-		done := make(chan error)
-		go func() { done <- e.Flush(context.Background()) }()
-		synctest.Wait()
-		select {
-		case err := <-done:
-			t.Fatalf("Flush returned %v while the sink held its events", err)
-		default:
-		}
-		g.release()
-		if err := <-done; err != nil {
-			t.Fatalf("Flush = %v", err)
-		}
+		flushWhileHeld(t, e.Flush, g.release, "its events")
 		// Exact at once: no waiting after Flush.
 		want := k8sadapter.Stats{Queued: 20, Created: 6, DroppedSinkQueue: 14}
 		if diff := cmp.Diff(want, h.Stats()); diff != "" {
@@ -274,18 +263,7 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 		for range 29 {
 			r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
 		}
-		done := make(chan error)
-		go func() { done <- e.Flush(context.Background()) }()
-		synctest.Wait()
-		select {
-		case err := <-done:
-			t.Fatalf("Flush returned %v while the sink held the first event", err)
-		default:
-		}
-		g.release()
-		if err := <-done; err != nil {
-			t.Fatalf("Flush = %v", err)
-		}
+		flushWhileHeld(t, e.Flush, g.release, "the first event")
 		calls := sink.snapshot()
 		if got := verbs(calls); len(got) != 2 || got[1] != "patch" || calls[1].event.Count != 25 {
 			t.Fatalf("sink calls %v; want a create and one patch of count 25", got)
@@ -295,4 +273,23 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// flushWhileHeld calls flush while a sink holds what (in the caller's
+// synctest bubble), checks that flush waits for it, then calls release and
+// checks that flush returns nil.
+func flushWhileHeld(t *testing.T, flush func(context.Context) error, release func(), what string) {
+	t.Helper()
+	done := make(chan error)
+	go func() { done <- flush(context.Background()) }()
+	synctest.Wait()
+	select {
+	case err := <-done:
+		t.Fatalf("Flush returned %v while the sink held %s", err, what)
+	default:
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("Flush = %v", err)
+	}
 }

@@ -126,6 +126,17 @@ func publishAll(t testing.TB, topic *natsbridge.Topic[Order], first, last int) n
 	return s
 }
 
+// watch registers a watcher of topic, stopped when the test ends.
+func watch(t testing.TB, topic *natsbridge.Topic[Order], o natsbridge.WatchOptions, prefix ...Order) *natsbridge.Watcher[Order] {
+	t.Helper()
+	w, err := topic.Watch(testCtx(t), o, prefix...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
 // testCtx returns a context that ends when the test does, or after a
 // failsafe minute.
 func testCtx(t testing.TB) context.Context { return boundedCtx(t, time.Minute) }

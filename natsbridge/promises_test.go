@@ -38,11 +38,7 @@ func TestFlushAfterTailRemoved(t *testing.T) {
 	}
 
 	// A watcher resuming at 1, as the package doc teaches after a restart.
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{From: 1})
 
 	// The stream holds nothing: Flush has nothing to wait for.
 	if err := w.Flush(boundedCtx(t, 5*time.Second)); err != nil {
@@ -68,11 +64,7 @@ func TestFlushAfterLastMessageDeleted(t *testing.T) {
 	if err := stream.DeleteMsg(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{From: 1})
 	if err := w.Flush(boundedCtx(t, 5*time.Second)); err != nil {
 		t.Errorf("Flush after the last message was deleted = %v, want nil (the stream holds 1 and 2)", err)
 	}
@@ -88,10 +80,7 @@ func TestEventsAfterStop(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "edge.events", natsbridge.TopicOptions{})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watch(t, topic, natsbridge.WatchOptions{})
 	publishAll(t, topic, 1, 3)
 	if err := w.Flush(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -132,10 +121,7 @@ func TestEventsStopLosesHeldValue(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "edge.held", natsbridge.TopicOptions{})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watch(t, topic, natsbridge.WatchOptions{})
 	publishAll(t, topic, 1, 2)
 	if err := w.Flush(testCtx(t)); err != nil {
 		t.Fatal(err)

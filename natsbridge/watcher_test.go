@@ -24,11 +24,7 @@ func TestWatchGetsWhatFollows(t *testing.T) {
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
 	publishAll(t, topic, 1, 5)
 
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{})
 	if w.Start() != 6 || w.Seq() != 5 {
 		t.Fatalf("Start() = %d, Seq() = %d before reading; want 6, 5", w.Start(), w.Seq())
 	}
@@ -76,11 +72,7 @@ func TestWatchPrefix(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{}, Order{ID: -2}, Order{ID: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{}, Order{ID: -2}, Order{ID: -1})
 	publishAll(t, topic, 1, 3)
 	if diff := cmp.Diff([]int{-2, -1, 1, 2, 3}, ids(take(t, w, 5))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)
@@ -120,11 +112,7 @@ func TestWatchBlockStopsReading(t *testing.T) {
 	_, js := connect(t, s)
 	const readAhead, queue, n = 16, 4, 1000
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{ReadAhead: readAhead})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: queue, Full: broadcast.Block})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: queue, Full: broadcast.Block})
 	publishAll(t, topic, 1, n)
 
 	// At most this many values leave the server before the reader reads:
@@ -215,11 +203,7 @@ func TestWatchGapsCounted(t *testing.T) {
 	_, js := connect(t, s)
 	const n, keep = 300, 50
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{MaxMsgs: keep, ReadAhead: 8})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 4})
 	publishAll(t, topic, 1, n)
 	var got []int
 	ctx := testCtx(t)
@@ -253,11 +237,7 @@ func TestWatchFromDiscarded(t *testing.T) {
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{MaxMsgs: 10})
 	publishAll(t, topic, 1, 30)
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{From: 1})
 	if diff := cmp.Diff(span(21, 30), ids(take(t, w, 10))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)
 	}
@@ -416,10 +396,7 @@ func TestWatchEvents(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watch(t, topic, natsbridge.WatchOptions{})
 	publishAll(t, topic, 1, 5)
 	var got []int
 	for o := range w.Events() {
@@ -446,10 +423,7 @@ func TestWatchStopFromReader(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 2})
 	publishAll(t, topic, 1, 200)
 	n := 0
 	for range w.All() {
@@ -479,11 +453,7 @@ func TestWatchLostConnection(t *testing.T) {
 	nc, js := dial(t, s.URL())
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	pubTopic := newTopic(t, pubJS, "orders", natsbridge.TopicOptions{})
-	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1000})
 	const n = 2000
 	p := pubTopic.Publisher(natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
