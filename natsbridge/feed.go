@@ -108,9 +108,9 @@ func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 		cleanup:       cleanup,
 		cancelCleanup: cancelCleanup,
 		done:          make(chan struct{}),
-		logGap:        limitedLog{l: l},
-		logPoison:     limitedLog{l: l},
-		logRestart:    limitedLog{l: l},
+		logGap:        newLimitedLog(l),
+		logPoison:     newLimitedLog(l),
+		logRestart:    newLimitedLog(l),
 	}
 	f.next.Store(start)
 	f.pos.Store(start - 1)

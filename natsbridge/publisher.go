@@ -134,7 +134,7 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 		prefix:     nuid.Next() + "-",
 		ackTimeout: o.AckTimeout,
 		maxRetries: o.MaxRetries,
-		log:        limitedLog{l: t.log.With(slog.String("component", "publisher"))},
+		log:        newLimitedLog(t.log.With(slog.String("component", "publisher"))),
 		slots:      make(chan struct{}, window),
 		queue:      make(chan *pending, window),
 		closing:    make(chan struct{}),

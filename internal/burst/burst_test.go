@@ -1,0 +1,50 @@
+package burst
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBurst(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	type step struct {
+		at    time.Duration
+		n     uint64
+		count uint64
+		due   bool
+	}
+	steps := []step{
+		{0, 1, 1, true},                 // the first occurrence: a line at once
+		{time.Second, 5, 0, false},      // within the interval: counted
+		{9 * time.Second, 1, 0, false},  // still within
+		{10 * time.Second, 2, 8, true},  // the interval passed: a line with all since the last
+		{15 * time.Second, 3, 0, false}, // a new burst starts counting
+	}
+	var b Burst // DefaultInterval
+	for _, s := range steps {
+		count, due := b.Add(t0.Add(s.at), s.n)
+		if count != s.count || due != s.due {
+			t.Errorf("Add(+%v, %d) = %d, %v; want %d, %v", s.at, s.n, count, due, s.count, s.due)
+		}
+	}
+	if rest := b.Rest(); rest != 3 {
+		t.Errorf("Rest() = %d, want the 3 no line reported", rest)
+	}
+	if rest := b.Rest(); rest != 0 {
+		t.Errorf("second Rest() = %d, want 0", rest)
+	}
+}
+
+func TestBurstInterval(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := Burst{Interval: time.Second}
+	if count, due := b.Add(t0, 1); count != 1 || !due {
+		t.Fatalf("first Add = %d, %v; want 1, true", count, due)
+	}
+	if _, due := b.Add(t0.Add(999*time.Millisecond), 1); due {
+		t.Fatal("Add within the interval is due")
+	}
+	if count, due := b.Add(t0.Add(time.Second), 1); count != 2 || !due {
+		t.Fatalf("Add after the interval = %d, %v; want 2, true", count, due)
+	}
+}
