@@ -160,9 +160,10 @@ func (e *EventBroadcaster) Shutdown() {
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	err := e.p.Shutdown(ctx)
 	// Nothing starts the writer any more: what is left in its queue
-	// (closed now) is abandoned, here if it is not running, else when its
-	// context ends or its hung sink call returns.
-	e.wr.c.Drain(e.wr.abandon)
+	// (closed now) is abandoned, and the open series of a recording whose
+	// context ended first get their final count, here if it is not
+	// running, else when its context ends or its hung sink call returns.
+	e.wr.c.Drain(func() { e.wr.drain(ctx) })
 	return err
 }
 

@@ -80,6 +80,9 @@ type writer struct {
 	// pair) make each other forgotten, as an eviction would.
 	cache  *simplelru.LRU[uint64, *entry]
 	counts writerCounts
+	// flushed is set once the writer has written the open series' final
+	// counts at shutdown.
+	flushed bool
 }
 
 // newWriter returns the writer of e, its queue registered with e's
@@ -210,6 +213,7 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 			}
 			if closed {
 				wr.flush()
+				wr.flushed = true
 				c.Publish(&wr.counts)
 				return
 			}
@@ -231,9 +235,23 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 	}
 }
 
+// drain is what Shutdown leaves to the writer once no goroutine of its
+// runs (see Consumer.Drain): what is left in the queue is abandoned, and,
+// if the recording ended before the shutdown (its context ended), the
+// open series get their final count, bounded by the shutdown's ctx.
+func (wr *writer) drain(ctx context.Context) {
+	wr.abandon()
+	if wr.flushed || ctx.Err() != nil {
+		return
+	}
+	wr.flushed = true
+	wr.ctx = ctx // the recording context has ended: sink calls take this one
+	wr.flush()
+	wr.c.Publish(&wr.counts)
+}
+
 // abandon counts the events no writer will take: what is left in the
-// queue at Shutdown when the writer is not recording (see
-// Consumer.Drain).
+// queue at Shutdown when the writer is not recording.
 func (wr *writer) abandon() {
 	for {
 		w, _ := wr.q.Take()
