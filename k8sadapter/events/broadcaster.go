@@ -79,9 +79,10 @@ func (e *EventBroadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 // The writer ends at Shutdown, after writing what is queued and every
 // open series' final count, or when ctx ends. Then what is queued, and
 // what is recorded later, waits in its queue (up to WithQueueLength
-// events; more are dropped and counted) for the next call, which starts
-// recording again with the same series, or for Shutdown, which counts it
-// as Abandoned. While the writer runs, a call returns ErrRecording; after
+// series, repeats folded; more are dropped and counted) for the next
+// call, which starts recording again with the same series, or for
+// Shutdown, which counts it as Abandoned and writes the open series'
+// final counts (within its context). While the writer runs, a call returns ErrRecording; after
 // Shutdown began, broadcast.ErrClosed; a nil ctx or sink is an error.
 func (e *EventBroadcaster) StartRecordingToSinkWithContext(ctx context.Context) error {
 	if ctx == nil {
