@@ -3,7 +3,6 @@ package natsbridge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -37,11 +36,8 @@ type mirror[T any] struct {
 // the topic's Shutdown has begun, and an error for an invalid o; ctx bounds
 // the calls to the server it makes.
 func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.Broadcaster[T], error) {
-	if o.QueueLength < 0 || o.IncomingQueueLength < 0 {
-		return nil, errors.New("natsbridge: negative length in broadcast.Options")
-	}
-	if _, err := watchPolicy(o.Full); err != nil {
-		return nil, fmt.Errorf("natsbridge: invalid broadcast.Options.Full %v", o.Full)
+	if err := checkQueue("broadcast.Options", o.QueueLength, o.IncomingQueueLength, o.Full); err != nil {
+		return nil, err
 	}
 	if t.isClosed() {
 		return nil, ErrClosed

@@ -125,7 +125,8 @@ func TestMirrorBadOptions(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	for _, o := range []broadcast.Options{{QueueLength: -1}, {IncomingQueueLength: -1}, {Full: 42}} {
+	for _, o := range []broadcast.Options{{QueueLength: -1}, {IncomingQueueLength: -1}, {Full: 42},
+		{QueueLength: broadcast.MaxQueueLength + 1}, {IncomingQueueLength: broadcast.MaxQueueLength + 1}} {
 		if _, err := topic.Mirror(testCtx(t), o); err == nil {
 			t.Errorf("Mirror(%+v) succeeded", o)
 		}

@@ -2,7 +2,6 @@ package natsbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -75,12 +74,8 @@ type Watcher[T any] struct {
 // watcher's private broadcaster, which ends with Stop. Events starts a
 // third.
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
-	full, err := watchPolicy(o.Full)
-	if err != nil {
+	if err := checkQueue("WatchOptions", o.QueueLength, 0, o.Full); err != nil {
 		return nil, err
-	}
-	if o.QueueLength < 0 {
-		return nil, errors.New("natsbridge: negative WatchOptions.QueueLength")
 	}
 	if t.isClosed() {
 		return nil, ErrClosed
@@ -100,12 +95,12 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 
 	w := &Watcher[T]{t: t, start: start}
 	w.seq.Store(start - 1)
-	w.b = broadcast.New[item[T]](broadcast.Options{QueueLength: o.QueueLength, Full: broadcast.Block})
+	w.b = broadcast.New[item[T]](broadcast.Options{QueueLength: o.QueueLength, Full: o.Full}) // zero Full: Block
 	pre := make([]item[T], len(prefix))
 	for i, v := range prefix {
 		pre[i] = item[T]{v: v}
 	}
-	w.w, err = w.b.WatchWith(broadcast.WatchOptions{QueueLength: o.QueueLength, Full: full}, pre...)
+	w.w, err = w.b.WatchWithPrefix(pre)
 	if err != nil { // cannot happen: b is new
 		_ = w.b.Shutdown(context.Background())
 		return nil, err
@@ -136,19 +131,20 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 	return w, nil
 }
 
-// watchPolicy returns the broadcast policy for a WatchOptions.Full: the
-// zero value is Block, whatever constant broadcast gives it.
-func watchPolicy(p broadcast.FullPolicy) (broadcast.FullPolicy, error) {
-	var zero broadcast.FullPolicy
-	switch {
-	case p == zero, p == broadcast.Block:
-		return broadcast.Block, nil
-	case p == broadcast.DropNewest:
-		return broadcast.DropNewest, nil
-	case p == broadcast.DropOldest:
-		return broadcast.DropOldest, nil
+// checkQueue returns an error for queue lengths and a policy that
+// broadcast would refuse (with a panic): what is a programmer's error
+// there is bad input here, from options a user may read from a file.
+func checkQueue(what string, length, incoming int, full broadcast.FullPolicy) error {
+	for _, n := range []int{length, incoming} {
+		if n < 0 || n > broadcast.MaxQueueLength {
+			return fmt.Errorf("natsbridge: %s queue length %d outside [0, broadcast.MaxQueueLength]", what, n)
+		}
 	}
-	return p, fmt.Errorf("natsbridge: invalid WatchOptions.Full %v", p)
+	switch full {
+	case 0, broadcast.Block, broadcast.DropNewest, broadcast.DropOldest:
+		return nil
+	}
+	return fmt.Errorf("natsbridge: invalid %s.Full %v", what, full)
 }
 
 func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.stop(ctx) }

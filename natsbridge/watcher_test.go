@@ -97,6 +97,9 @@ func TestWatchBadOptions(t *testing.T) {
 	if _, err := topic.Watch(ctx, natsbridge.WatchOptions{Full: broadcast.FullPolicy(42)}); err == nil {
 		t.Error("Watch(Full: 42) succeeded")
 	}
+	if _, err := topic.Watch(ctx, natsbridge.WatchOptions{QueueLength: broadcast.MaxQueueLength + 1}); err == nil {
+		t.Error("Watch(QueueLength: MaxQueueLength+1) succeeded")
+	}
 	w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 4}) // what comes next
 	if err != nil {
 		t.Fatalf("Watch(From: 4) = %v", err)
