@@ -171,7 +171,7 @@ func (f *feed[T]) run() {
 		join = f.watchDest()
 	}
 	var fatal error
-	for attempt := 0; ; attempt++ {
+	for {
 		f.mu.Lock()
 		it, cons := f.it, f.cons
 		f.mu.Unlock()
@@ -259,9 +259,10 @@ func (f *feed[T]) reopen() error {
 
 // consume hands out the messages of one consumer until it fails.
 func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer) error {
-	var delivered uint64 // the consumer's delivery sequence
+	var delivered uint64                                              // the consumer's delivery sequence
+	wait := []jetstream.NextOpt{jetstream.NextMaxWait(f.t.heartbeat)} // made once, not per message
 	for {
-		msg, err := it.Next(jetstream.NextMaxWait(f.t.heartbeat))
+		msg, err := it.Next(wait...)
 		if errors.Is(err, nats.ErrTimeout) {
 			if err := f.check(cons, delivered); err != nil {
 				return err

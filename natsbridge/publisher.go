@@ -25,8 +25,8 @@ import (
 // none is lost without a count.
 type Publisher[T any] struct {
 	t          *Topic[T]
-	js         jetstream.JetStream
-	prefix     string // message ids are prefix + a counter
+	prefix     string   // message ids are prefix + a counter
+	streamHdr  []string // the ExpectedStreamHeader value, shared by every message (never written)
 	ackTimeout time.Duration
 	maxRetries int
 	log        limitedLog
@@ -67,7 +67,7 @@ type Publisher[T any] struct {
 
 // pending is one value sent and awaiting its ack.
 type pending struct {
-	msg   *nats.Msg
+	msg   nats.Msg
 	ack   jetstream.PubAckFuture
 	sent  time.Time
 	tries int
@@ -130,7 +130,7 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 	}
 	p := &Publisher[T]{
 		t:          t,
-		js:         t.js,
+		streamHdr:  []string{t.streamID},
 		prefix:     nuid.Next() + "-",
 		ackTimeout: o.AckTimeout,
 		maxRetries: o.MaxRetries,
@@ -197,7 +197,7 @@ func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 		case <-p.closing:
 			return ErrClosed
 		}
-		err := p.send(data, 0)
+		err := p.send(data)
 		switch {
 		case errors.Is(err, jetstream.ErrTooManyStalledMsgs):
 			// send waited (up to jetstream's stall wait) for the
@@ -264,7 +264,7 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 		p.refused.Add(1)
 		return false, nil
 	}
-	if err := p.send(data, time.Nanosecond); err != nil {
+	if err := p.send(data, noStall...); err != nil {
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) || errors.Is(err, nats.ErrReconnectBufExceeded) {
 			// The connection's own limits are reached: a full window
 			// too.
@@ -280,23 +280,30 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 func (p *Publisher[T]) encode(v T) ([]byte, error) {
 	data, err := encode(p.t.codec, v)
 	if err != nil {
-		p.invalid.Add(1)
-		p.log.warn("natsbridge: value not published", slog.Any("err", err))
-		return nil, err
+		return nil, p.invalidValue(err)
 	}
-	if limit := p.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit {
-		p.invalid.Add(1)
-		err := fmt.Errorf("%w: %d bytes encoded, the server accepts %d", ErrTooLarge, len(data), limit)
-		p.log.warn("natsbridge: value not published", slog.Any("err", err))
-		return nil, err
+	if limit := p.t.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit {
+		return nil, p.invalidValue(fmt.Errorf("%w: %d bytes encoded, the server accepts %d", ErrTooLarge, len(data), limit))
 	}
 	return data, nil
 }
 
+// invalidValue counts and logs a value that cannot be published, and
+// returns err.
+func (p *Publisher[T]) invalidValue(err error) error {
+	p.invalid.Add(1)
+	p.log.warn("natsbridge: value not published", slog.Any("err", err))
+	return err
+}
+
+// noStall makes PublishMsgAsync refuse at once when the JetStream
+// context's own limit of pending publishes is reached (TryPublish).
+var noStall = []jetstream.PublishOpt{jetstream.WithStallWait(time.Nanosecond)}
+
 // send sends data under a new message id; the caller holds a slot, which
-// send gives back if the value is not accepted. A stall of zero means the
-// connection's default wait when its own async limit is reached.
-func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
+// send gives back if the value is not accepted. Without opts, it waits as
+// long as the connection's default when its own async limit is reached.
+func (p *Publisher[T]) send(data []byte, opts ...jetstream.PublishOpt) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -310,17 +317,11 @@ func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
 
 	// The headers are set here rather than through publish options, which
 	// cost an allocation each; retries send the same message, ids and all.
-	msg := &nats.Msg{Subject: p.t.name, Data: data, Header: nats.Header{
+	e := &pending{msg: nats.Msg{Subject: p.t.name, Data: data, Header: nats.Header{
 		jetstream.MsgIDHeader:          {id},
-		jetstream.ExpectedStreamHeader: {p.t.streamID},
-	}}
-	var ack jetstream.PubAckFuture
-	var err error
-	if stall > 0 {
-		ack, err = p.js.PublishMsgAsync(msg, jetstream.WithStallWait(stall))
-	} else {
-		ack, err = p.js.PublishMsgAsync(msg)
-	}
+		jetstream.ExpectedStreamHeader: p.streamHdr,
+	}}}
+	ack, err := p.t.js.PublishMsgAsync(&e.msg, opts...)
 
 	p.mu.Lock()
 	p.sending--
@@ -333,16 +334,16 @@ func (p *Publisher[T]) send(data []byte, stall time.Duration) error {
 		} else {
 			// Never blocks: the queue holds at most one value per slot,
 			// and this sender holds one.
-			p.queue <- &pending{msg: msg, ack: ack, sent: time.Now()}
+			e.ack, e.sent = ack, time.Now()
+			p.queue <- e
 		}
 	}
 	p.closeQueueLocked()
 	p.mu.Unlock()
 	if err != nil {
 		<-p.slots
-		if errors.Is(err, nats.ErrMaxPayload) {
-			p.invalid.Add(1)
-			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		if errors.Is(err, nats.ErrMaxPayload) { // the headers took it over the limit
+			return p.invalidValue(fmt.Errorf("%w: %w", ErrTooLarge, err))
 		}
 		return fmt.Errorf("natsbridge: publish to %q: %w", p.t.name, err)
 	}
@@ -443,7 +444,7 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 		p.retries.Add(1)
 		// The same message, headers included: the stream drops it if it
 		// stored the first send (Nats-Msg-Id, within its Duplicates).
-		ack, serr := p.js.PublishMsgAsync(e.msg)
+		ack, serr := p.t.js.PublishMsgAsync(&e.msg)
 		if serr != nil {
 			if !retriable(serr) {
 				p.failed.Add(1)
@@ -463,11 +464,9 @@ func (p *Publisher[T]) confirm(ack *jetstream.PubAck) {
 	if ack.Duplicate {
 		p.duplicates.Add(1)
 	}
-	for {
-		last := p.lastSeq.Load()
-		if ack.Sequence <= last || p.lastSeq.CompareAndSwap(last, ack.Sequence) {
-			return
-		}
+	// Only the reaper writes lastSeq.
+	if ack.Sequence > p.lastSeq.Load() {
+		p.lastSeq.Store(ack.Sequence)
 	}
 }
 

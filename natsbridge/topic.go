@@ -45,14 +45,13 @@ type Topic[T any] struct {
 	readAhead int
 	log       *slog.Logger
 
-	mu     sync.Mutex // guards closed, owned, live
+	mu     sync.Mutex // guards closed, owned
 	closed bool
 	// owned holds what Shutdown ends: everything made and not yet ended
 	// by its own end call. The value reports whether it ended by itself
 	// (its stream deleted): it may still hold goroutines that Shutdown
-	// ends, but it no longer counts in live.
+	// ends, but it no longer counts in Stats().Live.
 	owned map[owned]bool
-	live  int
 
 	gaps     atomic.Uint64
 	poisoned atomic.Uint64
@@ -266,7 +265,12 @@ func (t *Topic[T]) Stream() string { return t.streamID }
 // Stats returns a snapshot of the topic's counters.
 func (t *Topic[T]) Stats() TopicStats {
 	t.mu.Lock()
-	live := t.live
+	live := 0
+	for _, ended := range t.owned {
+		if !ended {
+			live++
+		}
+	}
 	t.mu.Unlock()
 	return TopicStats{
 		Gaps:     t.gaps.Load(),
@@ -309,7 +313,6 @@ func (t *Topic[T]) adopt(o owned) error {
 		return ErrClosed
 	}
 	t.owned[o] = false
-	t.live++
 	return nil
 }
 
@@ -318,9 +321,8 @@ func (t *Topic[T]) adopt(o owned) error {
 func (t *Topic[T]) retire(o owned) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ended, ok := t.owned[o]; ok && !ended {
+	if _, ok := t.owned[o]; ok {
 		t.owned[o] = true
-		t.live--
 	}
 }
 
@@ -328,12 +330,7 @@ func (t *Topic[T]) retire(o owned) {
 func (t *Topic[T]) forget(o owned) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ended, ok := t.owned[o]; ok {
-		if !ended {
-			t.live--
-		}
-		delete(t.owned, o)
-	}
+	delete(t.owned, o)
 }
 
 // isClosed reports whether Shutdown has begun.
