@@ -277,7 +277,6 @@ func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
 			p.spamNow)
 	}
 
-	c.stats.Correlated++
 	if res.Combined {
 		c.stats.Combined++
 	}
@@ -328,6 +327,7 @@ func (c *Correlator[T, K, M, L]) Stored(h uint64, match func(*K) bool, key func(
 // Stats returns the counters; Evicted counts observations forgotten.
 func (c *Correlator[T, K, M, L]) Stats() Stats {
 	s := c.stats
+	s.Correlated = s.New + s.Repeats // every commit counts one of them
 	s.Evicted = c.obs.Evicted()
 	return s
 }

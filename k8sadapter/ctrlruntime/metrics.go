@@ -102,30 +102,36 @@ type fates struct {
 	retries, logDropped uint64
 }
 
-func coreFates(s k8sadapter.Stats) fates {
+// commonFates builds the fates both APIs count alike; written holds the
+// written fates, which differ.
+func commonFates(recorded uint64, written []count,
+	invalidObject, invalidType, closed, sinkQueue, abandoned,
+	construction, rejected, retriesExhausted, shutdown, panics,
+	retries, logDropped uint64) fates {
 	return fates{
-		recorded: s.Recorded,
-		written:  []count{{"created", s.Created}, {"patched", s.Patched}, {"spam_skipped", s.SpamSkipped}},
-		dropped: []count{{"invalid_object", s.InvalidObject}, {"invalid_type", s.InvalidType},
-			{"closed", s.DroppedClosed},
-			{"sink_queue_full", s.DroppedSinkQueue}, {"shutdown_timeout", s.Abandoned}},
-		failed: []count{{"construction", s.FailedConstruction}, {"rejected", s.FailedRejected},
-			{"retries_exhausted", s.FailedRetries}, {"shutdown", s.FailedShutdown}, {"panic", s.FailedPanic}},
-		retries:    s.Retries,
-		logDropped: s.DroppedWatcherQueue,
+		recorded: recorded,
+		written:  written,
+		dropped: []count{{"invalid_object", invalidObject}, {"invalid_type", invalidType},
+			{"closed", closed}, {"sink_queue_full", sinkQueue}, {"shutdown_timeout", abandoned}},
+		failed: []count{{"construction", construction}, {"rejected", rejected},
+			{"retries_exhausted", retriesExhausted}, {"shutdown", shutdown}, {"panic", panics}},
+		retries:    retries,
+		logDropped: logDropped,
 	}
 }
 
+func coreFates(s k8sadapter.Stats) fates {
+	return commonFates(s.Recorded,
+		[]count{{"created", s.Created}, {"patched", s.Patched}, {"spam_skipped", s.SpamSkipped}},
+		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
+		s.FailedConstruction, s.FailedRejected, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
+		s.Retries, s.DroppedWatcherQueue)
+}
+
 func eventsFates(s events.Stats) fates {
-	return fates{
-		recorded: s.Recorded,
-		written:  []count{{"created", s.Created}, {"patched", s.Patched}, {"series_observed", s.SeriesObserved}},
-		dropped: []count{{"invalid_object", s.InvalidObject}, {"invalid_type", s.InvalidType},
-			{"closed", s.DroppedClosed},
-			{"sink_queue_full", s.DroppedSinkQueue}, {"shutdown_timeout", s.Abandoned}},
-		failed: []count{{"construction", s.FailedConstruction}, {"rejected", s.FailedRejected},
-			{"retries_exhausted", s.FailedRetries}, {"shutdown", s.FailedShutdown}, {"panic", s.FailedPanic}},
-		retries:    s.Retries,
-		logDropped: s.DroppedWatcherQueue,
-	}
+	return commonFates(s.Recorded,
+		[]count{{"created", s.Created}, {"patched", s.Patched}, {"series_observed", s.SeriesObserved}},
+		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
+		s.FailedConstruction, s.FailedRejected, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
+		s.Retries, s.DroppedWatcherQueue)
 }

@@ -65,17 +65,7 @@ func Start() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s.Config = &rest.Config{
-		Host:        "https://" + s.proxy.addr(),
-		BearerToken: s.token,
-		// The apiserver makes a new self-signed certificate at each
-		// start; the connection never leaves loopback.
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
-		// No client-side throttling: the server's own speed is what
-		// the tests are about.
-		QPS:   1000,
-		Burst: 1000,
-	}
+	s.Config = adminConfig(s.proxy.addr(), s.token)
 	if s.Client, err = kubernetes.NewForConfig(s.Config); err == nil {
 		err = s.StartAPIServer()
 	}

@@ -39,13 +39,7 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	p.setBackend(u.Host)
-	s := &Server{proxy: p, Config: &rest.Config{
-		Host:            "https://" + p.addr(),
-		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, // loopback, a self-signed certificate
-		QPS:             1000,
-		Burst:           1000,
-	}}
+	s := &Server{proxy: p, Config: adminConfig(p.addr(), token)}
 	if s.Client, err = kubernetes.NewForConfig(s.Config); err == nil {
 		_, err = s.Client.Discovery().ServerVersion()
 	}
