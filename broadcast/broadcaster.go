@@ -150,7 +150,7 @@ func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[
 		return nil, ErrClosed
 	}
 	b.watchers.Add(1)
-	signal(b.queueMarkerLocked(marker[T]{run: func() { b.d.activate(w) }, watch: w}))
+	signal(b.queueMarkerLocked(marker[T]{watch: w}))
 	return w, nil
 }
 

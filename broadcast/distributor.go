@@ -30,8 +30,8 @@ package broadcast
 // Registration and Flush travel the queue this way.
 type marker[T any] struct {
 	pos   uint64      // the values queued before it
-	run   func()      // runs on the distributor goroutine; must not block
-	watch *Watcher[T] // the watcher a registration marker adds, if any
+	watch *Watcher[T] // a registration marker: the watcher it adds
+	run   func()      // any other marker (Flush): runs on the distributor goroutine; must not block
 }
 
 // distributor is the state owned by the distributor goroutine.
@@ -39,7 +39,7 @@ type distributor[T any] struct {
 	active      []*Watcher[T] // registered and open, in registration order
 	distributed uint64        // position of the next value to take
 	closedAny   bool          // a watcher in active was closed this round
-	deadMarks   int           // registration markers in b.marks whose watcher is closed
+	deadMarks   int           // at least the registration markers in b.marks whose watcher is closed (also counts those taken with this round)
 	delivered   uint64        // values placed since the last publishCounts
 
 	// The round being distributed, taken from the incoming queue; its
@@ -82,6 +82,8 @@ func (b *Broadcaster[T]) next() bool {
 	d.vals, b.queue = b.queue, d.vals[:0]
 	d.marks, b.marks = b.marks, d.marks[:0]
 	b.flush, d.deadMarks = nil, 0 // every marker is taken
+	stops := b.stops
+	b.stops = nil
 	d.last = b.closed
 	var space chan struct{}
 	if len(d.vals) > 0 {
@@ -89,7 +91,7 @@ func (b *Broadcaster[T]) next() bool {
 	}
 	b.mu.Unlock()
 	signal(space)
-	b.serveStops()
+	b.closeStopped(stops)
 	return true
 }
 
@@ -102,6 +104,10 @@ func (b *Broadcaster[T]) distribute() {
 		cut := int(m.pos - base)
 		b.fanout(d.vals[off:cut])
 		off = cut
+		if m.watch != nil {
+			d.activate(m.watch)
+			continue
+		}
 		b.publishCounts() // a Flush marker's caller may read Stats next
 		m.run()
 	}
@@ -166,7 +172,8 @@ func (b *Broadcaster[T]) deliver(w *Watcher[T], vals []T) {
 		b.publishCounts() // Stats are current while the distributor waits
 		select {
 		case send <- vals[0]: // nil unless w delivers through a channel
-			b.sent(w, 1)
+			w.chSent++
+			b.count(w, 1)
 			vals = vals[1:]
 		case <-room: // nil if w delivers through a channel
 		case <-b.work.c:
@@ -284,22 +291,22 @@ func (w *Watcher[T]) overLimit(ch chan T) bool {
 	return n-pinned >= uint64(w.queue.limit)
 }
 
-// sent records n values sent on w's channel.
-func (b *Broadcaster[T]) sent(w *Watcher[T], n int) {
-	w.chSent += uint64(n)
-	b.count(w, n)
-}
-
-// serveStops closes every watcher whose Stop is pending. A watcher stopped
-// before its registration marker was reached leaves the marker behind;
-// while the distributor is held up in one round, those markers are removed
-// once they are more than half of the queued ones, so that memory stays
-// bounded by twice the markers of open watchers and Flush calls.
+// serveStops closes every watcher whose Stop is pending, for a distributor
+// held up in a round (next takes them with the round).
 func (b *Broadcaster[T]) serveStops() {
 	b.mu.Lock()
 	stops := b.stops
 	b.stops = nil
 	b.mu.Unlock()
+	b.closeStopped(stops)
+}
+
+// closeStopped closes the watchers of stops. A watcher stopped before its
+// registration marker was reached leaves the marker behind; while the
+// distributor is held up in one round, those markers are removed once
+// they are more than half of the queued ones, so that memory stays
+// bounded by twice the markers of open watchers and Flush calls.
+func (b *Broadcaster[T]) closeStopped(stops []*Watcher[T]) {
 	for _, w := range stops {
 		b.closeWatcher(w)
 	}

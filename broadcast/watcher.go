@@ -2,6 +2,7 @@ package broadcast
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"sync"
 	"sync/atomic"
@@ -243,7 +244,9 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 // endLoan hands back what an All loop held when it ended, if anything.
 func (w *Watcher[T]) endLoan(bt *batch[T]) {
 	if bt.out {
-		w.giveBack(bt)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.giveBackLocked(bt)
 	}
 }
 
@@ -279,13 +282,6 @@ func (w *Watcher[T]) takeBatch(bt *batch[T]) (chan T, error) {
 	return ch, err
 }
 
-// giveBack hands back what an All loop holds and has not yielded.
-func (w *Watcher[T]) giveBack(bt *batch[T]) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.giveBackLocked(bt)
-}
-
 // giveBackLocked ends bt's loan: its values not yet yielded go back to
 // front, in their place by index, and a switch to channel delivery that
 // waited for the last loan takes place. After the switch, values cannot be
@@ -304,7 +300,11 @@ func (w *Watcher[T]) giveBackLocked(bt *batch[T]) {
 		for i, v := range rest {
 			back[i] = held[T]{bt.index(bt.next + i), v}
 		}
-		w.front = merge(w.front, back)
+		if len(w.front) == 0 {
+			w.front = back // the usual case: one loop broke off
+		} else {
+			w.front = merge(w.front, back)
+		}
 		signal(w.readers.wakeLocked())
 	}
 	if w.lent == 0 && w.pending != nil {
@@ -328,14 +328,10 @@ func merge[T any](a, b []held[T]) []held[T] {
 
 // errDone tells take's callers that the done channel they gave was closed
 // (their context ended); they return their context's error.
-var errDone = &doneError{}
+var errDone = errors.New("broadcast: context done")
 
-type doneError struct{}
-
-func (*doneError) Error() string { return "broadcast: context done" }
-
-// take appends up to limit queued values to buf (all if limit is
-// negative), in queue order, waiting until there is one. It returns the
+// take appends up to limit queued values to the empty buf (all if limit
+// is negative), in queue order, waiting until there is one. It returns the
 // channel instead once the watcher delivers through one, ErrClosed once
 // the watcher is closed and empty, and errDone if done is closed while
 // nothing is queued. It never calls into the caller's context, so that no
@@ -365,19 +361,12 @@ func (w *Watcher[T]) takeInto(done <-chan struct{}, buf []T, limit int, bt *batc
 // takeLocked is takeInto under w.mu.
 func (w *Watcher[T]) takeLocked(done <-chan struct{}, buf []T, limit int, bt *batch[T]) ([]T, chan T, error) {
 	if bt != nil {
-		switch {
-		case !bt.out:
-		case bt.next == len(bt.vals) && w.pending == nil: // all yielded: the common case
-			bt.out = false
-			w.lent--
-			w.lentVals -= len(bt.vals)
-		default:
+		if bt.out {
 			w.giveBackLocked(bt)
 		}
 		clear(buf)
 		buf, bt.frontIdx = buf[:0], bt.frontIdx[:0]
 	}
-	start := len(buf)
 	for w.ch == nil && (w.pending != nil || len(w.front)+w.queue.len() == 0) {
 		if w.closed && w.pending == nil {
 			return buf, nil, ErrClosed
@@ -413,7 +402,7 @@ func (w *Watcher[T]) takeLocked(done <-chan struct{}, buf []T, limit int, bt *ba
 	if bt != nil {
 		bt.next, bt.out = 0, true
 		w.lent++
-		w.lentVals += len(buf) - start
+		w.lentVals += len(buf) // buf was emptied above
 	}
 	return buf, nil, nil
 }
