@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldgo/herald/correlate"
 	"github.com/heraldgo/herald/internal/correlation"
+	"github.com/heraldgo/herald/internal/kube"
 )
 
 // client-go's correlator defaults (tools/record/events_cache.go).
@@ -230,7 +231,7 @@ func seed(it *item, _ time.Time) (int, time.Time) {
 // of the first.
 func (c *EventCorrelator) keep(it *item) last {
 	if it == &c.standIn {
-		it.e.Name = combinedName(it.e.InvolvedObject.Name, it.e.FirstTimestamp.UnixNano())
+		it.e.Name = kube.GeneratedName(it.e.InvolvedObject.Name, it.e.FirstTimestamp.UnixNano()) // client-go does not check a combined event's name
 	}
 	return last{name: it.e.Name, rv: it.e.ResourceVersion}
 }
@@ -274,11 +275,15 @@ var errNilEvent = errors.New("event is nil")
 // patch (see BenchmarkEventCorrelate).
 func (c *EventCorrelator) EventCorrelate(e *v1.Event) (*EventCorrelateResult, error) {
 	r, _, err := c.correlate(e)
-	if e == nil {
-		return nil, err
+	if r == &skipped {
+		return &EventCorrelateResult{Skip: true}, err // the caller's own
 	}
 	return r, err
 }
+
+// skipped is the result correlate returns for every skipped event: the
+// sink reads it only, and EventCorrelate hands out a copy.
+var skipped = EventCorrelateResult{Skip: true}
 
 // correlate is EventCorrelate, also reporting whether the event was
 // replaced by its group's combined event.
@@ -296,7 +301,7 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	}
 	if r.Skip {
 		c.mu.Unlock()
-		return &EventCorrelateResult{Skip: true}, r.Combined, nil
+		return &skipped, r.Combined, nil
 	}
 	var out *result
 	var buf []byte

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldgo/herald/internal/kube"
 	"github.com/heraldgo/herald/internal/pipeline"
 )
 
@@ -145,10 +146,11 @@ func (e *EventBroadcaster) foldUnbuilt(ref *v1.ObjectReference, annotations map[
 		f, ok := q.(*pipeline.Fold[*v1.Event, bucket, occurrences])
 		return ok && f.TryFold(k, func(w *waiting) bool {
 			first := w.First
+			// first.Name is generated from ref.Name: bucketOf let only such an
+			// event start an entry, and repeats compares the objects.
 			if len(w.Data.times) >= maxFolded || first.Count != 1 ||
 				first.ReportingController != source.Component || first.ReportingInstance != source.Host ||
-				!repeats(first, ref, annotations, eventType, reason, message, source) ||
-				!isGeneratedName(first.Name, ref.Name, first.FirstTimestamp.UnixNano()) {
+				!repeats(first, ref, annotations, eventType, reason, message, source) {
 				return false
 			}
 			w.Data.times = append(w.Data.times, at)
@@ -162,15 +164,9 @@ func (e *EventBroadcaster) foldUnbuilt(ref *v1.ObjectReference, annotations map[
 func occurrence(first *v1.Event, at time.Time) *v1.Event {
 	e := *first
 	t := metav1.Time{Time: at}
-	e.Name = generatedName(first.InvolvedObject.Name, at.UnixNano())
+	e.Name = kube.GeneratedName(first.InvolvedObject.Name, at.UnixNano())
 	e.FirstTimestamp, e.LastTimestamp = t, t
 	return &e
-}
-
-// generatedName is the event name the recorder derives from the object's
-// name and the time, when it is a valid name: "<name>.<hex nanos>".
-func generatedName(ref string, unixNano int64) string {
-	return ref + "." + strconv.FormatInt(unixNano, 16)
 }
 
 // isGeneratedName reports whether name is generatedName(ref, unixNano),

@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzGeneratedName checks the fold's name rule: isGeneratedName accepts
-// exactly generatedName's output, and generatedName is the recorder's
+// exactly kube.GeneratedName's output, and it is the recorder's
 // name (kube.EventName) whenever the recorder's is not a random UUID. A
 // name whose boundary between object name and time moves is refused.
 func FuzzGeneratedName(f *testing.F) {
@@ -19,7 +19,7 @@ func FuzzGeneratedName(f *testing.F) {
 	f.Add("Bad_Name", int64(16), uint8(3))
 	f.Add("", int64(0), uint8(0))
 	f.Fuzz(func(t *testing.T, ref string, nanos int64, shift uint8) {
-		name := generatedName(ref, nanos)
+		name := kube.GeneratedName(ref, nanos)
 		if !isGeneratedName(name, ref, nanos) {
 			t.Fatalf("isGeneratedName(%q, %q, %d) = false", name, ref, nanos)
 		}

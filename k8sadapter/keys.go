@@ -2,7 +2,6 @@ package k8sadapter
 
 import (
 	"hash/maphash"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -196,12 +195,3 @@ func isGroupKey(e *v1.Event, k *key) bool {
 // customHash is the hash of a string from a user's key function, as a key
 // of the given kind.
 func customHash(kind uint64, s string) uint64 { return mix(kind, hashString(s)) }
-
-// combinedName is the name client-go gives a combined event:
-// "<name>.<hex nanos>", unchecked.
-func combinedName(refName string, unixNano int64) string {
-	var room [96]byte
-	buf := append(room[:0], refName...)
-	buf = append(buf, '.')
-	return string(strconv.AppendInt(buf, unixNano, 16))
-}

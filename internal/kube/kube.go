@@ -54,13 +54,25 @@ func Call[E any](f func() (E, error)) (got E, err error) {
 // (BenchmarkBurst).
 func EventName(refName string, unixNano int64) string {
 	var room [96]byte // on the stack for most names: the string is the one allocation
-	buf := append(room[:0], refName...)
-	buf = append(buf, '.')
-	buf = strconv.AppendInt(buf, unixNano, 16)
+	buf := appendGeneratedName(room[:0], refName, unixNano)
 	if !isDNS1123Subdomain(buf) {
 		return util.GenerateEventName(refName, unixNano)
 	}
 	return string(buf)
+}
+
+// GeneratedName is "<name>.<hex nanos>", the name client-go derives for an
+// event from its object's name and a time, unchecked: for a name known to
+// be valid (a combined event's, one rebuilt from a valid one).
+func GeneratedName(refName string, unixNano int64) string {
+	var room [96]byte
+	return string(appendGeneratedName(room[:0], refName, unixNano))
+}
+
+func appendGeneratedName(buf []byte, refName string, unixNano int64) []byte {
+	buf = append(buf, refName...)
+	buf = append(buf, '.')
+	return strconv.AppendInt(buf, unixNano, 16)
 }
 
 // isDNS1123Subdomain reports whether s is a valid DNS subdomain name as
