@@ -79,10 +79,6 @@ type waiter struct {
 // broadcast.Watcher.All.
 func (c *Consumer[E, C]) All() iter.Seq[E] { return c.w.All() }
 
-// Events returns a watcher consumer's events as a channel, as
-// broadcast.Watcher.Events.
-func (c *Consumer[E, C]) Events() <-chan E { return c.w.Events() }
-
 // Done records, on the goroutine of a watcher's consumer, that one more
 // event was handled and that its counters now are *counts. It releases
 // the Flush calls this event completes and logs the drops at the

@@ -79,8 +79,8 @@ type Pipeline[E Event] struct {
 	// shutdown. An event is in every Fold of the sinks started before its
 	// Publish, and in none of those stopped before it.
 	gate   sync.RWMutex
-	closed bool                        // the shutdown began; guarded by gate
-	folds  atomic.Pointer[[]Folder[E]] // the sinks' Folds; written under gate
+	closed bool        // the shutdown began; guarded by gate
+	folds  []Folder[E] // the sinks' Folds; guarded by gate
 
 	mu        sync.Mutex // guards consumers
 	consumers []flushable
@@ -165,10 +165,8 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 		}
 		return
 	}
-	if folds := p.folds.Load(); folds != nil {
-		for _, f := range *folds {
-			f.offer(ev)
-		}
+	for _, f := range p.folds {
+		f.offer(ev)
 	}
 	sent := true
 	if p.watched.Load() > 0 {
@@ -199,7 +197,7 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 	}
 	p.gate.RLock()
 	defer p.gate.RUnlock()
-	if folds := p.folds.Load(); p.closed || folds == nil || len(*folds) != 1 || !fold((*folds)[0]) {
+	if p.closed || len(p.folds) != 1 || !fold(p.folds[0]) {
 		return false
 	}
 	p.queued.Add(1)
@@ -285,12 +283,7 @@ func (p *Pipeline[E]) addFold(q Folder[E]) bool {
 	if p.closed {
 		return false
 	}
-	var folds []Folder[E]
-	if old := p.folds.Load(); old != nil {
-		folds = slices.Clone(*old)
-	}
-	folds = append(folds, q)
-	p.folds.Store(&folds)
+	p.folds = append(p.folds, q)
 	return true
 }
 
@@ -299,10 +292,7 @@ func (p *Pipeline[E]) addFold(q Folder[E]) bool {
 func (p *Pipeline[E]) removeFold(q Folder[E]) {
 	p.gate.Lock()
 	defer p.gate.Unlock()
-	if old := p.folds.Load(); old != nil {
-		folds := slices.DeleteFunc(slices.Clone(*old), func(o Folder[E]) bool { return o == q })
-		p.folds.Store(&folds)
-	}
+	p.folds = slices.DeleteFunc(p.folds, func(o Folder[E]) bool { return o == q })
 	q.Close()
 }
 
@@ -437,10 +427,8 @@ func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	// their goroutines end once they have dealt with what waits.
 	p.gate.Lock()
 	p.closed = true
-	if folds := p.folds.Load(); folds != nil {
-		for _, f := range *folds {
-			f.Close()
-		}
+	for _, f := range p.folds {
+		f.Close()
 	}
 	p.gate.Unlock()
 	// DropNewest watchers never make the distributor wait: this returns

@@ -41,7 +41,7 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 // AnnotatedEventRecorder, from v0.37). The map is copied. Annotations are
 // not part of what makes events a series.
 func (r *Recorder) AnnotatedEventf(regarding runtime.Object, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{}) {
-	r.eventf(regarding, related, maps.Clone(annotations), eventtype, reason, action, note, args...)
+	r.eventf(regarding, related, annotations, eventtype, reason, action, note, args...)
 }
 
 func (r *Recorder) eventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{}) {
@@ -71,7 +71,7 @@ func (r *Recorder) eventf(regarding, related runtime.Object, annotations map[str
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        kube.EventName(refRegarding.Name, clk.Now().UnixNano()),
 			Namespace:   namespace,
-			Annotations: annotations,
+			Annotations: maps.Clone(annotations), // only for an event built: not for one refused or folded
 		},
 		EventTime:           timestamp,
 		ReportingController: r.controller,
