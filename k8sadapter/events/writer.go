@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/internal/kube"
 	"github.com/heraldgo/herald/internal/pipeline"
@@ -191,17 +192,19 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 		finish, refresh := clk.NewTimer(FinishTime), clk.NewTimer(RefreshTime)
 		defer finish.Stop()
 		defer refresh.Stop()
+		// pass runs a periodic pass and sets its timer again.
+		pass := func(run func(), t clock.Timer, d time.Duration) {
+			run()
+			c.Publish(&wr.counts)
+			t.Reset(d)
+		}
 		for ctx.Err() == nil { // an ended context wins over a queued event
 			select { // a flood of events does not hold the passes back
 			case <-finish.C():
-				wr.finish()
-				c.Publish(&wr.counts)
-				finish.Reset(FinishTime)
+				pass(wr.finish, finish, FinishTime)
 				continue
 			case <-refresh.C():
-				wr.refresh()
-				c.Publish(&wr.counts)
-				refresh.Reset(RefreshTime)
+				pass(wr.refresh, refresh, RefreshTime)
 				continue
 			default:
 			}
@@ -220,13 +223,9 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 			select {
 			case <-wr.q.Ready():
 			case <-finish.C():
-				wr.finish()
-				c.Publish(&wr.counts)
-				finish.Reset(FinishTime)
+				pass(wr.finish, finish, FinishTime)
 			case <-refresh.C():
-				wr.refresh()
-				c.Publish(&wr.counts)
-				refresh.Reset(RefreshTime)
+				pass(wr.refresh, refresh, RefreshTime)
 			case <-ctx.Done():
 			}
 		}
