@@ -282,15 +282,22 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	if closed {
 		select {
 		case <-b.done:
-			return ErrClosed
+			return ErrClosed // Shutdown has completed
 		default:
 		}
-		// Shutdown delivers everything queued before it.
-		f = &flushMark{reached: b.done}
+		// Shutdown delivers everything queued before it: wait for it.
+		return b.waitFlushed(ctx, b.done, b.abandonedAny)
 	}
+	return b.waitFlushed(ctx, f.reached, func() bool { return f.abandoned })
+}
+
+// waitFlushed waits for reached, then returns ErrClosed if abandoned
+// reports that a value before the flush was given up on; or ctx.Err() if
+// ctx ends first.
+func (b *Broadcaster[T]) waitFlushed(ctx context.Context, reached <-chan struct{}, abandoned func() bool) error {
 	select {
-	case <-f.reached:
-		if f.abandoned || closed && b.abandonedAny() {
+	case <-reached:
+		if abandoned() {
 			return ErrClosed
 		}
 		return nil
