@@ -144,12 +144,23 @@ func TestHostilePublishRunsContextUnderTheLock(t *testing.T) {
 	published := make(chan error, 1)
 	go func() { published <- b.Publish(ctx, 1) }()
 	<-ctx.entered // Publish is running the caller's ctx.Err
-	if b.mu.TryLock() {
+	// The distributor may hold the mutex for a moment, so a TryLock could
+	// fail for that alone: take the mutex, bounded. If Publish held it
+	// while ctx.Err runs, this Lock waits until ctx.release, which only
+	// the test closes, after the bound.
+	locked := make(chan struct{})
+	go func() {
+		b.mu.Lock()
 		b.mu.Unlock()
-	} else {
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-time.After(10 * time.Second):
 		t.Errorf("Publish holds the broadcaster's mutex while it runs the caller's Context.Err: TryPublish, Watch and the distributor wait for user code")
 	}
 	close(ctx.release)
+	<-locked
 	if err := <-published; err != nil {
 		t.Errorf("Publish() = %v", err)
 	}
