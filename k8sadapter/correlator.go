@@ -54,7 +54,7 @@ type EventCorrelator struct {
 	engine  *correlation.Correlator[*item, key, member, last]
 	in      item     // the event being correlated
 	standIn item     // its group's combined event, when there is one
-	combo   v1.Event // standIn's event
+	combo   *patched // the result that holds standIn's event, built by combine
 	hasher  fieldHasher
 }
 
@@ -67,6 +67,9 @@ type item struct {
 	// the hash functions for the match and key functions: a user's
 	// function runs once per event.
 	group, member, spam string
+	// unnamed: e's name is to be generated when the engine keeps it (see
+	// keep): a combined event's, and the sink's rebuilt occurrences'.
+	unnamed bool
 }
 
 // The engine's keys of the default functions.
@@ -230,19 +233,30 @@ func seed(it *item, _ time.Time) (int, time.Time) {
 // as client-go names it: only a new one needs it, a repeat takes the name
 // of the first.
 func (c *EventCorrelator) keep(it *item) last {
-	if it == &c.standIn {
-		it.e.Name = kube.GeneratedName(it.e.InvolvedObject.Name, it.e.FirstTimestamp.UnixNano()) // client-go does not check a combined event's name
+	if it.unnamed {
+		generateName(it.e)
+		it.unnamed = false
 	}
 	return last{name: it.e.Name, rv: it.e.ResourceVersion}
 }
 
+// generateName gives e the name the recorder and client-go's aggregator generate
+// from its object and first timestamp. client-go does not check a
+// combined event's name.
+func generateName(e *v1.Event) {
+	e.Name = kube.GeneratedName(e.InvolvedObject.Name, e.FirstTimestamp.UnixNano())
+}
+
 // combine builds the event that stands in for a group of similar events,
 // field for field as client-go's aggregator builds it but for the name,
-// which keep sets.
+// which keep sets. It builds it in the result that correlate returns (with
+// room for a patch: a combined event is new once per group and then
+// patched), so that the event is not copied again.
 func (c *EventCorrelator) combine(it *item, now time.Time) *item {
 	e, t := it.e, metav1.NewTime(now)
 	msg := c.msg(e)
-	c.combo = v1.Event{
+	c.combo = new(patched)
+	c.combo.ev = v1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: e.Namespace},
 		Count:          1,
 		FirstTimestamp: t,
@@ -257,7 +271,7 @@ func (c *EventCorrelator) combine(it *item, now time.Time) *item {
 	// reporting fields, which the combined event leaves empty.
 	f := it.f
 	f.message, f.reportingController, f.reportingInstance = hashString(msg), emptyHash, emptyHash
-	c.standIn = item{e: &c.combo, f: f}
+	c.standIn = item{e: &c.combo.ev, f: f, unnamed: true}
 	return &c.standIn
 }
 
@@ -291,45 +305,86 @@ func (c *EventCorrelator) correlate(e *v1.Event) (*EventCorrelateResult, bool, e
 	if e == nil {
 		return nil, false, errNilEvent
 	}
+	d, err := c.decide(e, false)
+	return d.build(e), d.combined, err
+}
+
+// decision is what the correlator decided for an event, before its result
+// is built: the sink builds the result of a patch only if it writes it
+// (see handle).
+type decision struct {
+	prev     correlation.Observation[last] // zero Count: a new event
+	count    int
+	combo    *patched // the combined event's result, built by combine
+	combined bool
+	skip     bool
+}
+
+// decide correlates e. If unnamed, e is one of the sink's rebuilt
+// occurrences whose name is not set yet: it is named when the correlator
+// keeps it (a repeat takes the name of the first), or when it is to be
+// recorded as it is. The error is a panic in a CorrelatorOptions
+// function: the decision is then to record e as it is.
+func (c *EventCorrelator) decide(e *v1.Event, unnamed bool) (decision, error) {
 	c.mu.Lock()
-	c.in = item{e: e, f: c.hasher.hash(e)}
+	c.in = item{e: e, f: c.hasher.hash(e), unnamed: unnamed}
 	r, p := c.engine.Correlate(&c.in)
+	d := decision{prev: r.Previous, count: r.Count, combo: c.combo, combined: r.Combined, skip: r.Skip}
+	c.combo = nil
 	if p != nil {
 		c.mu.Unlock()
-		cp := *e
-		return &EventCorrelateResult{Event: &cp}, false, fmt.Errorf("k8sadapter: correlate event %s/%s: %w: %v", e.Namespace, e.Name, correlate.ErrPanic, p)
+		if c.in.unnamed {
+			generateName(e)
+		}
+		return decision{}, fmt.Errorf("k8sadapter: correlate event %s/%s: %w: %v", e.Namespace, e.Name, correlate.ErrPanic, p)
 	}
-	if r.Skip {
-		c.mu.Unlock()
-		return &skipped, r.Combined, nil
-	}
-	var out *result
-	var buf []byte
-	if r.Previous.Count > 0 {
-		p := new(patched)
-		out, buf = &p.result, p.buf[:0]
-	} else {
-		out = new(result)
-	}
-	out.ev = *r.Event.e // the one copy, made while the combined event is ours
-	prev, count, combined := r.Previous, r.Count, r.Combined
-	if prev.Count > 0 && int32(count) == 0 && !combined {
+	if !d.skip && d.prev.Count > 0 && int32(d.count) == 0 && !d.combined {
 		// The int32 count wrapped to 0 (an event that arrived with a
 		// negative count): client-go remembers that 0, so its next
 		// occurrence counts as new. Remember it the same way.
-		c.stored(&c.in, correlation.Observation[last]{First: prev.First, Last: prev.Last})
+		c.stored(&c.in, correlation.Observation[last]{First: d.prev.First, Last: d.prev.Last})
 	}
 	c.mu.Unlock()
+	return d, nil
+}
 
+// resultCount is the count of the event build returns for e, not
+// combined.
+func (d *decision) resultCount(e *v1.Event) int32 {
+	if d.prev.Count > 0 {
+		return int32(d.count)
+	}
+	return e.Count
+}
+
+// build returns the result of d for e: the shared skipped result, the
+// combined event, or a copy of e (the one copy) with what d counted.
+func (d *decision) build(e *v1.Event) *EventCorrelateResult {
+	if d.skip {
+		return &skipped
+	}
+	var out *result
+	var buf []byte
+	switch {
+	case d.combined:
+		out, buf = &d.combo.result, d.combo.buf[:0] // combine built the event there
+	case d.prev.Count > 0:
+		p := new(patched)
+		out, buf = &p.result, p.buf[:0]
+		out.ev = *e
+	default:
+		out = new(result)
+		out.ev = *e
+	}
 	out.r.Event = &out.ev
-	if prev.Count > 0 {
+	if prev := &d.prev; prev.Count > 0 {
 		out.ev.Name = prev.Last.name
 		out.ev.ResourceVersion = prev.Last.rv
 		out.ev.FirstTimestamp = metav1.NewTime(prev.First)
-		out.ev.Count = int32(count)
+		out.ev.Count = int32(d.count)
 		out.r.Patch = appendPatch(buf, &out.ev)
 	}
-	return &out.r, combined, nil
+	return &out.r
 }
 
 // UpdateState feeds back what the server stored for an event, so that the

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/heraldgo/herald/internal/kube"
 	"github.com/heraldgo/herald/internal/pipeline"
 )
 
@@ -159,14 +158,15 @@ func (e *EventBroadcaster) foldUnbuilt(ref *v1.ObjectReference, annotations map[
 	})
 }
 
-// occurrence rebuilds the event that was folded into first at time at, as
-// the recorder built it.
-func occurrence(first *v1.Event, at time.Time) *v1.Event {
-	e := *first
+// occurrence rebuilds in e the event that was folded into first at time
+// at, as the recorder built it, but for its name, which is generated from
+// at: the correlator generates it if it keeps it (a repeat takes the name
+// of the first).
+func occurrence(e, first *v1.Event, at time.Time) {
+	*e = *first
 	t := metav1.Time{Time: at}
-	e.Name = kube.GeneratedName(first.InvolvedObject.Name, at.UnixNano())
+	e.Name = ""
 	e.FirstTimestamp, e.LastTimestamp = t, t
-	return &e
 }
 
 // isGeneratedName reports whether name is generatedName(ref, unixNano),

@@ -312,6 +312,7 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 		}
 	}
 	feed(built[:phase1], "done")
+	want1 := storedEvents(t, anchorClient) // before the refill hides the flood's last allowed time
 	anchorCorr.Step(5 * time.Minute)
 	feed(built[phase1:], "done again")
 	anchor.Shutdown()
@@ -333,6 +334,9 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 			foldScript(hr, clk)
 			close(heraldSink.release)
 			flush(herald)
+			if diff := cmp.Diff(want1, storedEvents(t, heraldClient)); diff != "" {
+				t.Errorf("stored events before the refill differ (-client-go +herald):\n%s", diff)
+			}
 			heraldCorr.Step(5 * time.Minute)
 			refill(hr, clk)
 			join(t, herald)

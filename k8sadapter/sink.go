@@ -28,6 +28,7 @@ type sinkWriter struct {
 	patch   []byte                      // the patch of the event being written
 	later   int32                       // repeats counted after it (see held)
 	counts  sinkCounts
+	scratch [2]v1.Event // rebuilt occurrences (see handle)
 }
 
 func (e *EventBroadcaster) newSinkWriter(sink record.EventSink) *sinkWriter {
@@ -88,11 +89,12 @@ func (s *sinkWriter) run(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
 	}
 }
 
-// held is a patch of a repeat, correlated and not yet written, because
-// the next repeat's patch may make it needless.
+// held is a patch of a repeat, correlated and not yet built or written,
+// because the next repeat's patch may make it needless.
 type held struct {
-	res    *EventCorrelateResult
-	events uint64 // events whose fate its write is
+	d      decision
+	ev     *v1.Event // the event correlated: the entry's first or an occurrence
+	events uint64    // events whose fate its write is
 	// skipped counts the repeats of the same event the spam filter
 	// refused since: the correlator counted them after this patch, and
 	// the answer to its write must not undo that.
@@ -105,10 +107,15 @@ type held struct {
 // changed. The repeats folded into it are rebuilt from their times and
 // correlated one by one, as client-go would have. Of a run of patches of
 // the same event (repeats of the entry's first, not combined), only the
-// last is written: a patch sets the count and the time, and the last
-// carries those of the last repeat the spam filter allowed (see fold.go).
-// Every other write is made before the next event is correlated, as in
-// client-go, so that the correlator learns the server's answer first.
+// last is built and written: a patch sets the count and the time, and the
+// last carries those of the last repeat the spam filter allowed (see
+// fold.go). Every other write is made before the next event is
+// correlated, as in client-go, so that the correlator learns the server's
+// answer first.
+//
+// The occurrences are rebuilt in the writer's two scratch events, no
+// allocation each: one may be held while the next is correlated in the
+// other.
 func (s *sinkWriter) handle(w *waiting) {
 	n := w.Events
 	s.counts.folded += uint64(n - 1)
@@ -120,39 +127,43 @@ func (s *sinkWriter) handle(w *waiting) {
 		}
 		ev := w.First
 		if i > 0 {
-			ev = occurrence(w.First, w.Data.times[i-1])
+			ev = &s.scratch[0]
+			if h.ev == ev {
+				ev = &s.scratch[1]
+			}
+			occurrence(ev, w.First, w.Data.times[i-1])
 		}
-		res, combined, err := s.corr.correlate(ev)
+		d, err := s.corr.decide(ev, i > 0)
 		if err != nil {
 			s.counts.correlateErrors++
 			s.w.Logger.Error(err, "Could not correlate event, recording it as it is", "event", klog.KObj(ev))
 		}
-		if res.Skip {
+		if d.skip {
 			s.counts.spamSkipped++
-			if !combined {
+			if !d.combined {
 				h.skipped++
 			}
 			continue
 		}
-		patch := !combined && err == nil && res.Event.Count > 1
+		patch := !d.combined && err == nil && d.resultCount(ev) > 1
 		if patch && h.events > 0 { // the same event: it makes h needless
-			h = held{res: res, events: h.events + 1}
+			h = held{d: d, ev: ev, events: h.events + 1}
 			continue
 		}
 		s.writeHeld(&h)
 		if patch {
-			h = held{res: res, events: 1}
+			h = held{d: d, ev: ev, events: 1}
 			continue
 		}
-		s.record(res, combined, 1, 0)
+		s.record(d.build(ev), d.combined, 1, 0)
 	}
 	s.writeHeld(&h)
 }
 
-// writeHeld writes h's patch, if any, and empties h.
+// writeHeld builds and writes h's patch, if any, and empties h.
 func (s *sinkWriter) writeHeld(h *held) {
 	if h.events > 0 {
-		s.record(h.res, false, h.events, h.skipped)
+		s.record(h.d.build(h.ev), false, h.events, h.skipped)
 	}
 	*h = held{}
 }
