@@ -152,9 +152,11 @@ func (c *Cache[K, V]) evictOldest() uint64 {
 		panic("hashlru: keys counted but none held") // unreachable: c.n counts the LRU's keys
 	}
 	for n != nil {
+		// The node keeps its key and value until it is reused: Add,
+		// which evicts to make room, overwrites the key at once, and
+		// the nodes held never outnumber the keys the cache holds when
+		// full. Clearing the key here would write it twice.
 		next := n.next
-		var zero K
-		n.key = zero // the value is kept for reuse, the key is not
 		n.next, c.free = c.free, n
 		c.n--
 		c.evicted++
