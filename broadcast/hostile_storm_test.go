@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/heraldgo/herald/broadcast"
 )
@@ -29,12 +30,16 @@ func stormReader(t *testing.T, w *broadcast.Watcher[int], rng *rand.Rand, maySto
 			runtime.Gosched()
 		}
 	}
-	ctx, cancelFailsafe := context.WithTimeout(context.Background(), failsafe)
-	defer cancelFailsafe()
+	// Each wait is bounded by the failsafe on its own: a reader lives as
+	// long as the storm, which takes longer than the failsafe on a loaded
+	// machine, so one bound for its whole life would report a slow storm
+	// as a stranded reader.
 	for {
 		switch op := rng.IntN(10); {
 		case op < 3:
+			ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 			v, err := w.Next(ctx)
+			cancel()
 			if errors.Is(err, broadcast.ErrClosed) {
 				return got
 			}
@@ -66,13 +71,15 @@ func stormReader(t *testing.T, w *broadcast.Watcher[int], rng *rand.Rand, maySto
 		default:
 			ch := w.Events()
 			for range 1 + rng.IntN(8) {
+				stranded := time.NewTimer(failsafe)
 				select {
 				case v, ok := <-ch:
+					stranded.Stop()
 					if !ok {
 						return got
 					}
 					read(v)
-				case <-ctx.Done():
+				case <-stranded.C:
 					t.Errorf("channel read stranded")
 					return got
 				}
@@ -235,8 +242,20 @@ func runStorm(t *testing.T, seed uint64) {
 	side.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
+	// Shutdown closes every watcher even when ctx ends first, so the
+	// readers end either way: wait for them before returning, as they may
+	// still report (a reader in Next or on the channel does so within the
+	// failsafe; one stranded in an All loop never returns, nor reports).
 	if err := b.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
+		t.Errorf("Shutdown: %v", err)
+		ended := make(chan struct{})
+		go func() { wg.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(2 * failsafe):
+			t.Errorf("readers still running %v after Shutdown returned", 2*failsafe)
+		}
+		return
 	}
 	wg.Wait()
 
