@@ -139,7 +139,24 @@ func runStorm(t *testing.T, seed uint64) {
 		addReaders(x, 1+i%2, false, seed*1000+uint64(i))
 	}
 
+	// A flusher flushes again only once a value was published since its
+	// last Flush: flushing back to back, the two took most of a single
+	// CPU (GOMAXPROCS=1) from the publishers, and a storm lasted minutes.
+	const flushers = 2
 	var completed atomic.Int64
+	var progress [flushers]chan struct{}
+	for f := range progress {
+		progress[f] = make(chan struct{}, 1)
+	}
+	published := func() {
+		completed.Add(1)
+		for _, c := range progress {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}
 	var pubs sync.WaitGroup
 	const publishers, perPublisher = 3, 1500
 	var next atomic.Int64
@@ -155,7 +172,7 @@ func runStorm(t *testing.T, seed uint64) {
 						return
 					}
 					if ok {
-						completed.Add(1)
+						published()
 					}
 					continue
 				}
@@ -166,7 +183,7 @@ func runStorm(t *testing.T, seed uint64) {
 					t.Errorf("Publish: %v", err)
 					return
 				}
-				completed.Add(1)
+				published()
 			}
 		})
 	}
@@ -174,13 +191,13 @@ func runStorm(t *testing.T, seed uint64) {
 	stop := make(chan struct{})
 	var side sync.WaitGroup
 	// Flushers check the anchors.
-	for f := range 2 {
+	for f := range flushers {
 		side.Go(func() {
 			for {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-progress[f]:
 				}
 				before := uint64(completed.Load())
 				ctx, cancel := context.WithTimeout(context.Background(), failsafe)
