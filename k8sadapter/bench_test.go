@@ -168,6 +168,32 @@ func BenchmarkEventCorrelate(b *testing.B) {
 	}
 }
 
+// BenchmarkCombinedSkipped: a flood of distinct messages about one object
+// with the default spam filter, past its burst: every event is combined
+// and skipped. A skipped event allocates no result (and no combined event:
+// the correlator reuses the one it built).
+func BenchmarkCombinedSkipped(b *testing.B) {
+	b.ReportAllocs()
+	c := k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: testclocks.NewFakeClock(t0)})
+	list := make([]*v1.Event, 100)
+	for i := range list {
+		list[i] = benchEvent("web-0", fmt.Sprint("pulling image version ", i))
+	}
+	for i := range 200 {
+		if _, err := c.EventCorrelate(list[i%len(list)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		r, err := c.EventCorrelate(list[i%len(list)])
+		if err != nil || !r.Skip {
+			b.Fatalf("EventCorrelate = %+v, %v; want skipped", r, err)
+		}
+		i++
+	}
+}
+
 // countingSink stores nothing and counts the events it is asked to store:
 // one per create, and per patch the rise of the event's count (a sink
 // that folds repeats writes one patch for several events; client-go's

@@ -255,7 +255,9 @@ func generateName(e *v1.Event) {
 func (c *EventCorrelator) combine(it *item, now time.Time) *item {
 	e, t := it.e, metav1.NewTime(now)
 	msg := c.msg(e)
-	c.combo = new(patched)
+	if c.combo == nil {
+		c.combo = new(patched) // the last one was handed out
+	}
 	c.combo.ev = v1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: e.Namespace},
 		Count:          1,
@@ -329,19 +331,26 @@ func (c *EventCorrelator) decide(e *v1.Event, unnamed bool) (decision, error) {
 	c.mu.Lock()
 	c.in = item{e: e, f: c.hasher.hash(e), unnamed: unnamed}
 	r, p := c.engine.Correlate(&c.in)
-	d := decision{prev: r.Previous, count: r.Count, combo: c.combo, combined: r.Combined, skip: r.Skip}
-	c.combo = nil
+	d := decision{prev: r.Previous, count: r.Count, combined: r.Combined, skip: r.Skip}
+	if d.combined && !d.skip && p == nil {
+		// The combined event is handed out in the result: it is the
+		// caller's now. Otherwise combine reuses it.
+		d.combo, c.combo = c.combo, nil
+		c.standIn.e = nil // do not keep the caller's event alive
+	}
 	if p != nil {
 		c.mu.Unlock()
-		if c.in.unnamed {
+		if unnamed { // c.in is not ours once unlocked
 			generateName(e)
 		}
 		return decision{}, fmt.Errorf("k8sadapter: correlate event %s/%s: %w: %v", e.Namespace, e.Name, correlate.ErrPanic, p)
 	}
-	if !d.skip && d.prev.Count > 0 && int32(d.count) == 0 && !d.combined {
+	if d.prev.Count > 0 && int32(d.count) == 0 && !d.combined {
 		// The int32 count wrapped to 0 (an event that arrived with a
 		// negative count): client-go remembers that 0, so its next
-		// occurrence counts as new. Remember it the same way.
+		// occurrence counts as new, even when the spam filter refuses
+		// this one (it observes before it filters). Remember it the
+		// same way.
 		c.stored(&c.in, correlation.Observation[last]{First: d.prev.First, Last: d.prev.Last})
 	}
 	c.mu.Unlock()
