@@ -151,7 +151,7 @@ func TestHostilePublishRunsContextUnderTheLock(t *testing.T) {
 	locked := make(chan struct{})
 	go func() {
 		b.mu.Lock()
-		b.mu.Unlock()
+		defer b.mu.Unlock()
 		close(locked)
 	}()
 	select {
