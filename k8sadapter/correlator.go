@@ -240,9 +240,9 @@ func (c *EventCorrelator) keep(it *item) last {
 	return last{name: it.e.Name, rv: it.e.ResourceVersion}
 }
 
-// generateName gives e the name the recorder and client-go's aggregator generate
-// from its object and first timestamp. client-go does not check a
-// combined event's name.
+// generateName gives e the name the recorder and client-go's aggregator
+// generate from its object and first timestamp. client-go does not check
+// a combined event's name.
 func generateName(e *v1.Event) {
 	e.Name = kube.GeneratedName(e.InvolvedObject.Name, e.FirstTimestamp.UnixNano())
 }
@@ -331,19 +331,19 @@ func (c *EventCorrelator) decide(e *v1.Event, unnamed bool) (decision, error) {
 	c.mu.Lock()
 	c.in = item{e: e, f: c.hasher.hash(e), unnamed: unnamed}
 	r, p := c.engine.Correlate(&c.in)
-	d := decision{prev: r.Previous, count: r.Count, combined: r.Combined, skip: r.Skip}
-	if d.combined && !d.skip && p == nil {
-		// The combined event is handed out in the result: it is the
-		// caller's now. Otherwise combine reuses it.
-		d.combo, c.combo = c.combo, nil
-		c.standIn.e = nil // do not keep the caller's event alive
-	}
 	if p != nil {
 		c.mu.Unlock()
 		if unnamed { // c.in is not ours once unlocked
 			generateName(e)
 		}
 		return decision{}, fmt.Errorf("k8sadapter: correlate event %s/%s: %w: %v", e.Namespace, e.Name, correlate.ErrPanic, p)
+	}
+	d := decision{prev: r.Previous, count: r.Count, combined: r.Combined, skip: r.Skip}
+	if d.combined && !d.skip {
+		// The combined event is handed out in the result: it is the
+		// caller's now. Otherwise combine reuses it.
+		d.combo, c.combo = c.combo, nil
+		c.standIn.e = nil // do not keep the caller's event alive
 	}
 	if d.prev.Count > 0 && int32(d.count) == 0 && !d.combined {
 		// The int32 count wrapped to 0 (an event that arrived with a

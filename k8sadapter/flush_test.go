@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	testclocks "k8s.io/utils/clock/testing"
 
+	"github.com/heraldgo/herald/internal/flushtest"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -100,7 +101,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
 			synctest.Wait()
 		}
-		flushWhileHeld(t, e.Flush, g.release, "its events")
+		flushtest.WhileHeld(t, e.Flush, g.release, "its events")
 		// Exact at once: no waiting after Flush.
 		want := k8sadapter.Stats{Queued: 20, Created: 6, DroppedSinkQueue: 14}
 		if diff := cmp.Diff(want, h.Stats()); diff != "" {
@@ -263,7 +264,7 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 		for range 29 {
 			r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
 		}
-		flushWhileHeld(t, e.Flush, g.release, "the first event")
+		flushtest.WhileHeld(t, e.Flush, g.release, "the first event")
 		calls := sink.snapshot()
 		if got := verbs(calls); len(got) != 2 || got[1] != "patch" || calls[1].event.Count != 25 {
 			t.Fatalf("sink calls %v; want a create and one patch of count 25", got)
@@ -273,23 +274,4 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
 		}
 	})
-}
-
-// flushWhileHeld calls flush while a sink holds what (in the caller's
-// synctest bubble), checks that flush waits for it, then calls release and
-// checks that flush returns nil.
-func flushWhileHeld(t *testing.T, flush func(context.Context) error, release func(), what string) {
-	t.Helper()
-	done := make(chan error)
-	go func() { done <- flush(context.Background()) }()
-	synctest.Wait()
-	select {
-	case err := <-done:
-		t.Fatalf("Flush returned %v while the sink held %s", err, what)
-	default:
-	}
-	release()
-	if err := <-done; err != nil {
-		t.Fatalf("Flush = %v", err)
-	}
 }

@@ -2,13 +2,13 @@ package k8sadapter
 
 import (
 	"maps"
-	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldgo/herald/internal/kube"
 	"github.com/heraldgo/herald/internal/pipeline"
 )
 
@@ -89,7 +89,7 @@ func foldRule(o record.CorrelatorOptions) pipeline.FoldRule[*v1.Event, bucket, o
 // timestamps the recorder derived from their time may fold.
 func bucketOf(e *v1.Event) (bucket, bool) {
 	o := &e.InvolvedObject
-	if e.FirstTimestamp != e.LastTimestamp || !isGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
+	if e.FirstTimestamp != e.LastTimestamp || !kube.IsGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
 		return bucket{}, false
 	}
 	return bucketKey(e.Source, o, e.Type), true
@@ -167,13 +167,4 @@ func occurrence(e, first *v1.Event, at time.Time) {
 	t := metav1.Time{Time: at}
 	e.Name = ""
 	e.FirstTimestamp, e.LastTimestamp = t, t
-}
-
-// isGeneratedName reports whether name is generatedName(ref, unixNano),
-// without building it.
-func isGeneratedName(name, ref string, unixNano int64) bool {
-	var buf [17]byte // a sign and 16 hex digits
-	hex := strconv.AppendInt(buf[:0], unixNano, 16)
-	return len(name) == len(ref)+1+len(hex) && name[:len(ref)] == ref && name[len(ref)] == '.' &&
-		name[len(ref)+1:] == string(hex)
 }

@@ -5,35 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/heraldgo/herald/internal/kube"
 )
-
-// FuzzGeneratedName checks the fold's name rule: isGeneratedName accepts
-// exactly kube.GeneratedName's output, and it is the recorder's
-// name (kube.EventName) whenever the recorder's is not a random UUID. A
-// name whose boundary between object name and time moves is refused.
-func FuzzGeneratedName(f *testing.F) {
-	f.Add("web-0", int64(105999103295324396), uint8(1))
-	f.Add("a.b", int64(-5), uint8(0))
-	f.Add("Bad_Name", int64(16), uint8(3))
-	f.Add("", int64(0), uint8(0))
-	f.Fuzz(func(t *testing.T, ref string, nanos int64, shift uint8) {
-		name := kube.GeneratedName(ref, nanos)
-		if !isGeneratedName(name, ref, nanos) {
-			t.Fatalf("isGeneratedName(%q, %q, %d) = false", name, ref, nanos)
-		}
-		if rec := kube.EventName(ref, nanos); rec != name && len(rec) != 36 {
-			t.Fatalf("the recorder names it %q, the fold %q", rec, name)
-		}
-		if k := int(shift) % (len(ref) + 1); k > 0 && isGeneratedName(name, ref[:len(ref)-k], nanos) {
-			t.Fatalf("isGeneratedName(%q, %q, %d) = true", name, ref[:len(ref)-k], nanos)
-		}
-		if isGeneratedName(name, ref, nanos+1) || isGeneratedName(name+"0", ref, nanos) {
-			t.Fatalf("isGeneratedName(%q, %q, ...) accepts another time", name, ref)
-		}
-	})
-}
 
 // FuzzOccurrence checks that a folded event rebuilt from its time is the
 // event the recorder built, and that the fold rule takes an event for a

@@ -31,3 +31,30 @@ func FuzzEventName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGeneratedName checks the rule by which the core/v1 sink's queue
+// folds only events the recorder named: IsGeneratedName accepts exactly
+// GeneratedName's output, and it is the recorder's
+// name (kube.EventName) whenever the recorder's is not a random UUID. A
+// name whose boundary between object name and time moves is refused.
+func FuzzGeneratedName(f *testing.F) {
+	f.Add("web-0", int64(105999103295324396), uint8(1))
+	f.Add("a.b", int64(-5), uint8(0))
+	f.Add("Bad_Name", int64(16), uint8(3))
+	f.Add("", int64(0), uint8(0))
+	f.Fuzz(func(t *testing.T, ref string, nanos int64, shift uint8) {
+		name := kube.GeneratedName(ref, nanos)
+		if !kube.IsGeneratedName(name, ref, nanos) {
+			t.Fatalf("kube.IsGeneratedName(%q, %q, %d) = false", name, ref, nanos)
+		}
+		if rec := kube.EventName(ref, nanos); rec != name && len(rec) != 36 {
+			t.Fatalf("the recorder names it %q, GeneratedName %q", rec, name)
+		}
+		if k := int(shift) % (len(ref) + 1); k > 0 && kube.IsGeneratedName(name, ref[:len(ref)-k], nanos) {
+			t.Fatalf("kube.IsGeneratedName(%q, %q, %d) = true", name, ref[:len(ref)-k], nanos)
+		}
+		if kube.IsGeneratedName(name, ref, nanos+1) || kube.IsGeneratedName(name+"0", ref, nanos) {
+			t.Fatalf("kube.IsGeneratedName(%q, %q, ...) accepts another time", name, ref)
+		}
+	})
+}

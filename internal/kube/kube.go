@@ -69,6 +69,16 @@ func GeneratedName(refName string, unixNano int64) string {
 	return string(appendGeneratedName(room[:0], refName, unixNano))
 }
 
+// IsGeneratedName reports whether name is GeneratedName(refName,
+// unixNano), without building it.
+func IsGeneratedName(name, refName string, unixNano int64) bool {
+	var room [17]byte // a sign and 16 hex digits
+	hex := strconv.AppendInt(room[:0], unixNano, 16)
+	return len(name) == len(refName)+1+len(hex) && name[:len(refName)] == refName && name[len(refName)] == '.' &&
+		name[len(refName)+1:] == string(hex)
+}
+
+// appendGeneratedName appends GeneratedName(refName, unixNano) to buf.
 func appendGeneratedName(buf []byte, refName string, unixNano int64) []byte {
 	buf = append(buf, refName...)
 	buf = append(buf, '.')

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	testclocks "k8s.io/utils/clock/testing"
 
+	"github.com/heraldgo/herald/internal/flushtest"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
 
@@ -93,7 +94,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			r.Eventf(pod(fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "Started", "Starting", "x")
 			synctest.Wait()
 		}
-		flushWhileHeld(t, e.Flush, func() { close(release) }, "its events")
+		flushtest.WhileHeld(t, e.Flush, func() { close(release) }, "its events")
 		want := events.Stats{Recorded: 20, Queued: 20, Created: 6, DroppedSinkQueue: 14, Evicted: 1}
 		if diff := cmp.Diff(want, e.Stats()); diff != "" {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
@@ -254,7 +255,7 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 		for range 9 {
 			r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x") // folded: one entry
 		}
-		flushWhileHeld(t, e.Flush, func() { close(release) }, "the series' first event")
+		flushtest.WhileHeld(t, e.Flush, func() { close(release) }, "the series' first event")
 		calls, stored := s.snapshot()
 		if verbs(calls) != "create patch" || len(stored) != 1 || stored[0].Series == nil || stored[0].Series.Count != 10 {
 			t.Fatalf("after Flush: calls %q, stored %+v; want a create and one patch of count 10", verbs(calls), stored)
@@ -264,23 +265,4 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
 		}
 	})
-}
-
-// flushWhileHeld calls flush while a sink holds what (in the caller's
-// synctest bubble), checks that flush waits for it, then calls release and
-// checks that flush returns nil.
-func flushWhileHeld(t *testing.T, flush func(context.Context) error, release func(), what string) {
-	t.Helper()
-	done := make(chan error)
-	go func() { done <- flush(context.Background()) }()
-	synctest.Wait()
-	select {
-	case err := <-done:
-		t.Fatalf("Flush returned %v while the sink held %s", err, what)
-	default:
-	}
-	release()
-	if err := <-done; err != nil {
-		t.Fatalf("Flush = %v", err)
-	}
 }

@@ -82,7 +82,7 @@ type writer struct {
 	cache  *simplelru.LRU[uint64, *entry]
 	counts writerCounts
 	// flushed is set once the writer has written the open series' final
-	// counts at shutdown.
+	// counts at shutdown (see flush).
 	flushed bool
 }
 
@@ -216,8 +216,6 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 			}
 			if closed {
 				wr.flush()
-				wr.flushed = true
-				c.Publish(&wr.counts)
 				return
 			}
 			select {
@@ -243,10 +241,8 @@ func (wr *writer) drain(ctx context.Context) {
 	if wr.flushed || ctx.Err() != nil {
 		return
 	}
-	wr.flushed = true
 	wr.ctx = ctx // the recording context has ended: sink calls take this one
 	wr.flush()
-	wr.c.Publish(&wr.counts)
 }
 
 // abandon counts the events no writer will take: what is left in the
@@ -447,8 +443,15 @@ func (wr *writer) refresh() {
 }
 
 // flush writes, once each, the series whose latest count the server does
-// not have: the shutdown loses no count.
+// not have, and publishes the counts: the shutdown loses no count. It
+// runs once, when the recording ends at Shutdown or, if it ended before,
+// at Shutdown's drain.
 func (wr *writer) flush() {
+	if wr.flushed {
+		return
+	}
+	wr.flushed = true
+	defer wr.c.Publish(&wr.counts)
 	for _, ent := range wr.cache.Values() {
 		if wr.e.p.Aborted() {
 			return
