@@ -46,7 +46,8 @@ var defaultQPS float32 = 1. / 300.
 //   - A KeyFunc, MessageFunc or SpamKeyFunc that panics is reported as an
 //     error, and the event changes nothing, instead of crashing.
 type EventCorrelator struct {
-	msg record.EventAggregatorMessageFunc
+	msg    record.EventAggregatorMessageFunc
+	ownMsg bool // msg is the user's MessageFunc, not client-go's default
 
 	// mu guards the engine, the two items it is handed, which are reused
 	// from call to call, and the field hasher.
@@ -136,7 +137,8 @@ func NewEventCorrelator(c clock.PassiveClock) *EventCorrelator {
 // s before events are combined). Out-of-range numbers behave as in
 // client-go, which takes them as unsigned: a negative MaxEvents never
 // combines; a negative or huge MaxIntervalInSeconds starts every group
-// afresh (so that MaxEvents 1 combines every event). A negative
+// afresh (so that MaxEvents 1 combines every event); a negative QPS never
+// refills a spam bucket (BurstSize events, then none). A negative
 // LRUCacheSize or BurstSize means the default.
 func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator {
 	if o.LRUCacheSize <= 0 {
@@ -157,7 +159,7 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	ec := &EventCorrelator{msg: o.MessageFunc}
+	ec := &EventCorrelator{msg: o.MessageFunc, ownMsg: o.MessageFunc != nil}
 	if ec.msg == nil {
 		ec.msg = record.EventAggregatorByReasonMessageFunc
 	}
@@ -185,7 +187,7 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		Rate:   rate.Limit(o.QPS),
 		Clock:  o.Clock,
 	}
-	if o.QPS < 0 || math.IsInf(float64(o.QPS), 1) {
+	if math.IsInf(float64(o.QPS), 1) {
 		opts.Rate = rate.Inf
 	}
 	if f := o.SpamKeyFunc; f != nil {
@@ -254,7 +256,16 @@ func generateName(e *v1.Event) {
 // patched), so that the event is not copied again.
 func (c *EventCorrelator) combine(it *item, now time.Time) *item {
 	e, t := it.e, metav1.NewTime(now)
-	msg := c.msg(e)
+	arg := e
+	if it.unnamed && c.ownMsg {
+		// A rebuilt occurrence lives in the sink's scratch, unnamed, and
+		// is overwritten by the next: the user's function gets its own
+		// copy, named, as client-go's gets the recorder's event.
+		cp := *e
+		generateName(&cp)
+		arg = &cp
+	}
+	msg := c.msg(arg)
 	if c.combo == nil {
 		c.combo = new(patched) // the last one was handed out
 	}

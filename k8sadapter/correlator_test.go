@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -493,4 +494,209 @@ func storedEventsOf(t *testing.T, c interface {
 		t.Fatal(err)
 	}
 	return l.Items
+}
+
+// TestFoldedMessageFuncSeesName: a MessageFunc that reads the
+// event's name (folding stays on with a MessageFunc). client-go's
+// aggregator hands it the event as the recorder built it, named
+// "<object>.<hex nanos>"; the stored combined events must carry the
+// messages client-go's correlator computes for the same events.
+func TestFoldedMessageFuncSeesName(t *testing.T) {
+	msgFunc := func(e *v1.Event) string { return "combined from " + e.Name }
+	clk := testclocks.NewFakeClock(t0)
+	client := trackerClientset()
+	sink := newHeldSink(client, true)
+	e := newBroadcaster(t, k8sadapter.WithClock(clk), k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{
+		Clock: clk, MaxEvents: 1, MessageFunc: msgFunc,
+	}))
+	e.StartRecordingToSink(sink)
+	r := recorder(e)
+	r.Event(pod("held"), v1.EventTypeNormal, "Held", "held")
+	<-sink.held
+
+	// client-go's correlator, fed the events its recorder builds.
+	cclk := testclocks.NewFakeClock(t0)
+	cg := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: cclk, MaxEvents: 1, MessageFunc: msgFunc})
+	var want []string
+	for range 4 {
+		clk.Step(time.Second)
+		cclk.Step(time.Second)
+		r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "back-off")
+		now := metav1.NewTime(clk.Now())
+		ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("crash.%x", now.UnixNano()), Namespace: "baz"},
+			InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: "crash", Namespace: "baz", UID: "uid-crash", APIVersion: "v1"},
+			Reason:         "BackOff", Message: "back-off", Type: v1.EventTypeWarning, Count: 1,
+			FirstTimestamp: now, LastTimestamp: now, Source: v1.EventSource{Component: "eventTest", Host: "node-1"}}
+		res, err := cg.EventCorrelate(ev)
+		if err != nil || res.Skip {
+			t.Fatal(err)
+		}
+		want = append(want, res.Event.Message)
+	}
+	close(sink.release)
+	join(t, e)
+	// client-go patches one combined event: the message stored is the last one.
+	want = want[len(want)-1:]
+	var got []string
+	for _, s := range storedEventsOf(t, client) {
+		if s.InvolvedObject.Name == "crash" {
+			got = append(got, s.Message)
+		}
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored messages (-client-go +herald):\n%s", diff)
+	}
+}
+
+// TestNegativeQPS: client-go passes a negative QPS to x/time/rate,
+// which then never refills: after BurstSize events a bucket refuses every
+// event. herald promises that out-of-range numbers behave as in client-go
+// (only negative LRUCacheSize and BurstSize are documented otherwise).
+func TestNegativeQPS(t *testing.T) {
+	cc, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+	cg := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: cc, QPS: -1, BurstSize: 2})
+	h := k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: hc, QPS: -1, BurstSize: 2})
+	for i := range 4 {
+		now := metav1.NewTime(cc.Now())
+		e := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p.%x", now.UnixNano()), Namespace: "ns"},
+			InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "ns"}, Reason: "R", Message: "m",
+			Count: 1, FirstTimestamp: now, LastTimestamp: now, Source: v1.EventSource{Component: "c"}}
+		want, _ := cg.EventCorrelate(e.DeepCopy())
+		got, _ := h.EventCorrelate(e.DeepCopy())
+		sameResult(t, i, e, want, got)
+		cc.Step(time.Hour)
+		hc.Step(time.Hour)
+	}
+}
+
+// TestMessageFuncArgumentStays: client-go hands each
+// CorrelatorOptions function a copy of the event of its own
+// (recordToSink's eventCopy), never changed afterwards. A MessageFunc
+// that keeps the pointer (to log later, to collect in a test) must find
+// the event it was given, not the next folded occurrence.
+func TestMessageFuncArgumentStays(t *testing.T) {
+	var seen []*v1.Event
+	var stamps []metav1.Time
+	clk := testclocks.NewFakeClock(t0)
+	client := trackerClientset()
+	sink := newHeldSink(client, true)
+	e := newBroadcaster(t, k8sadapter.WithClock(clk), k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{
+		Clock: clk, MaxEvents: 1, MessageFunc: func(ev *v1.Event) string {
+			seen = append(seen, ev)
+			stamps = append(stamps, ev.FirstTimestamp)
+			return "combined"
+		},
+	}))
+	e.StartRecordingToSink(sink)
+	r := recorder(e)
+	r.Event(pod("held"), v1.EventTypeNormal, "Held", "held")
+	<-sink.held
+	for range 4 {
+		clk.Step(time.Second)
+		r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "back-off")
+	}
+	close(sink.release)
+	join(t, e)
+	for i, ev := range seen {
+		if !ev.FirstTimestamp.Equal(&stamps[i]) {
+			t.Errorf("MessageFunc call %d: its event now reads first timestamp %v, was %v", i, ev.FirstTimestamp, stamps[i])
+		}
+	}
+}
+
+// TestRandomDifferentialOptionEdges feeds client-go's correlator and
+// herald's the same random events (counts at the int32 edges, messages
+// that need escaping or are not UTF-8, names that are not DNS names, zero
+// and far timestamps, a clock that steps back), with random server
+// answers fed back and the caller scribbling on every result, under
+// option sets at and past their ranges: every result must be the same.
+func TestRandomDifferentialOptionEdges(t *testing.T) {
+	optsets := []record.CorrelatorOptions{
+		{},
+		{LRUCacheSize: 1},
+		{LRUCacheSize: 2, BurstSize: 1, QPS: 1},
+		{MaxEvents: 1},
+		{MaxEvents: -1},
+		{MaxEvents: 1, MaxIntervalInSeconds: -1},
+		{MaxEvents: 1, MaxIntervalInSeconds: 1},
+		{MaxEvents: 1, MaxIntervalInSeconds: math.MaxInt},
+		{MaxEvents: 1, MaxIntervalInSeconds: -(1 << 40), BurstSize: 1, QPS: 0.1},
+		{MaxEvents: math.MinInt, LRUCacheSize: 1},
+		{MaxEvents: 1, KeyFunc: func(e *v1.Event) (string, string) { return "", e.Message }, SpamKeyFunc: func(*v1.Event) string { return "" }, BurstSize: 3, QPS: 0.5},
+		{KeyFunc: func(e *v1.Event) (string, string) { return e.Name, "" }, LRUCacheSize: 2},
+		{QPS: float32(math.Inf(1)), BurstSize: 1},
+		{QPS: float32(math.NaN()), BurstSize: 2},
+		{QPS: 1e-30, BurstSize: 2},
+		{QPS: -1, BurstSize: 2},
+		{BurstSize: 1, QPS: 0.5, LRUCacheSize: 3, MaxEvents: 1},
+		{MaxIntervalInSeconds: 1 << 40, MaxEvents: 1},
+		{MaxEvents: 1, MessageFunc: func(e *v1.Event) string { return e.Name + "/" + e.Message }},
+	}
+	counts := []int32{1, 1, 1, 0, -1, 2, math.MaxInt32, math.MinInt32}
+	msgs := []string{"m", "", "<&>", "\xff", "a\u2028b"}
+	objs := []string{"a", "b", "Bad_Name"}
+	times := []metav1.Time{{}, metav1.NewTime(time.Unix(0, 5)), metav1.NewTime(time.Unix(1<<40, 0))}
+	for oi, o := range optsets {
+		t.Run(fmt.Sprint(oi), func(t *testing.T) {
+			for seed := range 4 {
+				rnd := rand.New(rand.NewPCG(uint64(seed), uint64(oi)))
+				cc, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+				co, ho := o, o
+				co.Clock, ho.Clock = cc, hc
+				cg := record.NewEventCorrelatorWithOptions(co)
+				h := k8sadapter.NewEventCorrelatorWithOptions(ho)
+				for i := range 300 {
+					now := metav1.NewTime(cc.Now())
+					obj := objs[rnd.IntN(len(objs))]
+					e := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", obj, now.UnixNano()), Namespace: "ns"},
+						InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: obj, Namespace: "ns"},
+						Reason:         "R", Message: msgs[rnd.IntN(len(msgs))], Type: "Normal", Count: counts[rnd.IntN(len(counts))],
+						FirstTimestamp: now, LastTimestamp: now, Source: v1.EventSource{Component: "c"}}
+					if rnd.IntN(10) == 0 {
+						e.LastTimestamp = times[rnd.IntN(len(times))]
+					}
+					if rnd.IntN(10) == 0 {
+						e.FirstTimestamp = times[rnd.IntN(len(times))]
+					}
+					want, werr := cg.EventCorrelate(e.DeepCopy())
+					got, gerr := h.EventCorrelate(e.DeepCopy())
+					if (werr == nil) != (gerr == nil) {
+						t.Fatalf("seed %d event %d: err %v vs %v", seed, i, werr, gerr)
+					}
+					sameResult(t, i, e, want, got)
+					if !want.Skip && rnd.IntN(2) == 0 {
+						// The server answers.
+						a := want.Event.DeepCopy()
+						a.ResourceVersion = fmt.Sprint(i)
+						if rnd.IntN(5) == 0 {
+							a.Count = counts[rnd.IntN(len(counts))]
+						}
+						if rnd.IntN(5) == 0 {
+							a.Name = "renamed"
+						}
+						cg.UpdateState(a.DeepCopy())
+						h.UpdateState(a.DeepCopy())
+					}
+					// The caller scribbles on what it got.
+					if got.Event != nil {
+						got.Event.Name, got.Event.Count, got.Event.Message = "x", 99, "scribble"
+						got.Event.InvolvedObject.Name = "zz"
+					}
+					for i := range got.Patch {
+						got.Patch[i] = 'X'
+					}
+					d := time.Duration(rnd.IntN(4)) * time.Second
+					if rnd.IntN(20) == 0 {
+						d = time.Duration(rnd.IntN(900)) * time.Second
+					}
+					if rnd.IntN(15) == 0 {
+						d = -d
+					}
+					cc.Step(d)
+					hc.Step(d)
+				}
+			}
+		})
+	}
 }

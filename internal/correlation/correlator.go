@@ -43,8 +43,10 @@ func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.M
 
 // Options configures a Correlator. Every function is required unless it
 // says what a zero value means. The numbers must be positive where they
-// are used: CacheSize always, MaxMembers and Window with Group, Burst and
-// Rate with Spam.
+// are used: CacheSize always, MaxMembers and Window with Group, Burst with
+// Spam; Rate must be set with Spam, and is x/time/rate's to interpret (a
+// negative one never refills a bucket, as client-go's spam filter does
+// with a negative QPS).
 //
 // The Hash functions, Member, Combine and the clock may run the user's
 // code: they run before Correlate changes anything, so that a panic in any
@@ -146,7 +148,7 @@ func New[T, K any, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K,
 		panic("correlation: incomplete Options")
 	case grouped && (!o.Group.set() || o.Member == nil || o.MaxMembers < 1):
 		panic("correlation: incomplete group Options")
-	case spam && (!o.Spam.set() || o.Burst < 1 || o.Rate <= 0):
+	case spam && (!o.Spam.set() || o.Burst < 1 || o.Rate == 0):
 		panic("correlation: incomplete spam Options")
 	}
 	c := &Correlator[T, K, M, L]{
