@@ -196,8 +196,9 @@ func (h *Handle) Stats() Stats { return h.stats() }
 // Flush returns once every event recorded before the call has been
 // handled by every sink, handler and logger started before the call:
 // written (created or patched), skipped by the spam filter, given up on
-// (after its retries, whose pauses run on the WithClock clock, so that a
-// test with a fake clock never waits), or dropped because its queue was
+// (after its retries, whose pauses run on the WithClock clock: a test
+// with a fake clock steps it while Flush waits, as HasWaiters reports a
+// pause, instead of sleeping through them), or dropped because its queue was
 // full. Every such event is then in one of the fates of Stats. Events
 // recorded concurrently with Flush may or may not be handled yet. It is
 // the helper a controller's unit test wants: record, Flush, assert.

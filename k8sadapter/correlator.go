@@ -266,25 +266,29 @@ func (c *EventCorrelator) combine(it *item, now time.Time) *item {
 		arg = &cp
 	}
 	msg := c.msg(arg)
-	if c.combo == nil {
-		c.combo = new(patched) // the last one was handed out
+	p := c.combo
+	if p == nil {
+		p = new(patched) // the last one was handed out
+		c.combo = p
+	} else {
+		p.ev = v1.Event{} // kept, as it was skipped: keep named it
 	}
-	c.combo.ev = v1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Namespace: e.Namespace},
-		Count:          1,
-		FirstTimestamp: t,
-		InvolvedObject: e.InvolvedObject,
-		LastTimestamp:  t,
-		Message:        msg,
-		Type:           e.Type,
-		Reason:         e.Reason,
-		Source:         e.Source,
-	}
+	// Field by field into zeroed memory: a composite literal would be
+	// built aside and copied in whole, every pointer of it through the
+	// garbage collector's write barrier.
+	ev := &p.ev
+	ev.Namespace = e.Namespace
+	ev.Count = 1
+	ev.FirstTimestamp, ev.LastTimestamp = t, t
+	ev.InvolvedObject = e.InvolvedObject
+	ev.Message = msg
+	ev.Type, ev.Reason = e.Type, e.Reason
+	ev.Source = e.Source
 	// The same fields as the trigger's but for the message and the
 	// reporting fields, which the combined event leaves empty.
 	f := it.f
 	f.message, f.reportingController, f.reportingInstance = hashString(msg), emptyHash, emptyHash
-	c.standIn = item{e: &c.combo.ev, f: f, unnamed: true}
+	c.standIn.e, c.standIn.f, c.standIn.unnamed = ev, f, true
 	return &c.standIn
 }
 
@@ -340,8 +344,7 @@ type decision struct {
 // function: the decision is then to record e as it is.
 func (c *EventCorrelator) decide(e *v1.Event, unnamed bool) (decision, error) {
 	c.mu.Lock()
-	c.in = item{e: e, f: c.hasher.hash(e), unnamed: unnamed}
-	r, p := c.engine.Correlate(&c.in)
+	r, p := c.engine.Correlate(c.hold(e, unnamed))
 	if p != nil {
 		c.mu.Unlock()
 		if unnamed { // c.in is not ours once unlocked
@@ -420,9 +423,17 @@ func (c *EventCorrelator) UpdateState(e *v1.Event) {
 		Last:  last{name: e.Name, rv: e.ResourceVersion},
 	}
 	c.mu.Lock()
-	c.in = item{e: e, f: c.hasher.hash(e)}
-	c.stored(&c.in, obs)
+	c.stored(c.hold(e, false), obs)
 	c.mu.Unlock()
+}
+
+// hold makes c.in the item of e and returns it. Field by field, not as a
+// composite literal, which would be copied in whole through the garbage
+// collector's write barrier: the strings a user's key functions left in
+// it are not cleared, as they are set again before they are read.
+func (c *EventCorrelator) hold(e *v1.Event, unnamed bool) *item {
+	c.in.e, c.in.f, c.in.unnamed = e, c.hasher.hash(e), unnamed
+	return &c.in
 }
 
 // stored is the engine's Stored under the event key of it.

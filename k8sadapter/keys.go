@@ -43,10 +43,13 @@ func hashString(s string) uint64 { return maphash.String(hashSeed, s) }
 // emptyHash is the hash of "".
 var emptyHash = hashString("")
 
-// fieldHashes are the hashes of the event fields keys are made of.
+// fieldHashes are the hashes of the event fields keys are made of, and
+// object, the hash of the eight fields every default key shares (the
+// source, the object, the type): each key's hash goes on from it.
 type fieldHashes struct {
 	component, host, kind, namespace, name, fieldPath, uid, apiVersion uint64
 	eventType, reason, message, reportingController, reportingInstance uint64
+	object                                                             uint64
 }
 
 // memo is one field's last string and its hash.
@@ -85,7 +88,7 @@ type fieldHasher struct {
 
 func (m *fieldHasher) hash(e *v1.Event) fieldHashes {
 	o := &e.InvolvedObject
-	return fieldHashes{
+	f := fieldHashes{
 		component: m.component.hash(e.Source.Component), host: m.host.hash(e.Source.Host),
 		kind: m.kind.hash(o.Kind), namespace: m.namespace.hash(o.Namespace),
 		name: m.name.hash(o.Name), fieldPath: m.fieldPath.hash(o.FieldPath),
@@ -94,6 +97,8 @@ func (m *fieldHasher) hash(e *v1.Event) fieldHashes {
 		message: m.message.hash(e.Message), reportingController: m.reportingController.hash(e.ReportingController),
 		reportingInstance: m.reportingInstance.hash(e.ReportingInstance),
 	}
+	f.object = mix(kindObject, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+	return f
 }
 
 // mix folds field hashes into one, starting from a constant per kind of
@@ -114,6 +119,7 @@ const (
 	kindGroup
 	kindCustomGroup
 	kindCustomSpam
+	kindObject
 )
 
 // eventKey is client-go's getEventKey: what makes two events identical.
@@ -129,8 +135,7 @@ func eventKey(e *v1.Event) key {
 
 // eventHash is the hash of eventKey.
 func eventHash(f *fieldHashes) uint64 {
-	return mix(kindEvent, f.component, f.host, f.kind, f.namespace, f.name, f.fieldPath, f.uid, f.apiVersion,
-		f.eventType, f.reason, f.message)
+	return mix(kindEvent, f.object, f.fieldPath, f.reason, f.message)
 }
 
 // isEventKey reports whether k, an event key, is e's.
@@ -154,7 +159,7 @@ func spamKey(e *v1.Event) key {
 
 // spamHash is the hash of spamKey.
 func spamHash(f *fieldHashes) uint64 {
-	return mix(kindSpam, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType)
+	return mix(kindSpam, f.object)
 }
 
 // isSpamKey reports whether k, a spam key, is e's.
@@ -179,8 +184,7 @@ func groupKey(e *v1.Event) key {
 
 // groupHash is the hash of groupKey.
 func groupHash(f *fieldHashes) uint64 {
-	return mix(kindGroup, f.component, f.host, f.kind, f.namespace, f.name, f.uid, f.apiVersion, f.eventType,
-		f.reason, f.reportingController, f.reportingInstance)
+	return mix(kindGroup, f.object, f.reason, f.reportingController, f.reportingInstance)
 }
 
 // isGroupKey reports whether k, a group key, is e's.

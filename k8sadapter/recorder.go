@@ -52,7 +52,9 @@ func (r *Recorder) AnnotatedEventf(object runtime.Object, annotations map[string
 // PastEventf is Eventf for something that happened at timestamp: the event's
 // first and last timestamps, and its name, use timestamp instead of the
 // clock. client-go had this method and removed it because it ignored the
-// timestamp; this one honours it.
+// timestamp; this one honours it. NewRecorder returns client-go's
+// interface, which lacks it: reach it with a type assertion,
+// rec.(*k8sadapter.Recorder).PastEventf(…).
 func (r *Recorder) PastEventf(object runtime.Object, timestamp metav1.Time, eventtype, reason, messageFmt string, args ...interface{}) {
 	t := timestamp.Time
 	if t.IsZero() {

@@ -123,10 +123,12 @@ type Stats struct {
 	Correlated, New, Repeats, Combined, Skipped, Panics, Evicted uint64
 }
 
-// group is a group's members, least recently seen first, and the time of
-// its last value.
+// group is a group's members and the time of its last value. The members
+// are a ring, least recently seen first from head: a full group's new
+// member takes the place of its least recently seen one, with no copying.
 type group[M comparable] struct {
 	members []M
+	head    int // where the least recently seen member is
 	last    time.Time
 }
 
@@ -180,7 +182,7 @@ type plan[M comparable] struct {
 	m       M         // the member key
 	grp     *group[M] // the group as it is, nil if unknown
 	fresh   bool      // the group starts afresh: unknown, or its window lapsed
-	at      int       // m's index among the group's members, or -1
+	at      int       // m's place in the group's ring of members, or -1
 	full    bool      // the group is full with m: the value is combined
 	skh     uint64    // the spam key's hash
 	spamNow time.Time // the time the spam bucket is taken at
@@ -298,21 +300,33 @@ func (c *Correlator[T, K, M, L]) join(v T, p *plan[M]) {
 	}
 	if p.fresh {
 		clear(rec.members) // drop references for the garbage collector
-		rec.members = rec.members[:0]
+		rec.members, rec.head = rec.members[:0], 0
 	}
 	rec.last = p.now
-	if p.at >= 0 {
-		// Seen again: it becomes the most recently seen.
-		copy(rec.members[p.at:], rec.members[p.at+1:])
-		rec.members[len(rec.members)-1] = p.m
-	} else {
-		rec.members = append(rec.members, p.m)
-	}
-	if p.full {
-		var zero M
-		copy(rec.members, rec.members[1:])
-		rec.members[len(rec.members)-1] = zero
-		rec.members = rec.members[:len(rec.members)-1]
+	ms, n := rec.members, len(rec.members)
+	switch {
+	case p.at >= 0:
+		// Seen again: it becomes the most recently seen, the ones seen
+		// after it move back by one. Already the most recent: nothing.
+		for i := (p.at - rec.head + n) % n; i < n-1; i++ {
+			ms[(rec.head+i)%n] = ms[(rec.head+i+1)%n]
+		}
+		if i := (rec.head + n - 1) % n; i != p.at {
+			ms[i] = p.m
+		}
+	case p.full:
+		// (A member seen again never fills the group: a group holds
+		// at most MaxMembers-1.) A new member of a full group takes the place of the least
+		// recently seen, which is forgotten, to stay below MaxMembers.
+		// (With MaxMembers 1 there is none: the member is not kept.)
+		if n > 0 {
+			ms[rec.head] = p.m
+			rec.head = (rec.head + 1) % n
+		}
+	default:
+		// Not full: the ring has not turned (a group grows only from
+		// fresh, and is full before it would turn).
+		rec.members = append(ms, p.m)
 	}
 }
 

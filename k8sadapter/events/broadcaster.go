@@ -181,8 +181,9 @@ func (e *EventBroadcaster) Stats() Stats {
 // Handled means: by the writer, if it is recording, and by each handler
 // and logger started before the call. The writer has then created,
 // patched or counted each event in its series, or given up on it after its
-// retries (paused on the WithClock clock: a test with a fake clock does
-// not wait for them), or lost it to a full queue, so that each is in one
+// retries (paused on the WithClock clock: a test with a fake clock steps
+// it while Flush waits, as HasWaiters reports a pause, instead of
+// sleeping), or lost it to a full queue, so that each is in one
 // of the fates of Stats. Events the writer will take only once recording
 // starts (again) are not waited for. An event recorded while Flush runs
 // may or may not be handled when it returns.
