@@ -90,8 +90,9 @@ const (
 // New returns a Broadcaster configured by opts (the zero Options gives the
 // defaults). T must be smaller than 64 KiB, Go's limit on a channel's
 // element: a larger T fails to compile, with "channel element type too
-// large" errors inside this package; use a pointer to it. It panics if a length is negative or above MaxQueueLength, or
-// opts.Full is not a FullPolicy constant: those are programming errors.
+// large" errors inside this package; use a pointer to it. New panics if a
+// length is negative or above MaxQueueLength, or opts.Full is not a
+// FullPolicy constant: those are programming errors.
 //
 // New starts one goroutine, the distributor. It is the only goroutine that
 // delivers values to watchers and the only one that closes their Events

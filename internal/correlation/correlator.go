@@ -306,19 +306,19 @@ func (c *Correlator[T, K, M, L]) join(v T, p *plan[M]) {
 	ms, n := rec.members, len(rec.members)
 	switch {
 	case p.at >= 0:
-		// Seen again: it becomes the most recently seen, the ones seen
-		// after it move back by one. Already the most recent: nothing.
-		for i := (p.at - rec.head + n) % n; i < n-1; i++ {
-			ms[(rec.head+i)%n] = ms[(rec.head+i+1)%n]
+		// Seen again: it becomes the most recently seen, and the ones
+		// seen after it move back by one place.
+		newest := (rec.head + n - 1) % n
+		for i := p.at; i != newest; i = (i + 1) % n {
+			ms[i] = ms[(i+1)%n]
 		}
-		if i := (rec.head + n - 1) % n; i != p.at {
-			ms[i] = p.m
-		}
+		ms[newest] = p.m
 	case p.full:
-		// (A member seen again never fills the group: a group holds
-		// at most MaxMembers-1.) A new member of a full group takes the place of the least
-		// recently seen, which is forgotten, to stay below MaxMembers.
-		// (With MaxMembers 1 there is none: the member is not kept.)
+		// A new member of a full group takes the place of the least
+		// recently seen, which is forgotten, to stay below MaxMembers
+		// (a member seen again never fills a group, which holds at
+		// most MaxMembers-1). With MaxMembers 1 there is none: the
+		// member is not kept.
 		if n > 0 {
 			ms[rec.head] = p.m
 			rec.head = (rec.head + 1) % n
