@@ -45,9 +45,19 @@ var defaultQPS float32 = 1. / 300.
 //     client-go drops a random one; herald drops the least recently seen.
 //   - A KeyFunc, MessageFunc or SpamKeyFunc that panics is reported as an
 //     error, and the event changes nothing, instead of crashing.
+//   - So that every function of the user's runs before anything changes,
+//     a SpamKeyFunc is given the event before it is counted: the event
+//     as given, or a combined event before it is named. client-go gives
+//     it the copy it returns, with the name, count, first timestamp and
+//     resource version of earlier occurrences. A spam key made of other
+//     fields (client-go's own is made of the source, the object and the
+//     type) is the same.
 type EventCorrelator struct {
 	msg    record.EventAggregatorMessageFunc
 	ownMsg bool // msg is the user's MessageFunc, not client-go's default
+	// userCode: a KeyFunc, SpamKeyFunc or MessageFunc of the user's
+	// reads the events correlated, and may write them.
+	userCode bool
 
 	// mu guards the engine, the two items it is handed, which are reused
 	// from call to call, and the field hasher.
@@ -159,7 +169,11 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	ec := &EventCorrelator{msg: o.MessageFunc, ownMsg: o.MessageFunc != nil}
+	ec := &EventCorrelator{
+		msg:      o.MessageFunc,
+		ownMsg:   o.MessageFunc != nil,
+		userCode: o.MessageFunc != nil || o.KeyFunc != nil || o.SpamKeyFunc != nil,
+	}
 	if ec.msg == nil {
 		ec.msg = record.EventAggregatorByReasonMessageFunc
 	}
@@ -298,7 +312,10 @@ var errNilEvent = errors.New("event is nil")
 // EventCorrelate decides what to record for e: e itself (count 1, created),
 // e as a repeat of an earlier event (count n, patched), the combined event
 // of e's group, or nothing (Skip: the spam filter refused it; it is still
-// counted). It never modifies e. A nil e is an error, as in client-go; so is
+// counted). It never modifies e, though the CorrelatorOptions functions are
+// given e, as in client-go: what they write to it stays. (A broadcaster's
+// sink gives its correlator a copy of its own, as client-go's does, when
+// there are such functions.) A nil e is an error, as in client-go; so is
 // a panic in a CorrelatorOptions function, in which case e is returned to be
 // recorded as it is, and the correlator is as if it had not seen e.
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	testclocks "k8s.io/utils/clock/testing"
@@ -494,6 +495,109 @@ func storedEventsOf(t *testing.T, c interface {
 		t.Fatal(err)
 	}
 	return l.Items
+}
+
+// TestSpamKeyFuncSeesEventBeforeCount is the documented difference: a
+// SpamKeyFunc is given the event before it is counted (the repeat as
+// given, the combined event unnamed), where client-go gives it the copy
+// it returns, named and counted after the first.
+func TestSpamKeyFuncSeesEventBeforeCount(t *testing.T) {
+	type seen struct {
+		Name  string
+		Count int32
+	}
+	var got, cgGot []seen
+	spam := func(into *[]seen) func(*v1.Event) string {
+		return func(e *v1.Event) string {
+			*into = append(*into, seen{e.Name, e.Count})
+			return e.Source.Component + "/" + e.InvolvedObject.Name
+		}
+	}
+	hc, cc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+	h := k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: hc, MaxEvents: 2, SpamKeyFunc: spam(&got)})
+	cg := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: cc, MaxEvents: 2, SpamKeyFunc: spam(&cgGot)})
+	for i, msg := range []string{"a", "a", "b"} {
+		hc.Step(time.Second)
+		cc.Step(time.Second)
+		e := edgeEvent(msg, hc.Now())
+		e.Name = fmt.Sprint("given-", i)
+		if _, err := h.EventCorrelate(e.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cg.EventCorrelate(e.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The third event, "b", fills the group of two: it is combined.
+	want := []seen{{"given-0", 1}, {"given-1", 1}, {"", 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("herald's SpamKeyFunc saw (-want +got):\n%s", diff)
+	}
+	// client-go's sees the repeat named and counted as the first's
+	// second occurrence, and the combined event named.
+	if len(cgGot) != 3 || cgGot[1] != (seen{"given-0", 2}) || cgGot[2].Name == "" {
+		t.Errorf("client-go's SpamKeyFunc saw %+v; the difference documented is gone", cgGot)
+	}
+}
+
+// TestUserFunctionWritesOnlyItsSinksCopy: a CorrelatorOptions function
+// that writes the event it is given writes the sink's own copy, as in
+// client-go, whose sinks each correlate a copy of the event: two sinks
+// store what one would, and a handler sees the event as recorded.
+func TestUserFunctionWritesOnlyItsSinksCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts record.CorrelatorOptions
+		want string // the message each sink stores
+	}{
+		{"MessageFunc", record.CorrelatorOptions{MaxEvents: 1, MessageFunc: func(e *v1.Event) string {
+			e.Message += "!"
+			return "combined: " + e.Message
+		}}, "combined: msg!"},
+		{"KeyFunc", record.CorrelatorOptions{KeyFunc: func(e *v1.Event) (string, string) {
+			e.Message += "?"
+			return record.EventAggregatorByReasonFunc(e)
+		}}, "msg?"},
+		{"SpamKeyFunc", record.CorrelatorOptions{SpamKeyFunc: func(e *v1.Event) string {
+			e.Message += "#"
+			return e.Source.Component + e.InvolvedObject.Name
+		}}, "msg#"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclocks.NewFakeClock(t0)
+			tc.opts.Clock = clk
+			e := newBroadcaster(t, k8sadapter.WithClock(clk), k8sadapter.WithCorrelatorOptions(tc.opts))
+			var mu sync.Mutex
+			var seen []string
+			e.StartEventWatcher(func(ev *v1.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, ev.Message)
+			})
+			clients := []*fake.Clientset{trackerClientset(), trackerClientset()}
+			for _, c := range clients {
+				e.StartRecordingToSink(newHeldSink(c, false))
+			}
+			recorder(e).Event(pod("p"), v1.EventTypeWarning, "BackOff", "msg")
+			if err := e.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range clients {
+				var got []string
+				for _, s := range storedEventsOf(t, c) {
+					got = append(got, s.Message)
+				}
+				if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
+					t.Errorf("sink %d stored (-want +got):\n%s", i, diff)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff([]string{"msg"}, seen); diff != "" {
+				t.Errorf("the handler saw (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 // TestFoldedMessageFuncSeesName: a MessageFunc that reads the

@@ -117,6 +117,10 @@
 //     a cache that holds nothing or a filter that refuses everything.
 //   - A panic in a handler, a sink or a CorrelatorOptions function is
 //     recovered, logged and counted rather than crashing the process.
+//   - A SpamKeyFunc is given the event before it is counted, not
+//     client-go's copy with the name, count, first timestamp and resource
+//     version of earlier occurrences (see EventCorrelator): a spam key
+//     made of those fields differs.
 //   - The watch.Interface returned by the Start… methods delivers nothing on
 //     ResultChan (the events go to the handler); the channel closes once the
 //     watcher's goroutine has finished.

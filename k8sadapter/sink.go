@@ -104,7 +104,10 @@ type held struct {
 // handle is client-go's recordToSink for each event of an entry, in order:
 // correlate, then write with retries. The entry's first event is shared
 // with other watchers; the correlator copies it before anything is
-// changed. The repeats folded into it are rebuilt from their times and
+// changed, and when a CorrelatorOptions function of the user's would see
+// it, the sink gives its correlator a copy of its own, as client-go's sink
+// does: a function that writes its argument writes only that sink's
+// copy. The repeats folded into it are rebuilt from their times and
 // correlated one by one, as client-go would have. Of a run of patches of
 // the same event (repeats of the entry's first, not combined), only the
 // last is built and written: a patch sets the count and the time, and the
@@ -115,7 +118,9 @@ type held struct {
 //
 // The occurrences are rebuilt in the writer's two scratch events, no
 // allocation each: one may be held while the next is correlated in the
-// other.
+// other. (A MessageFunc is given a named copy of an occurrence, and folds
+// are off with a KeyFunc or SpamKeyFunc: no function of the user's is
+// given a scratch event.)
 func (s *sinkWriter) handle(w *waiting) {
 	n := w.Events
 	s.counts.folded += uint64(n - 1)
@@ -126,12 +131,16 @@ func (s *sinkWriter) handle(w *waiting) {
 			return
 		}
 		ev := w.First
-		if i > 0 {
+		switch {
+		case i > 0:
 			ev = &s.scratch[0]
 			if h.ev == ev {
 				ev = &s.scratch[1]
 			}
 			occurrence(ev, w.First, w.Data.times[i-1])
+		case s.corr.userCode:
+			cp := *w.First // never reused: a function may keep it
+			ev = &cp
 		}
 		d, err := s.corr.decide(ev, i > 0)
 		if err != nil {
