@@ -146,10 +146,11 @@ func NewEventCorrelator(c clock.PassiveClock) *EventCorrelator {
 // cache, burst 25, 1/300 tokens per second, 10 distinct messages within 600
 // s before events are combined). Out-of-range numbers behave as in
 // client-go, which takes them as unsigned: a negative MaxEvents never
-// combines; a negative or huge MaxIntervalInSeconds starts every group
-// afresh (so that MaxEvents 1 combines every event); a negative QPS never
-// refills a spam bucket (BurstSize events, then none). A negative
-// LRUCacheSize or BurstSize means the default.
+// combines (a KeyFunc is still called on every event); a negative or huge
+// MaxIntervalInSeconds starts every group afresh (so that MaxEvents 1
+// combines every event); a negative QPS never refills a spam bucket
+// (BurstSize events, then none). A negative LRUCacheSize or BurstSize
+// means the default.
 func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator {
 	if o.LRUCacheSize <= 0 {
 		o.LRUCacheSize = defaultLRUCacheSize
@@ -220,8 +221,13 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		opts.Member = func(it *item) member { return member{h: hashString(it.member), s: it.member} }
 	}
 	if o.MaxEvents < 0 {
-		// client-go's uint makes it huge: no group is ever full.
+		// client-go's uint makes it huge: no group is ever full. client-go
+		// still calls a KeyFunc on every event, after it takes the event's
+		// key: so does herald, for what the function does.
 		opts.Group, opts.Member = correlation.Keyer[*item, key]{}, nil
+		if f := o.KeyFunc; f != nil {
+			opts.Key.Hash = func(it *item) uint64 { h := eventHash(&it.f); f(it.e); return h }
+		}
 	}
 	ec.engine = correlation.New(opts)
 	return ec

@@ -112,3 +112,39 @@ func TestHugeIntervalInStartRecordingToSink(t *testing.T) {
 	w := e.StartRecordingToSink(&scriptSink{})
 	w.Stop()
 }
+
+// TestNegativeMaxEventsCallsKeyFunc: with a negative MaxEvents no group is
+// ever full, but client-go still calls a KeyFunc on every event, after it
+// takes the event's key; what the function does (here: count its calls
+// and mark the event's message) happens in herald too.
+func TestNegativeMaxEventsCallsKeyFunc(t *testing.T) {
+	clk := testclocks.NewFakeClock(t0)
+	var calls [2]int
+	opts := func(i int) record.CorrelatorOptions {
+		return record.CorrelatorOptions{Clock: clk, MaxEvents: -1, KeyFunc: func(e *v1.Event) (string, string) {
+			calls[i]++
+			e.Message += "!"
+			return e.Reason, e.Message
+		}}
+	}
+	cg := record.NewEventCorrelatorWithOptions(opts(0))
+	h := k8sadapter.NewEventCorrelatorWithOptions(opts(1))
+	for i := range 6 {
+		clk.Step(time.Second)
+		e := edgeEvent(fmt.Sprintf("message %d", i%2), clk.Now())
+		want, err := cg.EventCorrelate(e.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := h.EventCorrelate(e.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
+			t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
+		}
+	}
+	if calls[0] != 6 || calls[1] != calls[0] {
+		t.Errorf("KeyFunc calls: client-go %d, herald %d; want 6 each", calls[0], calls[1])
+	}
+}
