@@ -1,9 +1,12 @@
 package k8sadapter_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -189,16 +192,17 @@ func TestStoppedWatchersAreNotKept(t *testing.T) {
 }
 
 // TestShutdownTimeoutBoundsShutdown: with a sink call that hangs,
-// Shutdown returns after WithShutdownTimeout, logs that it did not flush
-// everything, and the events it gave up on are counted as abandoned once
-// the call returns.
+// Shutdown returns after WithShutdownTimeout with the events waiting
+// behind the call counted as abandoned and logged with their number; the
+// event in the call gets its fate when the call returns, and the sink's
+// goroutine then ends.
 func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testlog.Lines
 		g := newGate()
 		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithShutdownTimeout(5*time.Second))
-		e.StartRecordingToSink(sink)
+		w := e.StartRecordingToSink(sink)
 		r := recorder(e)
 		for i := range 3 { // the first hangs in the sink, two wait behind it
 			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
@@ -209,14 +213,93 @@ func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
 		if waited := time.Since(start); waited != 5*time.Second {
 			t.Errorf("Shutdown returned after %v, want the 5s timeout", waited)
 		}
-		if got := log.With("did not flush every event in time"); len(got) != 1 {
-			t.Errorf("log %q, want one line saying the flush was cut short", got)
+		if got := log.With("shutdown deadline passed"); len(got) != 1 || !strings.Contains(got[0], `"abandoned"=2`) {
+			t.Errorf("log %q, want one line saying the deadline passed, with the 2 events abandoned", got)
+		}
+		want := k8sadapter.Stats{Recorded: 3, Queued: 3, Abandoned: 2}
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() as Shutdown returns (-want +got):\n%s", diff)
 		}
 		g.release()
-		synctest.Wait()
-		want := k8sadapter.Stats{Recorded: 3, Queued: 3, Created: 1, Abandoned: 2}
+		if _, ok := <-w.ResultChan(); ok {
+			t.Fatal("ResultChan delivered an event")
+		}
+		want.Created = 1
+		if diff := cmp.Diff(want, e.Stats()); diff != "" {
+			t.Errorf("Stats() once the call returned (-want +got):\n%s", diff)
+		}
+		if got := sink.snapshot(); len(got) != 1 {
+			t.Errorf("sink calls %v, want only the one in progress at the deadline", got)
+		}
+	})
+}
+
+// TestShutdownDeadlineAbandonsHandlerQueue: a handler still in a call
+// when the shutdown deadline passes is given none of the events queued
+// behind it: they are counted as HandlerAbandoned as soon as the call
+// returns, and its goroutine ends. The deadline's log line says how many
+// events the handlers still held.
+func TestShutdownDeadlineAbandonsHandlerQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		g := newGate()
+		var calls atomic.Int64
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
+		w := e.StartEventWatcher(func(*v1.Event) { calls.Add(1); g.wait() })
+		r := recorder(e)
+		for i := range 5 {
+			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
+		}
+		synctest.Wait() // the handler holds the first
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ShutdownContext = %v, want the deadline", err)
+		}
+		if got := log.With("shutdown deadline passed"); len(got) != 1 || !strings.Contains(got[0], `"heldByHandlers"=5`) {
+			t.Errorf("log %q, want one line saying the handlers held 5 events", got)
+		}
+		g.release()
+		if _, ok := <-w.ResultChan(); ok {
+			t.Fatal("ResultChan delivered an event")
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("handler called %d times, want once: the deadline had passed before the others", n)
+		}
+		want := k8sadapter.Stats{Recorded: 5, Queued: 5, Handled: 1, HandlerAbandoned: 4}
 		if diff := cmp.Diff(want, e.Stats()); diff != "" {
 			t.Errorf("Stats() (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestFoldHoldsUpTo64Repeats: a waiting event holds up to 64 repeats;
+// the next one needs a place of its own, which a full queue refuses. With
+// a queue of one place behind a hung sink call, 200 identical events are
+// one in the call, one waiting with 64 repeats folded into it, and 134
+// dropped, each counted.
+func TestFoldHoldsUpTo64Repeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
+		e := newBroadcaster(t, k8sadapter.WithQueueLength(1))
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		r.Event(pod("a"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+		synctest.Wait() // the sink holds it
+		for range 199 {
+			r.Event(pod("a"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+		}
+		if s := e.Stats(); s.Folded != 64 || s.DroppedSinkQueue != 134 {
+			t.Errorf("Stats() = %+v, want 64 folded, 134 dropped", s)
+		}
+		g.release()
+		if err := e.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := e.Stats()
+		if fates := s.Created + s.Patched + s.SpamSkipped + s.DroppedSinkQueue; fates != 200 {
+			t.Errorf("Stats() = %+v: fates sum to %d, want 200", s, fates)
 		}
 	})
 }

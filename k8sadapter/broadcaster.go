@@ -212,19 +212,23 @@ func (e *EventBroadcaster) Flush(ctx context.Context) error { return e.p.Flush(c
 // Shutdown stops the broadcaster and flushes: every event recorded before
 // it is handed to every started sink and handler (an event that fails gets
 // no further attempt once shutdown began), within WithShutdownTimeout. It
-// then returns with every goroutine of the broadcaster ended, except one
-// stuck in a sink call that never returns. What the timeout cut short is
-// counted in Stats.Abandoned and logged. Shutdown is idempotent.
+// then returns with every goroutine of the broadcaster ended. If the
+// timeout passes first, it returns then: what waits in the sinks' queues
+// is abandoned, counted in Stats.Abandoned, and logged with its number;
+// a goroutine still in a sink or handler call ends as soon as the call
+// returns, abandoning the rest of what it holds (Abandoned,
+// HandlerAbandoned), without handing it on. Shutdown is idempotent. It
+// must not be called from a handler or a sink, which it waits for (see
+// the package documentation).
 func (e *EventBroadcaster) Shutdown() {
-	pipeline.ShutdownWithin(e.cfg.ShutdownTimeout, e.ShutdownContext, e.logger)
+	pipeline.ShutdownWithin(e.cfg.ShutdownTimeout, e.ShutdownContext)
 }
 
 // ShutdownContext is Shutdown bounded by ctx instead of the shutdown
 // timeout. It returns nil once every event was handed on and every watcher
 // goroutine has ended, or ctx.Err() if ctx ended first: the events still
-// queued are then abandoned and counted, and the goroutines end as soon as
-// their current sink call returns. A later call waits for them again. It
-// panics on a nil ctx.
+// queued are then abandoned as Shutdown's timeout abandons them. A later
+// call waits for the goroutines again. It panics on a nil ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	if e.stopCtx != nil {
 		e.stopCtx() // no longer needed; harmless if it already ran

@@ -75,14 +75,15 @@
 // holds WithQueueLength events waiting for the sink. An event that repeats
 // the newest event waiting for its object (same source, object and type:
 // client-go's spam bucket), identical to it but for its name and
-// timestamps, is folded into it: the queue keeps its time (up to 64 repeats
-// an event), not the event. The sink then takes each folded event through
+// timestamps, is folded into it: the queue keeps its time, not the event,
+// up to 64 repeats a waiting event (the 65th takes a place of its own,
+// and the next 64 fold into it). The sink then takes each folded event through
 // its correlator, one by one and in order, as client-go's would: the spam
 // filter spends a token on each, each gets its count, and a run of
 // patches of the same event is written once, with the count and time of
 // the last one the filter allowed. A burst of repeats thus costs the queue
-// one place per object, and the sink a create and a patch where client-go
-// makes a write per event.
+// one place per object and 64 repeats, and the sink a create and a patch
+// where client-go makes a write per event.
 //
 // The events stored are the ones client-go stores (a differential test
 // checks it, field for field, across spam skips, combined events and
@@ -97,13 +98,15 @@
 // folds before the recorder even builds it.
 //
 // What can still be lost, each counted in Stats and logged once per burst
-// with a count: events that are not repeats of the newest event waiting
-// for their object, beyond WithQueueLength waiting at a sink
-// (DroppedSinkQueue); events a handler or logger misses when its queue,
+// with a count: events that find WithQueueLength events waiting at a sink
+// and do not fold into one (they are not repeats of the newest event
+// waiting for their object, or it holds 64 repeats already:
+// DroppedSinkQueue); events a handler or logger misses when its queue,
 // or the queue all of them share, is full (DroppedWatcherQueue: handlers
 // are owed every event, nothing folds there); events recorded after
 // Shutdown began (DroppedClosed); events still queued when a shutdown
-// deadline passes (Abandoned).
+// deadline passes (Abandoned, HandlerAbandoned; the line that logs the
+// deadline gives their number).
 //
 // # Deliberate differences from client-go
 //
@@ -124,6 +127,11 @@
 //   - The watch.Interface returned by the Start… methods delivers nothing on
 //     ResultChan (the events go to the handler); the channel closes once the
 //     watcher's goroutine has finished.
+//   - Shutdown waits for the handlers and sinks to handle what they are
+//     owed; client-go's does not wait for them. So a handler or a sink
+//     that calls Shutdown (or Flush) waits for itself: Shutdown returns
+//     once its timeout passes, abandoning what is left, ShutdownContext
+//     and Flush when their context ends. Call them from elsewhere.
 //
 // # Concurrency and goroutines
 //

@@ -123,7 +123,6 @@ type held struct {
 // given a scratch event.)
 func (s *sinkWriter) handle(w *waiting) {
 	n := w.Events
-	s.counts.folded += uint64(n - 1)
 	var h held
 	for i := range n {
 		if s.e.p.Aborted() {

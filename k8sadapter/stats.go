@@ -26,12 +26,16 @@ import "github.com/heraldgo/herald/internal/pipeline"
 // StartLogging, StartStructuredLogging) is owed the events queued while
 // it was started, and each of them ends in one of:
 //
-//	owed = Handled + DroppedWatcherQueue
+//	owed = Handled + DroppedWatcherQueue + HandlerAbandoned
 //
 // A Handle's Stats reports its own owed events as Queued. The equations
 // hold exactly once the events have been handled: after Flush or Shutdown
 // returned nil. Before, the events still queued or being written are in
-// no fate yet. The broadcaster's Stats sums the sink and handler counters
+// no fate yet. After a Shutdown cut short by its deadline, the events
+// still waiting in a sink's queue are Abandoned when it returns; those a
+// goroutine still holds get their fate when its current call returns (the
+// event in the call its outcome, the rest of a sink's entry Abandoned,
+// the rest of a handler's queue HandlerAbandoned). The broadcaster's Stats sums the sink and handler counters
 // over every sink and handler it ever started; with one sink started
 // before the first event and never stopped, the sink's owed events are
 // Queued.
@@ -77,9 +81,10 @@ type Stats struct {
 	// counted, and the next written repeat carries their count.
 	SpamSkipped uint64
 	// DroppedSinkQueue counts events a sink missed because its queue was
-	// full: it fell behind by more than WithQueueLength events that are
-	// not repeats of one another (a repeat of the newest event waiting for
-	// the same object is folded into it, see Folded).
+	// full: it fell behind by more than WithQueueLength events waiting,
+	// and the event did not fold into one (a repeat of the newest event
+	// waiting for the same object is folded into it, see Folded, up to 64
+	// repeats an event waiting).
 	DroppedSinkQueue uint64
 	// FailedConstruction counts events given up on because the request
 	// could not be built (rest.RequestConstructionError).
@@ -96,7 +101,9 @@ type Stats struct {
 	// FailedPanic counts events whose sink call panicked.
 	FailedPanic uint64
 	// Abandoned counts events still queued for a sink when the shutdown
-	// deadline passed.
+	// deadline passed: those waiting in its queue, counted as the
+	// deadline passes, and the rest of what it was writing then, counted
+	// when that call returns.
 	Abandoned uint64
 	// Folded counts events that repeated the event waiting last for the
 	// same object and source in a sink's queue, and were folded into it:
@@ -124,12 +131,15 @@ type Stats struct {
 	// StartStructuredLogging handler, one per handler (those that
 	// panicked included).
 	Handled uint64
+	// HandlerAbandoned counts events queued for a handler that it was not
+	// given because the shutdown deadline had passed, one per handler.
+	HandlerAbandoned uint64
 }
 
 // sinkCounts are the counters of one sink, owned by its goroutine.
 type sinkCounts struct {
 	pipeline.Counts
-	deduplicated, aggregated, spamSkipped, correlateErrors, folded uint64
+	deduplicated, aggregated, spamSkipped, correlateErrors uint64
 }
 
 func addSinkCounts(c *sinkCounts, o sinkCounts) {
@@ -138,7 +148,6 @@ func addSinkCounts(c *sinkCounts, o sinkCounts) {
 	c.aggregated += o.aggregated
 	c.spamSkipped += o.spamSkipped
 	c.correlateErrors += o.correlateErrors
-	c.folded += o.folded
 }
 
 // sinkStats is the sink part of Stats, for one sink or for all of them;
@@ -150,12 +159,13 @@ func sinkStats(t pipeline.Tally[sinkCounts]) Stats {
 		Aggregated: c.aggregated, SpamSkipped: c.spamSkipped, DroppedSinkQueue: t.Dropped,
 		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected,
 		FailedRetries: c.FailedRetries, FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic,
-		Abandoned: c.Abandoned, Retries: c.Retries, NilResponses: c.NilResponses,
-		CorrelateErrors: c.correlateErrors, Folded: c.folded,
+		Abandoned: c.Abandoned + t.Abandoned, Retries: c.Retries, NilResponses: c.NilResponses,
+		CorrelateErrors: c.correlateErrors, Folded: t.Folded,
 	}
 }
 
 // addHandlers sets the handler part of s, for one handler or for all.
 func (s *Stats) addHandlers(t pipeline.Tally[pipeline.HandlerCounts]) {
-	s.Handled, s.DroppedWatcherQueue, s.HandlerPanics = t.Handled, t.Dropped, t.Counts.Panics
+	s.Handled, s.HandlerAbandoned = t.Handled-t.Counts.Abandoned, t.Counts.Abandoned
+	s.DroppedWatcherQueue, s.HandlerPanics = t.Dropped, t.Counts.Panics
 }

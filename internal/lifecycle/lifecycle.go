@@ -91,6 +91,14 @@ func (g *Group) Wait(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// Live returns the number of goroutines counted by Add that have not
+// ended.
+func (g *Group) Live() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.live
+}
+
 // Abort marks the shutdown as cut short. It is idempotent.
 func (g *Group) Abort() { g.abortOnce.Do(func() { close(g.abort) }) }
 

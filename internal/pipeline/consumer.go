@@ -29,6 +29,10 @@ type Tally[C any] struct {
 	Handled uint64
 	// Dropped counts events its full queue refused.
 	Dropped uint64
+	// A Fold's consumer: Folded counts events folded into a waiting
+	// entry, and Abandoned those a shutdown past its deadline removed
+	// from the queue unhandled (Fold.Abandon). Zero for a watcher's.
+	Folded, Abandoned uint64
 }
 
 // Consumer is one queue of a pipeline and the goroutine that takes its
@@ -67,6 +71,15 @@ type queue interface {
 	Delivered() uint64
 	// Dropped counts the events the queue refused.
 	Dropped() uint64
+}
+
+// abandoner is a queue a shutdown past its deadline can empty at once:
+// a Fold. A watcher's queue is the consumer goroutine's to empty (an All
+// loop may hold a batch taken from it).
+type abandoner interface {
+	Folded() uint64
+	Abandon() uint64
+	Abandoned() uint64
 }
 
 // waiter is a Flush waiting until a consumer has handled target events.
@@ -177,9 +190,22 @@ func (c *Consumer[E, C]) Tally() Tally[C] {
 	missed := c.missedLocked()
 	c.mu.Unlock()
 	// Read after handled, so that Queued >= Handled + Dropped.
+	if f, ok := c.q.(abandoner); ok {
+		t.Folded, t.Abandoned = f.Folded(), f.Abandoned()
+	}
 	t.Dropped = c.q.Dropped() + missed
 	t.Queued = c.q.Delivered() + t.Dropped
 	return t
+}
+
+// abandonQueued empties a Fold's queue for a shutdown past its deadline
+// (see Fold.Abandon), and returns how many events it abandoned; a
+// watcher's consumer abandons its events on its own goroutine.
+func (c *Consumer[E, C]) abandonQueued() uint64 {
+	if f, ok := c.q.(abandoner); ok {
+		return f.Abandon()
+	}
+	return 0
 }
 
 // await returns once the consumer has handled every event its queue
@@ -332,6 +358,8 @@ func (s *Set[E, C]) addTally(t *Tally[C], o Tally[C]) {
 	t.Queued += o.Queued
 	t.Handled += o.Handled
 	t.Dropped += o.Dropped
+	t.Folded += o.Folded
+	t.Abandoned += o.Abandoned
 }
 
 // retire moves c from the running consumers to the ended total.

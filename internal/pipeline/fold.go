@@ -26,7 +26,7 @@ type Fold[E Event, K comparable, P any] struct {
 	ready chan struct{} // capacity 1: an entry was queued, or the Fold closed
 
 	// Written under mu, read without it (Tally, Flush).
-	delivered, dropped atomic.Uint64
+	delivered, dropped, folded, abandoned atomic.Uint64
 
 	mu     sync.Mutex // guards the fields below
 	closed bool
@@ -107,8 +107,7 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 	}
 	if keyed {
 		if w := f.newest[k]; w != nil && f.rule.Fold(w, ev) {
-			w.Events++
-			f.delivered.Add(1)
+			f.foldedLocked(w)
 			f.mu.Unlock()
 			return Folded
 		}
@@ -152,9 +151,15 @@ func (f *Fold[E, K, P]) TryFold(k K, fold func(w *Entry[E, K, P]) bool) bool {
 	if w == nil || !fold(w) {
 		return false
 	}
+	f.foldedLocked(w)
+	return true
+}
+
+// foldedLocked counts an event the rule folded into w.
+func (f *Fold[E, K, P]) foldedLocked(w *Entry[E, K, P]) {
 	w.Events++
 	f.delivered.Add(1)
-	return true
+	f.folded.Add(1)
 }
 
 // allocLocked returns a recycled entry, or a new one. At most limit
@@ -191,12 +196,7 @@ func (f *Fold[E, K, P]) Take() (w *Entry[E, K, P], closed bool) {
 // order of their first event, and only the taker deals with them), or
 // all of them if none waits.
 func (f *Fold[E, K, P]) Done(w *Entry[E, K, P]) uint64 {
-	var zeroE E
-	var zeroK K
-	w.First, w.Events, w.Key, w.keyed = zeroE, 0, zeroK, false
-	if f.rule.Reset != nil {
-		f.rule.Reset(&w.Data)
-	}
+	f.reset(w)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.free = append(f.free, w)
@@ -204,6 +204,38 @@ func (f *Fold[E, K, P]) Done(w *Entry[E, K, P]) uint64 {
 		return f.queue.peek().seq
 	}
 	return f.delivered.Load()
+}
+
+// reset empties w for reuse.
+func (f *Fold[E, K, P]) reset(w *Entry[E, K, P]) {
+	var zeroE E
+	var zeroK K
+	w.First, w.Events, w.Key, w.keyed = zeroE, 0, zeroK, false
+	if f.rule.Reset != nil {
+		f.rule.Reset(&w.Data)
+	}
+}
+
+// Abandon closes the Fold and removes every waiting entry, unhandled: a
+// shutdown whose deadline passed gives up on them. Abandoned counts their
+// events from then on, so that the owner's counters are right as soon as
+// Abandon returns, even while its goroutine is stuck in a call. It
+// returns how many events it abandoned.
+func (f *Fold[E, K, P]) Abandon() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	var n uint64
+	for f.queue.len() > 0 {
+		w := f.queue.pop()
+		n += uint64(w.Events)
+		f.reset(w)
+		f.free = append(f.free, w)
+	}
+	clear(f.newest)
+	f.abandoned.Add(n)
+	signal(f.ready)
+	return n
 }
 
 // Close makes Offer refuse from now on; what waits can still be taken.
@@ -225,6 +257,13 @@ func (f *Fold[E, K, P]) Delivered() uint64 { return f.delivered.Load() }
 
 // Dropped counts the events refused for a full Fold.
 func (f *Fold[E, K, P]) Dropped() uint64 { return f.dropped.Load() }
+
+// Folded counts the events folded into a waiting entry (Delivered counts
+// them too).
+func (f *Fold[E, K, P]) Folded() uint64 { return f.folded.Load() }
+
+// Abandoned counts the events Abandon removed.
+func (f *Fold[E, K, P]) Abandoned() uint64 { return f.abandoned.Load() }
 
 // offer is Offer as the Pipeline sees a Fold.
 func (f *Fold[E, K, P]) offer(ev E) { f.Offer(ev) }

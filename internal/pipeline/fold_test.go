@@ -221,3 +221,30 @@ func BenchmarkFoldOffer(b *testing.B) {
 		i++
 	}
 }
+
+// TestFoldAbandon: Abandon removes every waiting entry unhandled and
+// counts their events at once, while the taker still holds the entry it
+// took; the Fold is closed, and Done then reports every delivered event
+// dealt with.
+func TestFoldAbandon(t *testing.T) {
+	f := NewFold(4, byReason(10))
+	for i, r := range []string{"A", "B", "A", "C", "B"} {
+		f.Offer(reasoned(fmt.Sprint("e", i), r))
+	}
+	held, _ := f.Take() // A, with its repeat
+	if n := f.Abandon(); n != 3 {
+		t.Errorf("Abandon() = %d, want the 3 events of B and C", n)
+	}
+	if got := f.Offer(reasoned("late", "A")); got != Closed {
+		t.Errorf("Offer after Abandon = %v, want Closed", got)
+	}
+	if w, closed := f.Take(); w != nil || !closed {
+		t.Errorf("Take() = %v, %v; want nothing, closed", w, closed)
+	}
+	if got := f.Done(held); got != 5 {
+		t.Errorf("Done() = %d, want all 5 delivered events dealt with", got)
+	}
+	if f.Abandoned() != 3 || f.Folded() != 2 || f.Delivered() != 5 {
+		t.Errorf("Abandoned, Folded, Delivered = %d, %d, %d; want 3, 2, 5", f.Abandoned(), f.Folded(), f.Delivered())
+	}
+}

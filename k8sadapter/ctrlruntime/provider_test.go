@@ -2,12 +2,16 @@ package ctrlruntime_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -181,5 +185,57 @@ func TestShutdownWithoutManager(t *testing.T) {
 	}
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Errorf("second Shutdown: %v", err)
+	}
+}
+
+// TestShutdownTimeoutLogsWhatItAbandoned: the apiserver hangs on a
+// core/v1 create while the manager stops. The flush is cut short by the
+// shutdown timeout, and the line the Provider logs then gives the number
+// of events it abandoned: the nine waiting behind the hung call.
+func TestShutdownTimeoutLogsWhatItAbandoned(t *testing.T) {
+	var l logs
+	mgr := newManager(t, &l)
+	client := fake.NewClientset()
+	hang, hanging := make(chan struct{}), make(chan struct{}, 1)
+	client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetResource().Group == "" {
+			select {
+			case hanging <- struct{}{}:
+				<-hang // the first core/v1 create hangs
+			default:
+			}
+		}
+		return false, nil, nil
+	})
+	p, err := ctrlruntime.New(mgr, ctrlruntime.WithClient(client), ctrlruntime.WithRegisterer(prometheus.NewRegistry()),
+		ctrlruntime.WithShutdownTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := p.GetEventRecorderFor("c")
+	const n = 10
+	recorded := make(chan struct{})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for i := range n {
+			rec.Event(pod(i), v1.EventTypeNormal, "Synced", "synced")
+		}
+		close(recorded)
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, mgr)
+	<-recorded
+	<-hanging
+	stop()
+	lines := l.matching("Not every event was written")
+	close(hang)
+	if len(lines) != 1 || !strings.Contains(lines[0], `"abandoned"=9`) {
+		t.Errorf("log %q, want one line giving the 9 events abandoned", lines)
+	}
+	eventually(t, "the hung call's event to be written", func() bool { return p.Stats().Core.Created == 1 })
+	if s := p.Stats().Core; s.Abandoned != n-1 {
+		t.Errorf("Stats().Core.Abandoned = %d, want %d", s.Abandoned, n-1)
 	}
 }

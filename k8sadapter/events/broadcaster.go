@@ -149,15 +149,21 @@ func (e *EventBroadcaster) NewRecorder(scheme *runtime.Scheme, reportingControll
 // Shutdown stops the broadcaster: every event recorded before it is
 // written (one attempt each once shutdown began), every open series gets
 // its final count, within the shutdown timeout; then every goroutine has
-// ended, except one stuck in a sink call that never returns. If the writer
-// was not recording, what waited in its queue is counted as Abandoned.
+// ended. If the writer was not recording, what waited in its queue is
+// counted as Abandoned. If the timeout passes first, Shutdown returns
+// then: what waits in the writer's queue is abandoned, counted in
+// Stats.Abandoned and logged with its number; a goroutine still in a sink
+// or handler call ends as soon as the call returns, abandoning the rest
+// of what it holds (Abandoned, HandlerAbandoned; open series whose final
+// count is left unwritten, SeriesUnwritten). It must not be called from a
+// handler or the sink, which it waits for.
 func (e *EventBroadcaster) Shutdown() {
-	pipeline.ShutdownWithin(e.cfg.ShutdownTimeout, e.ShutdownContext, e.logger)
+	pipeline.ShutdownWithin(e.cfg.ShutdownTimeout, e.ShutdownContext)
 }
 
 // ShutdownContext is Shutdown bounded by ctx. It returns ctx.Err() if ctx
-// ended first; what was left is abandoned and counted. It panics on a nil
-// ctx.
+// ended first; what was left is abandoned and counted as Shutdown's
+// timeout abandons it. It panics on a nil ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	err := e.p.Shutdown(ctx)
 	// Nothing starts the writer any more: what is left in its queue

@@ -56,7 +56,11 @@
 //   - Shutdown flushes: queued events are written (one attempt each) and
 //     every open series gets its final count, within the shutdown timeout.
 //     What waits for a writer that is not recording is counted as
-//     abandoned.
+//     abandoned, and so is what the timeout cuts short (open series left
+//     without their final count: SeriesUnwritten), each logged with its
+//     number. Unlike client-go's, Shutdown waits for the handlers and the
+//     writer: a handler or the sink that calls it waits for itself, until
+//     the timeout.
 //   - Every event is accounted for in Stats, in exactly one fate, and
 //     every drop is logged once per burst, with a count (client-go's
 //     recorder logs a line per refused event).
@@ -95,5 +99,6 @@
 // (DroppedWatcherQueue: handlers are owed every event, nothing folds
 // there); events recorded after Shutdown began (DroppedClosed); events
 // still queued when the recording context ends or a shutdown deadline
-// passes, or when Shutdown finds no writer recording (Abandoned).
+// passes, or when Shutdown finds no writer recording (Abandoned,
+// HandlerAbandoned).
 package events

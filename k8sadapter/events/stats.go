@@ -24,16 +24,19 @@ import "github.com/heraldgo/herald/internal/pipeline"
 // Each handler of StartEventWatcher or StartLogging is owed the events
 // queued while it was started, and each ends in one of:
 //
-//	owed = Handled + DroppedWatcherQueue
+//	owed = Handled + DroppedWatcherQueue + HandlerAbandoned
 //
 // The equations hold exactly once the events have been handled: after
 // Flush while recording, or after Shutdown. Before, events still queued or
 // being written are in no fate yet; so are events queued while recording
-// is stopped, until it starts again or Shutdown abandons them.
+// is stopped, until it starts again or Shutdown abandons them. After a
+// Shutdown cut short by its deadline, the events still waiting in the
+// writer's queue are Abandoned when it returns; those a goroutine still
+// holds get their fate when its current call returns.
 //
 // Writes that no single event caused (the refresh and finish passes, the
 // final count of a series at eviction or shutdown) are SeriesWrites and
-// SeriesWriteFailures, not fates; nor are Folded, Evicted, Retries,
+// SeriesWriteFailures, and those not made SeriesUnwritten, not fates; nor are Folded, Evicted, Retries,
 // NilResponses and HandlerPanics.
 type Stats struct {
 	// The recorder side. Recorded counts Eventf calls. Queued counts the
@@ -82,23 +85,28 @@ type Stats struct {
 	Retries uint64
 	// SeriesWrites counts series counts written by the refresh, finish and
 	// shutdown passes and at eviction; SeriesWriteFailures those that
-	// failed.
-	SeriesWrites, SeriesWriteFailures uint64
+	// failed. SeriesUnwritten counts open series whose final count the
+	// shutdown did not write because its deadline had passed: the server
+	// keeps the count it had (the log line says by how many events it
+	// falls short).
+	SeriesWrites, SeriesWriteFailures, SeriesUnwritten uint64
 	// NilResponses counts sink calls that returned neither event nor error.
 	NilResponses uint64
 	// The handlers of StartEventWatcher and StartLogging: DroppedWatcherQueue
 	// counts events one missed because its queue, or the queue all of them
 	// share, was full (an event the latter refused counts once per handler
 	// started); HandlerPanics, calls that panicked; Handled, events handed
-	// to one (one per handler, those that panicked included).
-	DroppedWatcherQueue, HandlerPanics, Handled uint64
+	// to one (one per handler, those that panicked included);
+	// HandlerAbandoned, events not handed to one because the shutdown
+	// deadline had passed.
+	DroppedWatcherQueue, HandlerPanics, Handled, HandlerAbandoned uint64
 }
 
 // writerCounts are the writer's counters, owned by the goroutine that
 // writes.
 type writerCounts struct {
 	pipeline.Counts
-	seriesObserved, folded, evicted, seriesWrites, seriesWriteFailures uint64
+	seriesObserved, evicted, seriesWrites, seriesWriteFailures, seriesUnwritten uint64
 }
 
 // stats assembles Stats from the counters of the recorder side, the
@@ -109,11 +117,13 @@ func stats(r pipeline.RecorderCounts, w pipeline.Tally[writerCounts], h pipeline
 		Recorded: r.Recorded, Queued: r.Queued, InvalidObject: r.InvalidObject, InvalidType: r.InvalidType,
 		DroppedClosed: r.DroppedClosed,
 
-		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Folded: c.folded, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
+		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Folded: w.Folded, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
 		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedRetries: c.FailedRetries,
-		FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic, Abandoned: c.Abandoned, Retries: c.Retries,
-		SeriesWrites: c.seriesWrites, SeriesWriteFailures: c.seriesWriteFailures, NilResponses: c.NilResponses,
+		FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic, Abandoned: c.Abandoned + w.Abandoned, Retries: c.Retries,
+		SeriesWrites: c.seriesWrites, SeriesWriteFailures: c.seriesWriteFailures, SeriesUnwritten: c.seriesUnwritten,
+		NilResponses: c.NilResponses,
 
-		DroppedWatcherQueue: h.Dropped, HandlerPanics: h.Counts.Panics, Handled: h.Handled,
+		DroppedWatcherQueue: h.Dropped, HandlerPanics: h.Counts.Panics, Handled: h.Handled - h.Counts.Abandoned,
+		HandlerAbandoned: h.Counts.Abandoned,
 	}
 }

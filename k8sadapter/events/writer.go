@@ -238,9 +238,6 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 // open series get their final count, bounded by the shutdown's ctx.
 func (wr *writer) drain(ctx context.Context) {
 	wr.abandon()
-	if wr.flushed || ctx.Err() != nil {
-		return
-	}
 	wr.ctx = ctx // the recording context has ended: sink calls take this one
 	wr.flush()
 }
@@ -253,7 +250,6 @@ func (wr *writer) abandon() {
 		if w == nil {
 			return
 		}
-		wr.counts.folded += uint64(w.Events - 1)
 		wr.counts.Abandoned += uint64(w.Events)
 		wr.c.Reach(wr.q.Done(w), &wr.counts)
 	}
@@ -275,7 +271,6 @@ func (wr *writer) abandon() {
 // (Patched, or a failure), or SeriesObserved; folded ones in Folded too.
 func (wr *writer) handle(w *pending) {
 	n := int32(w.Events)
-	wr.counts.folded += uint64(n - 1)
 	if wr.e.p.Aborted() || wr.ctx.Err() != nil {
 		wr.counts.Abandoned += uint64(n)
 		return
@@ -445,21 +440,33 @@ func (wr *writer) refresh() {
 // flush writes, once each, the series whose latest count the server does
 // not have, and publishes the counts: the shutdown loses no count. It
 // runs once, when the recording ends at Shutdown or, if it ended before,
-// at Shutdown's drain.
+// at Shutdown's drain. Once the shutdown's deadline has passed, the
+// series left are not written: they are counted (SeriesUnwritten) and
+// logged, with the events the server does not have.
 func (wr *writer) flush() {
 	if wr.flushed {
 		return
 	}
 	wr.flushed = true
 	defer wr.c.Publish(&wr.counts)
+	var unwritten, events uint64
 	for _, ent := range wr.cache.Values() {
-		if wr.e.p.Aborted() {
-			return
+		s := ent.event.Series
+		if s == nil || s.Count <= ent.written {
+			continue
 		}
-		if s := ent.event.Series; s != nil && s.Count > ent.written {
-			if written, _ := wr.writeSeries(ent.event); written {
-				ent.written = s.Count
-			}
+		if wr.e.p.Aborted() || wr.ctx.Err() != nil {
+			unwritten++
+			events += uint64(s.Count - ent.written)
+			continue
 		}
+		if written, _ := wr.writeSeries(ent.event); written {
+			ent.written = s.Count
+		}
+	}
+	if unwritten > 0 {
+		wr.counts.seriesUnwritten += unwritten
+		wr.w.Logger.Error(nil, "Shutdown deadline passed: final counts of open series not written",
+			"series", unwritten, "eventsNotCounted", events)
 	}
 }
