@@ -78,6 +78,9 @@ type item struct {
 	// the hash functions for the match and key functions: a user's
 	// function runs once per event.
 	group, member, spam string
+	// With a KeyFunc, which may write e: e's event key as it was before
+	// the function ran, as client-go takes it.
+	key key
 	// unnamed: e's name is to be generated when the engine keeps it (see
 	// keep): a combined event's, and the sink's rebuilt occurrences'.
 	unnamed bool
@@ -213,21 +216,36 @@ func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator 
 		}
 	}
 	if f := o.KeyFunc; f != nil {
+		// client-go takes the event's key before it calls KeyFunc, and
+		// the spam key and a combined event from the event after: a
+		// KeyFunc that writes the event changes those, not the former.
+		// So the event key is kept as it was, and the fields are hashed
+		// again once the function has run.
+		keyFunc := func(it *item) {
+			it.group, it.member = f(it.e)
+			it.f = ec.hasher.hash(it.e)
+		}
+		opts.Key = correlation.Keyer[*item, key]{
+			Hash:  func(it *item) uint64 { it.key = eventKey(it.e); return eventHash(&it.f) },
+			Match: func(it *item, k *key) bool { return *k == it.key },
+			Make:  func(it *item) key { return it.key },
+		}
 		opts.Group = correlation.Keyer[*item, key]{
-			Hash:  func(it *item) uint64 { it.group, it.member = f(it.e); return customHash(kindCustomGroup, it.group) },
+			Hash:  func(it *item) uint64 { keyFunc(it); return customHash(kindCustomGroup, it.group) },
 			Match: func(it *item, k *key) bool { return k.custom == it.group },
 			Make:  func(it *item) key { return key{custom: it.group} },
 		}
 		opts.Member = func(it *item) member { return member{h: hashString(it.member), s: it.member} }
+		if o.MaxEvents < 0 {
+			// No group is ever full (below), but client-go still calls
+			// KeyFunc on every event, after it takes the event's key.
+			hash := opts.Key.Hash
+			opts.Key.Hash = func(it *item) uint64 { h := hash(it); keyFunc(it); return h }
+		}
 	}
 	if o.MaxEvents < 0 {
-		// client-go's uint makes it huge: no group is ever full. client-go
-		// still calls a KeyFunc on every event, after it takes the event's
-		// key: so does herald, for what the function does.
+		// client-go's uint makes it huge: no group is ever full.
 		opts.Group, opts.Member = correlation.Keyer[*item, key]{}, nil
-		if f := o.KeyFunc; f != nil {
-			opts.Key.Hash = func(it *item) uint64 { h := eventHash(&it.f); f(it.e); return h }
-		}
 	}
 	ec.engine = correlation.New(opts)
 	return ec

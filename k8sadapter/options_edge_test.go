@@ -148,3 +148,54 @@ func TestNegativeMaxEventsCallsKeyFunc(t *testing.T) {
 		t.Errorf("KeyFunc calls: client-go %d, herald %d; want 6 each", calls[0], calls[1])
 	}
 }
+
+// TestKeyFuncThatWritesTheEvent: client-go takes an event's key before it
+// calls KeyFunc, and its spam key and combined event from the event after.
+// A KeyFunc that writes the event's fields (here: stamps its call number
+// into the message, or moves it to another object) gets the same events,
+// counts and patches from herald: with repeats, with groups that fill
+// (distinct messages, so that client-go's random choice of the member it
+// forgets decides nothing), and with no groups.
+func TestKeyFuncThatWritesTheEvent(t *testing.T) {
+	writers := map[string]func(e *v1.Event, n int){
+		"message": func(e *v1.Event, n int) { e.Message = fmt.Sprintf("%s #%d", e.Message, n) },
+		"object":  func(e *v1.Event, n int) { e.InvolvedObject.Name = fmt.Sprint("pod-", n%3) },
+	}
+	cases := []struct {
+		maxEvents int
+		messages  int // distinct messages, in turn
+	}{{0, 2}, {3, 100}, {-1, 2}}
+	for name, write := range writers {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/MaxEvents=%d", name, tc.maxEvents), func(t *testing.T) {
+				clk := testclocks.NewFakeClock(t0)
+				var calls [2]int
+				opts := func(i int) record.CorrelatorOptions {
+					return record.CorrelatorOptions{Clock: clk, MaxEvents: tc.maxEvents, BurstSize: 5,
+						KeyFunc: func(e *v1.Event) (string, string) {
+							calls[i]++
+							write(e, calls[i])
+							return e.Reason, e.Message
+						}}
+				}
+				cg := record.NewEventCorrelatorWithOptions(opts(0))
+				h := k8sadapter.NewEventCorrelatorWithOptions(opts(1))
+				for i := range 8 {
+					clk.Step(time.Second)
+					e := edgeEvent(fmt.Sprint("message ", i%tc.messages), clk.Now())
+					want, err := cg.EventCorrelate(e.DeepCopy())
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := h.EventCorrelate(e.DeepCopy())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
+						t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
+					}
+				}
+			})
+		}
+	}
+}
