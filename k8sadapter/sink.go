@@ -126,7 +126,9 @@ func (s *sinkWriter) handle(w *waiting) {
 	var h held
 	for i := range n {
 		if s.e.p.Aborted() {
-			s.counts.Abandoned += uint64(n-i) + h.events
+			lost := uint64(n-i) + h.events
+			s.counts.Abandoned += lost
+			s.w.Logger.Error(nil, "Shutdown deadline passed: abandoning the events the sink held", "abandoned", lost)
 			return
 		}
 		ev := w.First

@@ -384,6 +384,9 @@ func (p *Pipeline[E]) StartHandler(logger klog.Logger, handler func(E), ended fu
 			}
 			c.Done(&counts)
 		}
+		if counts.Abandoned > 0 {
+			logger.Error(nil, "Shutdown deadline passed: abandoned the events queued for the handler", "abandoned", counts.Abandoned)
+		}
 		if ended != nil {
 			ended()
 		}

@@ -47,6 +47,9 @@ type sink struct {
 	stored   map[string]*eventsv1.Event
 	onCreate func(n int, e *eventsv1.Event) error
 	creates  int
+	// onPatch, if set, runs before every patch, without the lock: it may
+	// block.
+	onPatch func()
 }
 
 func newSink() *sink { return &sink{stored: map[string]*eventsv1.Event{}} }
@@ -74,6 +77,12 @@ func (s *sink) Update(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, er
 
 func (s *sink) Patch(_ context.Context, e *eventsv1.Event, p []byte) (*eventsv1.Event, error) {
 	s.mu.Lock()
+	hook := s.onPatch
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, call{verb: "patch", event: e.DeepCopy(), patch: string(p)})
 	old, ok := s.stored[e.Name]
@@ -82,6 +91,13 @@ func (s *sink) Patch(_ context.Context, e *eventsv1.Event, p []byte) (*eventsv1.
 	}
 	old.Series = e.Series.DeepCopy()
 	return old.DeepCopy(), nil
+}
+
+// setOnPatch sets onPatch while the writer may be patching.
+func (s *sink) setOnPatch(f func()) {
+	s.mu.Lock()
+	s.onPatch = f
+	s.mu.Unlock()
 }
 
 func (s *sink) snapshot() ([]call, []*eventsv1.Event) {

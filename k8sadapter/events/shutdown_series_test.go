@@ -57,11 +57,31 @@ func TestShutdownAfterRecordingContextEndWritesOpenSeries(t *testing.T) {
 	})
 }
 
+// openSeries records, for each of names, a create and a patch that opens
+// its series, then more events counted into it and not written yet.
+func openSeries(t *testing.T, e *events.EventBroadcaster, r clientevents.EventRecorder, more int, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		for range 2 {
+			r.Eventf(pod(name), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+			if err := e.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range more {
+			r.Eventf(pod(name), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		}
+	}
+	if err := e.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestShutdownDeadlineCountsUnwrittenSeries: when the shutdown's deadline
-// has passed before the final counts of the open series are written, they
-// are not written, and not lost without a trace: SeriesUnwritten counts
-// the series, and a line logs them with the events the server does not
-// have.
+// passes while the final count of an open series is being written, the
+// series left are not written, and not lost without a trace:
+// SeriesUnwritten counts them, and a line logs them with the events the
+// server does not have.
 func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testlog.Lines
@@ -70,39 +90,121 @@ func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 		if err := e.StartRecordingToSinkWithContext(klog.NewContext(context.Background(), log.Logger())); err != nil {
 			t.Fatal(err)
 		}
-		r := e.NewRecorder(scheme.Scheme, "c")
-		for _, name := range []string{"a", "b", "c"} {
-			for range 2 { // a create, then a patch that opens the series
-				r.Eventf(pod(name), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
-				if err := e.Flush(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for range 5 { // counted into the open series, written by a later pass
-				r.Eventf(pod(name), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
-			}
+		openSeries(t, e, e.NewRecorder(scheme.Scheme, "c"), 5, "a", "b", "c")
+		release := make(chan struct{})
+		s.setOnPatch(func() { <-release }) // the first final count hangs
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ShutdownContext = %v, want the deadline", err)
 		}
-		if err := e.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := e.ShutdownContext(ctx); !errors.Is(err, context.Canceled) {
-			t.Fatalf("ShutdownContext = %v, want the ended context's error", err)
-		}
+		close(release)
 		synctest.Wait() // the writer has ended
-		if st := e.Stats(); st.SeriesUnwritten != 3 || st.SeriesWrites != 0 || st.SeriesObserved != 15 {
-			t.Errorf("Stats() = %+v, want 3 series unwritten, none written, 15 observed", st)
+		if st := e.Stats(); st.SeriesWrites != 1 || st.SeriesUnwritten != 2 || st.SeriesObserved != 15 {
+			t.Errorf("Stats() = %+v, want 1 series written, 2 unwritten, 15 events observed", st)
 		}
 		if got := log.With("final counts of open series not written"); len(got) != 1 ||
-			!strings.Contains(got[0], `"series"=3`) || !strings.Contains(got[0], `"eventsNotCounted"=15`) {
-			t.Errorf("log %q, want one line with the 3 series and the 15 events", got)
+			!strings.Contains(got[0], `"series"=2`) || !strings.Contains(got[0], `"eventsNotCounted"=10`) {
+			t.Errorf("log %q, want one line with the 2 series and their 10 events", got)
 		}
-		_, stored := s.snapshot()
-		for _, ev := range stored {
-			if ev.Series == nil || ev.Series.Count != 2 {
-				t.Errorf("stored %s with series %+v, want the count of 2 its patch wrote", ev.Regarding.Name, ev.Series)
+	})
+}
+
+// TestRecordingContextEndDuringFinalCounts: the recording context ends
+// while Shutdown writes the open series' final counts (a controller's
+// stop channel closes as its deferred Shutdown runs). No deadline passed:
+// every series gets its final count.
+func TestRecordingContextEndDuringFinalCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		s := newSink()
+		e := events.NewBroadcaster(s)
+		ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log.Logger()))
+		defer cancel()
+		if err := e.StartRecordingToSinkWithContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		openSeries(t, e, e.NewRecorder(scheme.Scheme, "c"), 1, "a", "b")
+		s.setOnPatch(cancel) // the first final count ends the recording context
+		if err := e.ShutdownContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if st := e.Stats(); st.SeriesWrites != 2 || st.SeriesUnwritten != 0 {
+			t.Errorf("Stats() = %+v, want both final counts written", st)
+		}
+		if got := log.With("not written"); len(got) != 0 {
+			t.Errorf("log %q, want no line of counts not written", got)
+		}
+	})
+}
+
+// TestWriterMakesNoSinkCallAfterDeadline: the writer is in the create of
+// a new series' first event, two more folded behind it, when the
+// shutdown's deadline passes; once the create returns it abandons the
+// two, without the patch that would have written them.
+func TestWriterMakesNoSinkCallAfterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		s := newSink()
+		s.onCreate = func(int, *eventsv1.Event) error { <-release; return nil }
+		e := events.NewBroadcaster(s)
+		r := e.NewRecorder(scheme.Scheme, "c")
+		for range 3 { // one entry: the first and two folded into it
+			r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		}
+		if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the writer is in the create
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ShutdownContext = %v, want the deadline", err)
+		}
+		close(release)
+		synctest.Wait() // the writer has ended
+		if calls, _ := s.snapshot(); verbs(calls) != "create" {
+			t.Errorf("sink calls %q, want only the create in progress at the deadline", verbs(calls))
+		}
+		if st := e.Stats(); st.Created != 1 || st.Abandoned != 2 || st.Patched != 0 || st.Folded != 2 {
+			t.Errorf("Stats() = %+v, want 1 created, the 2 folded events abandoned", st)
+		}
+	})
+}
+
+// TestFinishPassStopsAtDeadline: the writer is in the first write of a
+// finish pass when the shutdown's deadline passes; once that call
+// returns, the pass writes no other series.
+func TestFinishPassStopsAtDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSink()
+		e := events.NewBroadcaster(s)
+		if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
+			t.Fatal(err)
+		}
+		openSeries(t, e, e.NewRecorder(scheme.Scheme, "c"), 0, "a", "b", "c")
+		release := make(chan struct{})
+		var patches atomic.Int64
+		s.setOnPatch(func() {
+			if patches.Add(1) == 1 {
+				<-release
 			}
+		})
+		time.Sleep(2 * events.FinishTime) // a finish pass finds the series idle
+		synctest.Wait()
+		if n := patches.Load(); n != 1 {
+			t.Fatalf("patches = %d, want the finish pass in its first", n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ShutdownContext = %v, want the deadline", err)
+		}
+		close(release)
+		synctest.Wait() // the writer has ended
+		if n := patches.Load(); n != 1 {
+			t.Errorf("patches = %d, want none after the one in progress at the deadline", n)
 		}
 	})
 }

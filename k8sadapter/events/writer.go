@@ -194,6 +194,9 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 		defer refresh.Stop()
 		// pass runs a periodic pass and sets its timer again.
 		pass := func(run func(), t clock.Timer, d time.Duration) {
+			if wr.e.p.Aborted() { // no sink call once the deadline passed
+				return
+			}
 			run()
 			c.Publish(&wr.counts)
 			t.Reset(d)
@@ -215,7 +218,7 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 				continue
 			}
 			if closed {
-				wr.flush()
+				wr.flush(wr.e.p.Aborted)
 				return
 			}
 			select {
@@ -239,19 +242,24 @@ func (wr *writer) run(ctx context.Context, logger klog.Logger) func(*pipeline.Co
 func (wr *writer) drain(ctx context.Context) {
 	wr.abandon()
 	wr.ctx = ctx // the recording context has ended: sink calls take this one
-	wr.flush()
+	wr.flush(func() bool { return wr.e.p.Aborted() || ctx.Err() != nil })
 }
 
-// abandon counts the events no writer will take: what is left in the
-// queue at Shutdown when the writer is not recording.
+// abandon counts, and logs, the events no writer will take: what is left
+// in the queue at Shutdown when the writer is not recording.
 func (wr *writer) abandon() {
+	var n uint64
 	for {
 		w, _ := wr.q.Take()
 		if w == nil {
-			return
+			break
 		}
+		n += uint64(w.Events)
 		wr.counts.Abandoned += uint64(w.Events)
 		wr.c.Reach(wr.q.Done(w), &wr.counts)
+	}
+	if n > 0 {
+		wr.w.Logger.Error(nil, "Shutdown found the writer not recording: abandoning the events waiting for it", "abandoned", n)
 	}
 }
 
@@ -272,7 +280,7 @@ func (wr *writer) abandon() {
 func (wr *writer) handle(w *pending) {
 	n := int32(w.Events)
 	if wr.e.p.Aborted() || wr.ctx.Err() != nil {
-		wr.counts.Abandoned += uint64(n)
+		wr.abandonHeld(uint64(n))
 		return
 	}
 	// A series is observed when its events are recorded (client-go: when
@@ -302,6 +310,10 @@ func (wr *writer) handle(w *pending) {
 	}
 	if ent != nil {
 		wr.forget(ent)
+		if wr.e.p.Aborted() { // the deadline passed during its write
+			wr.abandonHeld(uint64(n))
+			return
+		}
 	} else {
 		ent = new(entry)
 	}
@@ -310,10 +322,23 @@ func (wr *writer) handle(w *pending) {
 	if wr.w.Write(wr.ctx, &wr.counts.Counts, ev.DeepCopy(), wr.attempt) {
 		ent.written = 1
 	}
-	if n > 1 {
+	switch {
+	case n == 1:
+	case wr.e.p.Aborted(): // the deadline passed during the create
+		wr.abandonHeld(uint64(n - 1))
+	default:
 		wr.openSeries(ent, n, last)
 		wr.counts.seriesObserved += uint64(n - 2)
 	}
+}
+
+// abandonHeld counts, and logs, n events of the entry the writer took,
+// which it will not write: the shutdown's deadline passed, or the
+// recording context ended (what waits in the queue then waits for the
+// next recording, or for Shutdown).
+func (wr *writer) abandonHeld(n uint64) {
+	wr.counts.Abandoned += n
+	wr.w.Logger.Error(nil, "Abandoning events the writer held: the shutdown deadline passed, or the recording context ended", "abandoned", n)
 }
 
 // openSeries turns ent's single event into a series of count events, the
@@ -410,6 +435,9 @@ func (wr *writer) writeSeries(ev *eventsv1.Event) (written, settled bool) {
 func (wr *writer) finish() {
 	cutoff := wr.e.cfg.clock.Now().Add(-FinishTime)
 	for _, h := range wr.cache.Keys() {
+		if wr.e.p.Aborted() { // the deadline passed during a write
+			return
+		}
 		ent, _ := wr.cache.Peek(h)
 		if s := ent.event.Series; s != nil {
 			if !s.LastObservedTime.Time.Before(cutoff) {
@@ -429,6 +457,9 @@ func (wr *writer) finish() {
 // written again, so that it outlives the server's event TTL.
 func (wr *writer) refresh() {
 	for _, ent := range wr.cache.Values() {
+		if wr.e.p.Aborted() { // the deadline passed during a write
+			return
+		}
 		if s := ent.event.Series; s != nil {
 			if written, _ := wr.writeSeries(ent.event); written {
 				ent.written = s.Count
@@ -440,10 +471,10 @@ func (wr *writer) refresh() {
 // flush writes, once each, the series whose latest count the server does
 // not have, and publishes the counts: the shutdown loses no count. It
 // runs once, when the recording ends at Shutdown or, if it ended before,
-// at Shutdown's drain. Once the shutdown's deadline has passed, the
-// series left are not written: they are counted (SeriesUnwritten) and
-// logged, with the events the server does not have.
-func (wr *writer) flush() {
+// at Shutdown's drain. Once giveUp reports true (the shutdown's deadline
+// has passed), the series left are not written: they are counted
+// (SeriesUnwritten) and logged, with the events the server does not have.
+func (wr *writer) flush(giveUp func() bool) {
 	if wr.flushed {
 		return
 	}
@@ -455,7 +486,7 @@ func (wr *writer) flush() {
 		if s == nil || s.Count <= ent.written {
 			continue
 		}
-		if wr.e.p.Aborted() || wr.ctx.Err() != nil {
+		if giveUp() {
 			unwritten++
 			events += uint64(s.Count - ent.written)
 			continue
