@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
 	"time"
 
@@ -89,8 +90,9 @@ type Stats struct {
 
 // New returns a Correlator that counts repeats under key(v) and groups,
 // combines and filters as opts says; zero numbers in opts take the
-// defaults. T and K are inferred from key. New panics if key is nil or a
-// number in opts is negative: those are programming errors.
+// defaults. T and K are inferred from key. New panics if key is nil, a
+// number in opts is negative or opts.Rate is NaN: those are programming
+// errors.
 func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, K] {
 	switch {
 	case key == nil:
@@ -105,6 +107,8 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 		panic("correlate: negative Options.Burst")
 	case opts.Rate < 0:
 		panic("correlate: negative Options.Rate")
+	case math.IsNaN(float64(opts.Rate)):
+		panic("correlate: NaN Options.Rate")
 	}
 	c := &Correlator[T, K]{seed: maphash.MakeSeed()}
 	o := correlation.Options[T, K, K, T]{

@@ -2,6 +2,7 @@ package correlate_test
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -552,6 +553,9 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 		{"negative Window", eventKey, correlate.Options[event, key]{Window: -1}, "correlate: negative Options.Window"},
 		{"negative Burst", eventKey, correlate.Options[event, key]{Burst: -1}, "correlate: negative Options.Burst"},
 		{"negative Rate", eventKey, correlate.Options[event, key]{Rate: -1}, "correlate: negative Options.Rate"},
+		// x/time/rate would take a NaN rate as no limit: the spam filter
+		// would never skip.
+		{"NaN Rate", eventKey, correlate.Options[event, key]{Spam: perObject, Rate: rate.Limit(math.NaN())}, "correlate: NaN Options.Rate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -65,7 +65,8 @@ type Options[T any, K comparable] struct {
 	// seen. Zero: DefaultBurst.
 	Burst int
 	// Rate is the refill of each spam bucket, in tokens per second. Zero:
-	// DefaultRate; rate.Inf: never skip.
+	// DefaultRate; rate.Inf: never skip. New panics if it is NaN (which
+	// would never skip either, unnoticed).
 	Rate rate.Limit
 	// Clock tells the time. nil: the system clock.
 	Clock Clock

@@ -152,8 +152,8 @@ func NewEventCorrelator(c clock.PassiveClock) *EventCorrelator {
 // combines (a KeyFunc is still called on every event); a negative or huge
 // MaxIntervalInSeconds starts every group afresh (so that MaxEvents 1
 // combines every event); a negative QPS never refills a spam bucket
-// (BurstSize events, then none). A negative LRUCacheSize or BurstSize
-// means the default.
+// (BurstSize events, then none), and a NaN QPS never skips an event. A
+// negative LRUCacheSize or BurstSize means the default.
 func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator {
 	if o.LRUCacheSize <= 0 {
 		o.LRUCacheSize = defaultLRUCacheSize

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"hash/maphash"
+	"math"
 	"sync"
 	"time"
 
@@ -22,12 +23,14 @@ type Limiter[K comparable] struct {
 }
 
 // New returns a Limiter configured by opts, whose zero fields take the
-// defaults. It panics if a field of opts is negative: that is a programming
-// error.
+// defaults. It panics if a field of opts is negative, or opts.Limit is NaN:
+// that is a programming error.
 func New[K comparable](opts Options) *Limiter[K] {
 	switch {
 	case opts.Limit < 0:
 		panic("ratelimit: negative Options.Limit")
+	case math.IsNaN(float64(opts.Limit)):
+		panic("ratelimit: NaN Options.Limit")
 	case opts.Burst < 0:
 		panic("ratelimit: negative Options.Burst")
 	case opts.Size < 0:

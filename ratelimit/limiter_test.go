@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -169,12 +170,15 @@ func TestConcurrentAllow(t *testing.T) {
 	}
 }
 
-func TestNewPanicsOnNegativeOptions(t *testing.T) {
+// TestNewPanicsOnInvalidOptions: a negative number, or a NaN limit (which
+// x/time/rate would take as no limit at all), is refused by name.
+func TestNewPanicsOnInvalidOptions(t *testing.T) {
 	tests := []struct {
 		opts ratelimit.Options
 		want string
 	}{
 		{ratelimit.Options{Limit: -1}, "ratelimit: negative Options.Limit"},
+		{ratelimit.Options{Limit: rate.Limit(math.NaN())}, "ratelimit: NaN Options.Limit"},
 		{ratelimit.Options{Burst: -1}, "ratelimit: negative Options.Burst"},
 		{ratelimit.Options{Size: -1}, "ratelimit: negative Options.Size"},
 	}
@@ -302,13 +306,16 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 	})
 }
 
-func TestNewThrottlePanicsOnNegativeInput(t *testing.T) {
+// TestNewThrottlePanicsOnInvalidInput: as TestNewPanicsOnInvalidOptions,
+// for a Throttle.
+func TestNewThrottlePanicsOnInvalidInput(t *testing.T) {
 	tests := []struct {
 		limit rate.Limit
 		burst int
 		want  string
 	}{
 		{-1, 1, "ratelimit: negative throttle limit"},
+		{rate.Limit(math.NaN()), 1, "ratelimit: NaN throttle limit"},
 		{1, -1, "ratelimit: negative throttle burst"},
 	}
 	for _, tc := range tests {

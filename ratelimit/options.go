@@ -18,7 +18,7 @@ const (
 type Options struct {
 	// Limit is how many tokens per second each bucket gains. Zero means
 	// DefaultLimit; rate.Inf means every call is allowed. New panics if it
-	// is negative.
+	// is negative or NaN (which would allow every call too, unnoticed).
 	Limit rate.Limit
 	// Burst is the size of each bucket, full when a key is first seen. Zero
 	// means DefaultBurst. New panics if it is negative.

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -18,11 +19,14 @@ type Throttle struct {
 
 // NewThrottle returns a Throttle that starts with a full bucket. A zero
 // limit means rate.Inf: every write may proceed at once. A zero burst means
-// 1. It panics if limit or burst is negative.
+// 1. It panics if limit or burst is negative, or limit is NaN (which would
+// let every write proceed, unnoticed).
 func NewThrottle(limit rate.Limit, burst int) *Throttle {
 	switch {
 	case limit < 0:
 		panic("ratelimit: negative throttle limit")
+	case math.IsNaN(float64(limit)):
+		panic("ratelimit: NaN throttle limit")
 	case burst < 0:
 		panic("ratelimit: negative throttle burst")
 	}
