@@ -509,6 +509,46 @@ func TestStored(t *testing.T) {
 	}
 }
 
+// TestRepeatAllocations pins what Correlate's doc says, with client-go's
+// configuration: a repeat allocates only its spam key's token bucket, when
+// it is that key's second value, and nothing otherwise.
+func TestRepeatAllocations(t *testing.T) {
+	const n = 500
+	evs := objects(n) // one spam key each
+	c := newCorrelator(newClock(), nil)
+	for _, e := range evs {
+		mustCorrelate(t, c, e)
+	}
+	for i, want := range []float64{1, 0, 0} { // the second, third and fourth value of each key
+		j := 0
+		// AllocsPerRun calls once more than it counts: n calls, one per key.
+		got := testing.AllocsPerRun(n-1, func() {
+			if r, err := c.Correlate(evs[j]); err != nil || r.Count != i+2 {
+				t.Fatalf("Correlate(%v) = count %d, error %v; want count %d", evs[j], r.Count, err, i+2)
+			}
+			j++
+		})
+		if got != want {
+			t.Errorf("repeat %d of a key: %v allocations, want %v", i+1, got, want)
+		}
+	}
+
+	// A repeat whose spam key had its second value before (another event
+	// of the same object) allocates nothing.
+	c = newCorrelator(newClock(), nil)
+	other := make([]event, n)
+	for j, e := range evs {
+		other[j] = e
+		other[j].Reason = "Other"
+		mustCorrelate(t, c, e)
+		mustCorrelate(t, c, other[j]) // the spam key's second value
+	}
+	j := 0
+	if got := testing.AllocsPerRun(n-1, func() { mustCorrelate(t, c, evs[j]); j++ }); got != 0 {
+		t.Errorf("first repeat of a key whose spam key has its bucket: %v allocations, want 0", got)
+	}
+}
+
 // TestConcurrentCorrelate runs 8 goroutines on 10 keys: the counts are
 // exact. Run it with -race.
 func TestConcurrentCorrelate(t *testing.T) {

@@ -56,8 +56,10 @@ func New[K comparable](opts Options) *Limiter[K] {
 // bucket, which then refills continuously at Options.Limit tokens per
 // second (golang.org/x/time/rate's AllowN(now, 1)).
 //
-// AllowAt on a known key allocates nothing (BenchmarkAllowAt); a new key
-// allocates its bucket.
+// AllowAt allocates nothing from a key's third call on (BenchmarkAllowAt).
+// A key's first call allocates its cache entry, and its second call its
+// token bucket, which a key seen only once (as most keys of a flood are)
+// never needs. A forgotten key starts over.
 func (l *Limiter[K]) AllowAt(key K, now time.Time) bool {
 	h := maphash.Comparable(l.seed, key) // outside the lock
 	l.mu.Lock()

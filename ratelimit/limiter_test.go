@@ -170,6 +170,24 @@ func TestConcurrentAllow(t *testing.T) {
 	}
 }
 
+// TestAllowAtAllocations pins what AllowAt's doc says: a key's second call
+// allocates its token bucket, once, and no call after that allocates.
+func TestAllowAtAllocations(t *testing.T) {
+	const n = 1000
+	l := ratelimit.New[int](ratelimit.Options{Size: 2 * n})
+	for k := range n {
+		l.AllowAt(k, t0) // every key's first call
+	}
+	for i, want := range []float64{1, 0, 0} { // every key's second, third and fourth call
+		k := 0
+		// AllocsPerRun calls once more than it counts: n calls, one per key.
+		got := testing.AllocsPerRun(n-1, func() { l.AllowAt(k, t0); k++ })
+		if got != want {
+			t.Errorf("call %d on a key: %v allocations, want %v", i+2, got, want)
+		}
+	}
+}
+
 // TestNewPanicsOnInvalidOptions: a negative number, or a NaN limit (which
 // x/time/rate would take as no limit at all), is refused by name.
 func TestNewPanicsOnInvalidOptions(t *testing.T) {
