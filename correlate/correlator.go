@@ -1,7 +1,6 @@
 package correlate
 
 import (
-	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -186,7 +185,7 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 	defer c.mu.Unlock()
 	r, p := c.engine.Correlate(v)
 	if p != nil {
-		return Result[T, K]{}, fmt.Errorf("%w: %v", ErrPanic, p)
+		return Result[T, K]{}, panicError(p)
 	}
 	k := c.key
 	if r.Combined {

@@ -2,9 +2,7 @@ package correlate_test
 
 import (
 	"errors"
-
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,22 +39,23 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 	}
 	tests := []struct {
 		name string
+		fn   string                      // how the error names the function
 		arm  func(f *funcs, boom func()) // wraps one function to call boom first
 	}{
-		{"key", func(f *funcs, boom func()) { k := f.key; f.key = func(e event) key { boom(); return k(e) } }},
-		{"group", func(f *funcs, boom func()) {
+		{"key", "the key function", func(f *funcs, boom func()) { k := f.key; f.key = func(e event) key { boom(); return k(e) } }},
+		{"group", "Options.Group", func(f *funcs, boom func()) {
 			g := f.opts.Group
 			f.opts.Group = func(e event) (key, key) { boom(); return g(e) }
 		}},
-		{"combine", func(f *funcs, boom func()) {
+		{"combine", "Options.Combine", func(f *funcs, boom func()) {
 			c := f.opts.Combine
 			f.opts.Combine = func(e event, now time.Time) event { boom(); return c(e, now) }
 		}},
-		{"spam", func(f *funcs, boom func()) {
+		{"spam", "Options.Spam", func(f *funcs, boom func()) {
 			s := f.opts.Spam
 			f.opts.Spam = func(e event) key { boom(); return s(e) }
 		}},
-		{"clock", nil}, // the armed clock panics by itself
+		{"clock", "Options.Clock", nil}, // the armed clock panics by itself
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	script := make([]event, 400)
@@ -103,8 +102,9 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 				got, err := poisoned.Correlate(e)
 				armed = false
 				if err != nil {
-					if !errors.Is(err, correlate.ErrPanic) || !strings.Contains(err.Error(), tc.name+" exploded") {
-						t.Fatalf("event %d: Correlate error = %v, want ErrPanic with the panic value", i, err)
+					want := "correlate: panic in " + tc.fn + ": " + tc.name + " exploded"
+					if !errors.Is(err, correlate.ErrPanic) || err.Error() != want {
+						t.Fatalf("event %d: Correlate error = %v, want %q, wrapping ErrPanic", i, err, want)
 					}
 					if diff := cmp.Diff(correlate.Result[event, key]{}, got); diff != "" {
 						t.Fatalf("event %d: Correlate returned an error and a Result (-want +got):\n%s", i, diff)

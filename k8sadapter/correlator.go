@@ -378,6 +378,22 @@ type decision struct {
 	skip     bool
 }
 
+// optionName names the field of record.CorrelatorOptions whose function
+// panicked in f; the event key is herald's own.
+func optionName(f correlation.Func) string {
+	switch f {
+	case correlation.FuncClock:
+		return "Clock"
+	case correlation.FuncGroup, correlation.FuncMember:
+		return "KeyFunc"
+	case correlation.FuncCombine:
+		return "MessageFunc"
+	case correlation.FuncSpam:
+		return "SpamKeyFunc"
+	}
+	return "the event key"
+}
+
 // decide correlates e. If unnamed, e is one of the sink's rebuilt
 // occurrences whose name is not set yet: it is named when the correlator
 // keeps it (a repeat takes the name of the first), or when it is to be
@@ -391,7 +407,7 @@ func (c *EventCorrelator) decide(e *v1.Event, unnamed bool) (decision, error) {
 		if unnamed { // c.in is not ours once unlocked
 			generateName(e)
 		}
-		return decision{}, fmt.Errorf("k8sadapter: correlate event %s/%s: %w: %v", e.Namespace, e.Name, correlate.ErrPanic, p)
+		return decision{}, fmt.Errorf("k8sadapter: correlate event %s/%s: %w in %s: %v", e.Namespace, e.Name, correlate.ErrPanic, optionName(p.Func), p.Value)
 	}
 	d := decision{prev: r.Previous, count: r.Count, combined: r.Combined, skip: r.Skip}
 	if d.combined && !d.skip {

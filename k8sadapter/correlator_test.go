@@ -273,8 +273,8 @@ func TestPanickingOptionFunctionChangesNothing(t *testing.T) {
 				got, err := herald.EventCorrelate(e.DeepCopy())
 				armed = false
 				if err != nil {
-					if !errors.Is(err, correlate.ErrPanic) || !strings.Contains(err.Error(), tc.name+" exploded") {
-						t.Fatalf("event %d: error %v, want one wrapping correlate.ErrPanic with the panic value", i, err)
+					if !errors.Is(err, correlate.ErrPanic) || !strings.HasSuffix(err.Error(), "panic in "+tc.name+": "+tc.name+" exploded") {
+						t.Fatalf("event %d: error %v, want one wrapping correlate.ErrPanic, naming %s, with the panic value", i, err, tc.name)
 					}
 					if diff := cmp.Diff(e, got.Event); diff != "" || got.Patch != nil || got.Skip {
 						t.Fatalf("event %d: after a panic, result %+v differs from the event as it is:\n%s", i, got, diff)

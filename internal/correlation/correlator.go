@@ -118,6 +118,27 @@ type Result[T, L any] struct {
 	Skip     bool           // the spam filter refused this occurrence
 }
 
+// Func names a function of Options that Correlate runs before it changes
+// anything, and that may run the user's code.
+type Func int
+
+// The functions Correlate names in a Panic.
+const (
+	FuncClock   Func = iota + 1 // Clock.Now (either reading)
+	FuncKey                     // Key.Hash
+	FuncGroup                   // Group.Hash and Group.Match
+	FuncMember                  // Member
+	FuncCombine                 // Combine
+	FuncSpam                    // Spam.Hash
+)
+
+// Panic is what Correlate recovered: which function panicked, and with
+// what value.
+type Panic struct {
+	Func  Func
+	Value any
+}
+
 // Stats counts what a Correlator decided.
 type Stats struct {
 	Correlated, New, Repeats, Combined, Skipped, Panics, Evicted uint64
@@ -194,8 +215,8 @@ type plan[M comparable] struct {
 // without changing them; the commit then changes the caches and counters,
 // and calls no function that may panic. So a Correlate call either has all
 // its effects or, having panicked, none but Stats.Panics: it then returns
-// a zero Result and the panic value.
-func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, L], panicked any) {
+// a zero Result and the panic, with the function that panicked.
+func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, L], panicked *Panic) {
 	var p plan[M]
 	if panicked = c.plan(v, &res, &p); panicked != nil {
 		c.stats.Panics++
@@ -205,15 +226,25 @@ func (c *Correlator[T, K, M, L]) Correlate(v T) (res Result[T, L], panicked any)
 	return res, nil
 }
 
-// plan fills p, res.Event and res.Combined, and returns the value of a
-// panic in the functions it calls, or nil.
-func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, L], p *plan[M]) (panicked any) {
-	defer func() { panicked = recover() }()
+// plan fills p, res.Event and res.Combined, and returns a panic in the
+// functions it calls, or nil.
+func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, L], p *plan[M]) (panicked *Panic) {
+	running := FuncClock // the function being called, for a panic to name
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = &Panic{Func: running, Value: r}
+		}
+	}()
 	p.now = c.clock.Now()
 	res.Event = v
+	running = FuncKey
 	p.h = c.key.Hash(v) // client-go computes the value's key first too
 	if c.group.Hash != nil {
-		p.gh, p.m = c.group.Hash(v), c.member(v)
+		running = FuncGroup
+		p.gh = c.group.Hash(v)
+		running = FuncMember
+		p.m = c.member(v)
+		running = FuncGroup
 		p.grp, _ = c.groups.Peek(p.gh, func(k *K) bool { return c.group.Match(v, k) })
 		p.fresh = p.grp == nil || p.now.After(p.grp.last.Add(c.window)) // more than Window since the last
 		p.at, p.full = -1, c.maxMembers <= 1
@@ -229,14 +260,17 @@ func (c *Correlator[T, K, M, L]) plan(v T, res *Result[T, L], p *plan[M]) (panic
 			p.h = ^p.gh // spread group keys away from equal value keys
 			res.Combined = true
 			if c.combine != nil {
+				running = FuncCombine
 				res.Event = c.combine(v, p.now)
 			}
 		}
 	}
 	if c.spamKey.Hash != nil {
+		running = FuncSpam
 		p.skh = c.spamKey.Hash(res.Event)
 		p.spamNow = p.now
 		if c.spamClock {
+			running = FuncClock
 			p.spamNow = c.clock.Now()
 		}
 	}

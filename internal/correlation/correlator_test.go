@@ -143,31 +143,36 @@ func script(n int) ([]event, []time.Duration) {
 
 // TestPanicLeavesNoTrace arms each function the adapter passes, including
 // the clock's second reading, to panic during one call in five: that call
-// returns the panic value and a zero Result, and a twin that never saw it
-// gives the same results for every later event and the same Stats but
-// Panics.
+// returns the panic, naming the function, and a zero Result, and a twin
+// that never saw it gives the same results for every later event and the
+// same Stats but Panics.
 func TestPanicLeavesNoTrace(t *testing.T) {
 	tests := []struct {
 		name string
+		fn   correlation.Func // what the Panic names
 		arm  func(o *correlation.Options[event, key, string, kept], clk *clock, boom func())
 	}{
-		{"key", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
+		{"key", correlation.FuncKey, func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Key.Hash
 			o.Key.Hash = func(e event) uint64 { boom(); return f(e) }
 		}},
-		{"group", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
+		{"group", correlation.FuncGroup, func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Group.Hash
 			o.Group.Hash = func(e event) uint64 { boom(); return f(e) }
 		}},
-		{"combine", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
+		{"member", correlation.FuncMember, func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
+			f := o.Member
+			o.Member = func(e event) string { boom(); return f(e) }
+		}},
+		{"combine", correlation.FuncCombine, func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Combine
 			o.Combine = func(e event, now time.Time) event { boom(); return f(e, now) }
 		}},
-		{"spam", func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
+		{"spam", correlation.FuncSpam, func(o *correlation.Options[event, key, string, kept], _ *clock, boom func()) {
 			f := o.Spam.Hash
 			o.Spam.Hash = func(e event) uint64 { boom(); return f(e) }
 		}},
-		{"second clock reading", func(o *correlation.Options[event, key, string, kept], clk *clock, boom func()) {
+		{"second clock reading", correlation.FuncClock, func(o *correlation.Options[event, key, string, kept], clk *clock, boom func()) {
 			// Arm the clock once the spam key is known: only the spam
 			// reading is left.
 			f := o.Spam.Hash
@@ -198,6 +203,13 @@ func TestPanicLeavesNoTrace(t *testing.T) {
 				got, p := c.Correlate(e)
 				armed, clk.armed = false, false
 				if p != nil {
+					want := correlation.Panic{Func: tc.fn, Value: tc.name + " exploded"}
+					if tc.fn == correlation.FuncClock {
+						want.Value = "clock exploded" // the clock's own
+					}
+					if *p != want {
+						t.Fatalf("event %d: Correlate's panic = %+v, want %+v", i, *p, want)
+					}
 					if diff := cmp.Diff(correlation.Result[event, kept]{}, got); diff != "" {
 						t.Fatalf("event %d: a panic and a Result (-want +got):\n%s", i, diff)
 					}
