@@ -26,6 +26,7 @@ type Correlator[T any, K comparable] struct {
 	// functions for its Match and Make: each key function runs once per
 	// call, before anything changes.
 	key, group, member, spam K
+	storedPanics             uint64 // see Stats.StoredPanics
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -85,6 +86,10 @@ type Stats struct {
 	// Evicted counts observations forgotten to keep the cache at
 	// Options.CacheSize: the next occurrence of such a key is new again.
 	Evicted uint64
+	// StoredPanics counts Stored calls whose key panicked when hashed (a
+	// key of interface type holding a slice, map or function); they
+	// changed nothing.
+	StoredPanics uint64
 }
 
 // New returns a Correlator that counts repeats under key(v) and groups,
@@ -207,16 +212,46 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 // repeat updates it: its Count is obs.Count+1, its First obs.First and its
 // Previous obs. A zero obs.Count makes the next occurrence new. The key
 // becomes the most recently used.
+//
+// A key that cannot be hashed (a key of interface type holding a slice,
+// map or function, for which Correlate returns an error wrapping ErrPanic)
+// cannot be remembered: Stored then changes nothing and counts the call in
+// Stats.StoredPanics. It never panics.
 func (c *Correlator[T, K]) Stored(key K, obs Observation[T]) {
-	h := maphash.Comparable(c.seed, key)
+	h, ok := c.hash(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !ok {
+		c.storedPanics++
+		return
+	}
 	c.engine.Stored(h, func(k *K) bool { return *k == key }, func() K { return key }, correlation.Observation[T](obs))
+}
+
+// hash returns key's hash, or false if hashing it panicked: maphash does
+// on a key of interface type holding a value that cannot be hashed.
+func (c *Correlator[T, K]) hash(key K) (h uint64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return maphash.Comparable(c.seed, key), true
 }
 
 // Stats returns a snapshot of the Correlator's counters.
 func (c *Correlator[T, K]) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats(c.engine.Stats())
+	s := c.engine.Stats()
+	return Stats{
+		Correlated:   s.Correlated,
+		New:          s.New,
+		Repeats:      s.Repeats,
+		Combined:     s.Combined,
+		Skipped:      s.Skipped,
+		Panics:       s.Panics,
+		Evicted:      s.Evicted,
+		StoredPanics: c.storedPanics,
+	}
 }

@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -546,6 +547,33 @@ func TestRepeatAllocations(t *testing.T) {
 	j := 0
 	if got := testing.AllocsPerRun(n-1, func() { mustCorrelate(t, c, evs[j]); j++ }); got != 0 {
 		t.Errorf("first repeat of a key whose spam key has its bucket: %v allocations, want 0", got)
+	}
+}
+
+// TestStoredUnhashableKey: a key of interface type holding a slice cannot
+// be hashed. Correlate refuses it with ErrPanic; Stored, given it, does not
+// panic, changes nothing and counts the call in Stats.StoredPanics.
+func TestStoredUnhashableKey(t *testing.T) {
+	c := correlate.New(func(v any) any { return v }, correlate.Options[any, any]{Clock: newClock()})
+	if _, err := c.Correlate([]int{1}); !errors.Is(err, correlate.ErrPanic) {
+		t.Errorf("Correlate([]int{1}) error = %v, want ErrPanic", err)
+	}
+	p := func() (p any) {
+		defer func() { p = recover() }()
+		c.Stored([]int{1}, correlate.Observation[any]{Count: 1})
+		return nil
+	}()
+	if p != nil {
+		t.Fatalf("Stored([]int{1}, ...) panicked: %v", p)
+	}
+	c.Stored(1, correlate.Observation[any]{Count: 4, First: t0, Last: 1})
+	r, err := c.Correlate(1)
+	if err != nil || r.Count != 5 {
+		t.Errorf("Correlate(1) after Stored(1, Count 4) = count %d, error %v; want count 5", r.Count, err)
+	}
+	want := correlate.Stats{Correlated: 1, Repeats: 1, Panics: 1, StoredPanics: 1}
+	if got := c.Stats(); got != want {
+		t.Errorf("Stats() = %+v, want %+v", got, want)
 	}
 }
 
