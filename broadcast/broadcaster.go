@@ -338,7 +338,10 @@ func (b *Broadcaster[T]) abandonedAny() bool {
 // what a full Block watcher cannot take is counted in Stats.DroppedShutdown
 // and in that watcher's Dropped, while every other watcher still gets every
 // value queued. Shutdown then returns ctx.Err() once the distributor has
-// exited. Shutdown is idempotent and safe to call from any goroutine; but
+// exited; and once values were abandoned so, every other Shutdown call,
+// concurrent or later, returns ErrClosed when the distributor has exited,
+// as Flush does. Only nil says that nothing queued was abandoned.
+// Shutdown is idempotent and safe to call from any goroutine; but
 // called from the only reader of a full Block watcher, it waits for room
 // that reader cannot make until ctx ends (stop that watcher first). It
 // panics on a nil ctx.
@@ -355,17 +358,27 @@ func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 	signal(b.work.c) // also reaches a distributor waiting for room
 	select {
 	case <-b.done:
-		return nil
+		return b.exitErr()
 	case <-ctx.Done():
 	}
 	select {
 	case <-b.done: // the flush finished as ctx ended
-		return nil
+		return b.exitErr()
 	default:
 	}
 	b.abortOnce.Do(func() { close(b.abort) })
 	<-b.done
 	return ctx.Err()
+}
+
+// exitErr is what Shutdown returns once the distributor has exited, unless
+// its own context ended first: ErrClosed if a Shutdown gave up on values
+// (its context ended), nil if every value queued was delivered.
+func (b *Broadcaster[T]) exitErr() error {
+	if b.abandonedAny() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // Done returns a channel that is closed when Shutdown begins: from then on

@@ -524,10 +524,51 @@ func TestShutdownWithUnreadBlockWatcherEndsWithContext(t *testing.T) {
 		if s := b.Stats(); s.DroppedShutdown != 3 || s.Watchers != 0 {
 			t.Errorf("Stats() = %+v, want DroppedShutdown 3, Watchers 0", s)
 		}
-		if err := b.Shutdown(context.Background()); err != nil {
-			t.Errorf("second Shutdown() = %v, want nil", err)
+		if err := b.Shutdown(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("second Shutdown() = %v, want ErrClosed (values were abandoned)", err)
 		}
 	})
+}
+
+// TestShutdownReportsValuesAnotherShutdownAbandoned: a Shutdown waiting
+// with a context that never ends, when a concurrent Shutdown's context
+// ends and values are abandoned, returns ErrClosed, as does every later
+// Shutdown and Flush: only nil says nothing queued was lost so.
+func TestShutdownReportsValuesAnotherShutdownAbandoned(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{QueueLength: 1})
+	w, err := b.Watch() // Block, never read: 2 and 3 find no room
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, 1, 2, 3)
+	patient := make(chan error, 1)
+	go func() { patient <- b.Shutdown(context.Background()) }()
+	<-b.Done() // the patient Shutdown has begun
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Shutdown(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown(ended context) = %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-patient:
+		if !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("Shutdown(Background) = %v, want ErrClosed (values were abandoned)", err)
+		}
+	case <-time.After(failsafe):
+		t.Fatal("Shutdown(Background) still waits after the distributor exited")
+	}
+	if err := b.Shutdown(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("later Shutdown() = %v, want ErrClosed", err)
+	}
+	if err := b.Flush(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("later Flush() = %v, want ErrClosed", err)
+	}
+	if s := b.Stats(); s.DroppedShutdown != 2 || w.Dropped() != 2 {
+		t.Errorf("Stats().DroppedShutdown = %d, Dropped() = %d; want 2 each", s.DroppedShutdown, w.Dropped())
+	}
+	if got := drain(t, w); !slices.Equal(got, []int{1}) {
+		t.Errorf("watcher read %v, want [1]", got)
+	}
 }
 
 func TestShutdownWaitsForSlowReader(t *testing.T) {

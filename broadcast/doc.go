@@ -71,7 +71,9 @@
 // closes every watcher and waits for the distributor to exit, bounded by its
 // context: when the context ends, full Block watchers are no longer waited
 // for (what they miss is counted) and every other watcher still gets every
-// value. Watcher.Stop ends one watcher; it is idempotent, never waits for a
+// value. Shutdown returns nil only if no value was abandoned so: the call
+// whose context ended returns its error, every other call ErrClosed.
+// Watcher.Stop ends one watcher; it is idempotent, never waits for a
 // value to be read, and may be called from the goroutine reading it.
 //
 // # Compared with apimachinery's watch.Broadcaster
