@@ -1,5 +1,7 @@
 package broadcast
 
+import "slices"
+
 // How the distributor waits
 //
 // One goroutine, the distributor (Broadcaster.run), moves values from the
@@ -208,7 +210,7 @@ func (b *Broadcaster[T]) place(w *Watcher[T], vals []T) (n int, send chan T, roo
 		}
 		return n, send, nil
 	}
-	n, added, dropped := w.queue.place(w.full, vals)
+	n, added, dropped := w.placeLocked(vals)
 	w.pushed += uint64(added)
 	var reader chan struct{}
 	if added > 0 {
@@ -226,6 +228,47 @@ func (b *Broadcaster[T]) place(w *Watcher[T], vals []T) (n int, send chan T, roo
 		b.drop(w, dropped, policyDrop(w.full))
 	}
 	return n, nil, room
+}
+
+// placeLocked adds vals to w's ring by w's policy, and returns what
+// ring.place returns. The published values an All loop handed back to
+// front count against the queue length as the ring's do: a Block or
+// DropNewest watcher has that much less room, and a DropOldest watcher
+// discards them first, as the oldest.
+func (w *Watcher[T]) placeLocked(vals []T) (consumed, added, dropped int) {
+	if w.back == 0 { // the usual case: no All loop ended early
+		return w.queue.place(w.full, vals)
+	}
+	if w.full == DropOldest {
+		dropped = w.discardBackLocked(w.back + w.queue.len() + len(vals) - w.queue.limit)
+		if w.back == 0 {
+			_, added, d := w.queue.place(DropOldest, vals)
+			return len(vals), added, dropped + d
+		}
+		// What is left in front leaves room for every value of vals.
+	}
+	k := min(len(vals), max(w.queue.free()-w.back, 0))
+	w.queue.push(vals[:k])
+	if w.full == Block {
+		return k, k, 0
+	}
+	return len(vals), k, dropped + len(vals) - k
+}
+
+// discardBackLocked discards up to n of the published values in front,
+// oldest first, and returns how many it discarded. The prefix values ahead
+// of them stay: no policy drops those.
+func (w *Watcher[T]) discardBackLocked(n int) int {
+	n = min(n, w.back)
+	if n <= 0 {
+		return 0
+	}
+	p := len(w.front) - w.back // the prefix values come first, by index
+	w.front = slices.Delete(w.front, p, p+n)
+	if w.back -= n; len(w.front) == 0 {
+		w.front = nil
+	}
+	return n
 }
 
 // policyDrop is the reason a watcher's policy drops values for.

@@ -396,3 +396,64 @@ func TestFullPolicyZeroIsDefault(t *testing.T) {
 	}()
 	broadcast.New[int](broadcast.Options{Full: 4})
 }
+
+// TestHandedBackValuesTakeQueueRoom: the values an All loop took and handed
+// back when it ended early count against the queue length again, for
+// every policy: a watcher of QueueLength 3 that read one of three values
+// holds three, not more, however many follow. Block then waits (here until
+// Shutdown gives up), DropNewest skips new values, and DropOldest discards
+// the handed back ones first, as the oldest, but never a prefix value. If
+// the queue filled while the loop held them, the watcher holds more than
+// its length until a new value comes.
+func TestHandedBackValuesTakeQueueRoom(t *testing.T) {
+	tests := []struct {
+		policy        broadcast.FullPolicy
+		prefix        []int
+		during, after []int // published while the loop holds 1 and 2, and after
+		want          []int // what the watcher holds at the end
+		dropped       uint64
+	}{
+		{broadcast.Block, nil, nil, seq(3, 10), []int{1, 2, 3}, 6},
+		{broadcast.DropNewest, nil, nil, seq(3, 10), []int{1, 2, 3}, 6},
+		{broadcast.DropOldest, nil, nil, seq(3, 10), []int{7, 8, 9}, 6},
+		{broadcast.DropOldest, []int{-2, -1}, nil, seq(3, 10), []int{-1, 7, 8, 9}, 7},
+		{broadcast.Block, nil, []int{3, 4, 5}, []int{6}, []int{1, 2, 3, 4, 5}, 1},
+		{broadcast.DropNewest, nil, []int{3, 4, 5}, []int{6}, []int{1, 2, 3, 4, 5}, 1},
+		{broadcast.DropOldest, nil, []int{3, 4, 5}, []int{6}, []int{4, 5, 6}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%v/prefix=%d/during=%d", tc.policy, len(tc.prefix), len(tc.during)), func(t *testing.T) {
+			b := broadcast.New[int](broadcast.Options{})
+			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 3, Full: tc.policy}, tc.prefix...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, 0, 1, 2)
+			flush(t, b)
+			for range w.All() { // takes everything queued
+				publish(t, b, tc.during...)
+				flush(t, b) // into the queue the loop emptied
+				break       // after the first value: the rest goes back
+			}
+			publish(t, b, tc.after...)
+			if tc.policy == broadcast.Block {
+				// The distributor waits for room: a Shutdown that gives
+				// up at once counts the rest as abandoned.
+				ended, cancel := context.WithCancel(context.Background())
+				cancel()
+				if err := b.Shutdown(ended); !errors.Is(err, context.Canceled) {
+					t.Errorf("Shutdown(ended context) = %v, want context.Canceled", err)
+				}
+			} else {
+				shutdown(t, b)
+			}
+			if got := slices.Collect(w.All()); !slices.Equal(got, tc.want) {
+				t.Errorf("watcher holds %v, want %v", got, tc.want)
+			}
+			if got := w.Dropped(); got != tc.dropped {
+				t.Errorf("Dropped() = %d, want %d", got, tc.dropped)
+			}
+			checkAccounting(t, b, w)
+		})
+	}
+}

@@ -53,6 +53,7 @@ type Watcher[T any] struct {
 	// values from index prefix+pushed-queue.len() on.
 	front  []held[T]
 	queue  ring[T]
+	back   int    // published values in front (after its prefix values): they count against queue.limit
 	prefix uint64 // length of the prefix
 	pushed uint64 // values ever added to queue, DropOldest's discards included: see Delivered
 	// lent counts All batches out (taken, not yet all yielded or handed
@@ -148,7 +149,7 @@ func (w *Watcher[T]) switchLocked() {
 		ch <- v
 	}
 	w.chSent = uint64(len(ch))
-	w.front, w.queue, w.pending = nil, ring[T]{limit: w.queue.limit}, nil
+	w.front, w.back, w.queue, w.pending = nil, 0, ring[T]{limit: w.queue.limit}, nil
 	w.ch = ch
 	if w.closed {
 		close(ch)
@@ -213,7 +214,12 @@ func closedErr(ok bool) error {
 // one step, so it costs far less per value than Events or Next. When the
 // loop ends early (break, return, or a panic in its body), the values it
 // took but did not yield go back to the queue, in their place, for the
-// next read.
+// next read. They count against the queue length again: a Block or
+// DropNewest watcher has that much less room for new values until they are
+// read, and a DropOldest watcher discards them first, as the oldest. If the
+// queue filled while the loop held them, the watcher holds more than its
+// queue length until readers take the excess, or, with DropOldest, until
+// the next value comes.
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		var bt batch[T]
@@ -299,6 +305,9 @@ func (w *Watcher[T]) giveBackLocked(bt *batch[T]) {
 		back := make([]held[T], len(rest))
 		for i, v := range rest {
 			back[i] = held[T]{bt.index(bt.next + i), v}
+			if back[i].idx >= w.prefix {
+				w.back++ // a published value: it takes room in the queue again
+			}
 		}
 		if len(w.front) == 0 {
 			w.front = back // the usual case: one loop broke off
@@ -389,6 +398,9 @@ func (w *Watcher[T]) takeLocked(done <-chan struct{}, buf []T, limit int, bt *ba
 		buf = append(buf, h.v)
 		if bt != nil {
 			bt.frontIdx = append(bt.frontIdx, h.idx)
+		}
+		if h.idx >= w.prefix {
+			w.back--
 		}
 	}
 	clear(w.front[:k])
