@@ -734,6 +734,47 @@ func TestAllBreakKeepsTheRest(t *testing.T) {
 	}
 }
 
+// TestReadInsideAllLoopSkipsItsBatch pins what All and Next document: in
+// the body of an All loop, Next and a nested All loop on the same watcher
+// do not see the values the loop took and has not yielded. With nothing
+// else queued Next waits (its context has ended here); values queued later
+// are read there first; the loop then yields the rest of its batch.
+func TestReadInsideAllLoopSkipsItsBatch(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchT(t, b)
+	publish(t, b, seq(0, 10)...)
+	flush(t, b)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	var got []int
+	for v := range w.All() { // takes 0 to 9
+		got = append(got, v)
+		if v == 9 {
+			break
+		}
+		if v != 0 {
+			continue
+		}
+		if n, err := w.Next(ended); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Next inside the loop, 1 to 9 taken by it = %d, %v; want context.Canceled", n, err)
+		}
+		publish(t, b, 10, 11)
+		flush(t, b)
+		n, err := w.Next(ended) // 10 is queued: it wins over the ended context
+		if err != nil {
+			t.Fatalf("Next inside the loop, 10 queued = %v", err)
+		}
+		got = append(got, n)
+		for u := range w.All() {
+			got = append(got, u)
+			break // hands nothing back: 11 was the last
+		}
+	}
+	if want := append([]int{0, 10, 11}, seq(1, 10)...); !slices.Equal(got, want) {
+		t.Errorf("read %v, want %v", got, want)
+	}
+}
+
 func TestManyReadersShareOneWatcher(t *testing.T) {
 	b := newB[int](t, broadcast.Options{QueueLength: 4})
 	w := watchT(t, b)

@@ -57,6 +57,10 @@
 // Watcher.Events is a channel, for select statements. Watcher.Next takes one
 // value with a context. The three can be mixed: they share one queue, and a
 // value an All loop took but did not yield goes back to its place in it.
+// Inside an All loop's body, though, the values the loop took are its own
+// until it yields them: a Next or a nested All loop on the same watcher
+// there takes only values queued after them, or waits for one, and a
+// receive from Events there waits for ever.
 //
 // # Concurrency
 //

@@ -163,6 +163,10 @@ func (w *Watcher[T]) switchLocked() {
 // It returns ctx.Err() if ctx ends first, and ErrClosed once the watcher is
 // stopped or its broadcaster shut down and every queued value has been read.
 // A queued value wins over an ended ctx. Next panics on a nil ctx.
+//
+// Called inside the body of an All loop on the same watcher, Next does not
+// see the values that loop took and has not yet yielded: it returns a value
+// queued after them, or waits for one, as if they had been read (see All).
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 	if ctx == nil {
 		panic("broadcast: nil Context")
@@ -220,6 +224,13 @@ func closedErr(ok bool) error {
 // queue filled while the loop held them, the watcher holds more than its
 // queue length until readers take the excess, or, with DropOldest, until
 // the next value comes.
+//
+// The values a loop took are its own until it yields them or ends. Inside
+// its body, a Next call or a nested All loop on the same watcher does not
+// see them: it reads as if they had been read, taking values queued after
+// them, which the reader then sees first, out of queue order, or waiting
+// for one; a receive from Events there waits for ever (see Events). To
+// read the next value in the body, let the loop yield it.
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		var bt batch[T]
