@@ -12,7 +12,9 @@ import (
 // Defaults, used where an options struct leaves a field at zero.
 const (
 	// DefaultDuplicates is how long the stream remembers message ids to
-	// drop a retried publish it already stored (the server's default).
+	// drop a retried publish it already stored: the server's default,
+	// used when TopicOptions.Duplicates is zero and MaxAge is zero or
+	// longer.
 	DefaultDuplicates = 2 * time.Minute
 	// DefaultHeartbeat is how often an idle watcher checks its consumer
 	// with the server. A consumer lost with a server restart is noticed,
@@ -44,7 +46,7 @@ const (
 
 // TopicOptions configures the stream behind a Topic. The zero value gives a
 // file-backed stream, one replica, kept forever, with a two-minute window for
-// dropping retried publishes. NewTopic applies the options to the stream
+// dropping retried publishes (DefaultDuplicates). NewTopic applies the options to the stream
 // each time it is called: the last caller's options hold.
 type TopicOptions struct {
 	// MaxAge drops values older than this. Zero keeps them regardless of
@@ -62,8 +64,11 @@ type TopicOptions struct {
 	// Replicas is the number of copies in a cluster. Zero means 1.
 	Replicas int
 	// Duplicates is how long the stream remembers message ids, so that a
-	// publish retried within it is stored once. Zero means
-	// DefaultDuplicates. Keep it longer than a publisher's retries last.
+	// publish retried within it is stored once. Zero means the server's
+	// default: DefaultDuplicates, or MaxAge if that is shorter (or a
+	// lower limit set for the account). The server refuses a window
+	// longer than MaxAge, so a non-zero Duplicates must not exceed a
+	// non-zero MaxAge. Keep it longer than a publisher's retries last.
 	Duplicates time.Duration
 	// Heartbeat is how often a watcher or mirror of this topic that
 	// received nothing asks the server about its consumer (one small

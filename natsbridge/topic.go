@@ -195,11 +195,10 @@ func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
 		MaxBytes:    limit(o.MaxBytes),
 		Storage:     o.Storage,
 		Replicas:    max(o.Replicas, 1),
-		Duplicates:  o.Duplicates,
-		Metadata:    map[string]string{metaType: typeName[T](), metaTopic: t.name},
-	}
-	if cfg.Duplicates == 0 {
-		cfg.Duplicates = DefaultDuplicates
+		// Zero asks for the server's default window, which it shortens
+		// to MaxAge (a window longer than MaxAge is refused).
+		Duplicates: o.Duplicates,
+		Metadata:   map[string]string{metaType: typeName[T](), metaTopic: t.name},
 	}
 	return cfg
 }

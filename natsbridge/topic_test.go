@@ -3,6 +3,7 @@ package natsbridge_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,45 @@ func TestNewTopicNameConflict(t *testing.T) {
 	}
 	if _, err := natsbridge.NewTopic(ctx, js, "audit", natsbridge.JSON[Order](), natsbridge.TopicOptions{}); !errors.Is(err, natsbridge.ErrNameConflict) {
 		t.Fatalf("NewTopic(audit) over a foreign stream = %v, want ErrNameConflict", err)
+	}
+}
+
+// TestNewTopicDuplicatesDefault: a zero Duplicates is the server's default
+// window, shortened to MaxAge when that is shorter (a window longer than
+// MaxAge would be refused), also when a second NewTopic shortens MaxAge.
+func TestNewTopicDuplicatesDefault(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	tests := []struct {
+		name   string
+		before *natsbridge.TopicOptions // a first NewTopic, if any
+		o      natsbridge.TopicOptions
+		want   time.Duration
+	}{
+		{"no MaxAge", nil, natsbridge.TopicOptions{}, natsbridge.DefaultDuplicates},
+		{"MaxAge longer", nil, natsbridge.TopicOptions{MaxAge: time.Hour}, natsbridge.DefaultDuplicates},
+		{"MaxAge shorter", nil, natsbridge.TopicOptions{MaxAge: 30 * time.Second}, 30 * time.Second},
+		{"MaxAge shortened by a second NewTopic", &natsbridge.TopicOptions{}, natsbridge.TopicOptions{MaxAge: 30 * time.Second}, 30 * time.Second},
+		{"explicit, within MaxAge", nil, natsbridge.TopicOptions{MaxAge: 30 * time.Second, Duplicates: 10 * time.Second}, 10 * time.Second},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "dups.case" + strconv.Itoa(i)
+			if tc.before != nil {
+				newTopic(t, js, name, *tc.before)
+			}
+			topic, err := natsbridge.NewTopic(context.Background(), js, name, natsbridge.JSON[Order](), tc.o)
+			if err != nil {
+				t.Fatalf("NewTopic(%+v) = %v", tc.o, err)
+			}
+			t.Cleanup(func() { _ = topic.Shutdown(context.Background()) })
+			st, err := js.Stream(context.Background(), topic.Stream())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.CachedInfo().Config.Duplicates; got != tc.want {
+				t.Errorf("stream Duplicates = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
