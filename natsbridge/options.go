@@ -46,8 +46,17 @@ const (
 
 // TopicOptions configures the stream behind a Topic. The zero value gives a
 // file-backed stream, one replica, kept forever, with a two-minute window for
-// dropping retried publishes (DefaultDuplicates). NewTopic applies the options to the stream
-// each time it is called: the last caller's options hold.
+// dropping retried publishes (DefaultDuplicates).
+//
+// NewTopic applies the options to the stream each time it is called, so
+// the last caller's options hold, except for changes the server refuses:
+// it never changes the Storage of a stream it holds. It also refuses,
+// when it creates a stream and when it updates one, options beyond its
+// limits or its account's (Replicas above one without a cluster, or
+// above the cluster's size; a MaxBytes above the account's storage; a
+// Duplicates longer than MaxAge). NewTopic then returns the server's
+// error (wrapping a *jetstream.APIError), and the stream keeps the
+// configuration it had.
 type TopicOptions struct {
 	// MaxAge drops values older than this. Zero keeps them regardless of
 	// age.

@@ -83,8 +83,9 @@ type TopicStats struct {
 }
 
 // NewTopic opens the topic name on js, creating its stream or updating it
-// to o. The stream is named after the topic (dots become underscores) and
-// captures exactly the subject name: no other topic can read or write it.
+// to o (TopicOptions says which changes the server refuses). The stream is
+// named after the topic (dots become underscores) and captures exactly the
+// subject name: no other topic can read or write it.
 //
 // name is a dot-separated list of tokens, each made of ASCII letters,
 // digits, '-' and '_' (NATS wildcards, whitespace and empty tokens are

@@ -184,3 +184,40 @@ func TestNewTopicDuplicatesDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestNewTopicRefusedChange: a second NewTopic asking for a change the
+// server refuses gets the server's error, and the stream keeps its
+// configuration and its values (none of the call's options is applied).
+func TestNewTopicRefusedChange(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	tests := []struct {
+		name string
+		o    natsbridge.TopicOptions
+	}{
+		{"storage", natsbridge.TopicOptions{MaxMsgs: 10, Storage: jetstream.MemoryStorage}},
+		{"replicas without a cluster", natsbridge.TopicOptions{MaxMsgs: 10, Replicas: 3}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "refused.case" + strconv.Itoa(i)
+			publishAll(t, newTopic(t, js, name, natsbridge.TopicOptions{}), 1, 3)
+			tc.o.Logger = quiet
+			_, err := natsbridge.NewTopic(context.Background(), js, name, natsbridge.JSON[Order](), tc.o)
+			if apiErr := (*jetstream.APIError)(nil); !errors.As(err, &apiErr) {
+				t.Fatalf("NewTopic(%s) on an existing stream = %v, want the server's *jetstream.APIError", tc.name, err)
+			}
+			st, err := js.Stream(context.Background(), strings.ReplaceAll(name, ".", "_"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := st.CachedInfo()
+			if c := info.Config; c.Storage != jetstream.FileStorage || c.Replicas != 1 || c.MaxMsgs != -1 {
+				t.Errorf("stream Storage %v, Replicas %d, MaxMsgs %d after the refused NewTopic; want File, 1, -1 (unchanged)", c.Storage, c.Replicas, c.MaxMsgs)
+			}
+			if info.State.Msgs != 3 {
+				t.Errorf("stream holds %d values after the refused NewTopic, want 3", info.State.Msgs)
+			}
+		})
+	}
+}
