@@ -180,12 +180,15 @@ func (f *feed[T]) run() {
 		if f.ctx.Err() != nil || errors.Is(err, errDestClosed) {
 			break
 		}
-		f.restarts.Add(1)
-		f.t.restarts.Add(1)
 		f.logRestart.warn("natsbridge: consumer lost, resuming", slog.Uint64("seq", f.next.Load()), slog.Any("err", err))
 		if fatal = f.reopen(); fatal != nil {
 			break
 		}
+		// Counted once the consumer exists again, not when it was lost:
+		// a feed that cannot resume (a closed connection, a deleted
+		// stream) has created nothing.
+		f.restarts.Add(1)
+		f.t.restarts.Add(1)
 	}
 	if join != nil {
 		// Reading has ended: stop watching the destination before end

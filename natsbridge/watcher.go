@@ -351,7 +351,9 @@ func (w *Watcher[T]) Delivered() uint64 { return w.w.Delivered() }
 func (w *Watcher[T]) Poisoned() uint64 { return w.f.poisoned.Load() }
 
 // Restarts returns how many times the watcher's consumer was lost and
-// created again where it stopped (nothing is lost or repeated by that).
+// created again where it stopped (nothing is lost or repeated by that). A
+// consumer lost for good (the connection closed, the stream deleted: see
+// Err) is not counted.
 func (w *Watcher[T]) Restarts() uint64 { return w.f.restarts.Load() }
 
 // Err returns why the watcher ended by itself: an error wrapping

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/broadcast"
@@ -481,6 +482,26 @@ func TestWatchLostConnection(t *testing.T) {
 		t.Errorf("Gaps() = %d, want 0", w.Gaps())
 	}
 	t.Logf("consumer restarts: %d", w.Restarts())
+}
+
+// TestWatchConnectionClosed closes the watcher's connection: the watcher
+// ends, Err gives the connection's error, and no consumer counts as
+// created again.
+func TestWatchConnectionClosed(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	nc, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	w := watch(t, topic, natsbridge.WatchOptions{})
+	nc.Close()
+	if got := drain(t, w); len(got) != 0 { // returns once the watcher ended
+		t.Fatalf("values %v, want none", ids(got))
+	}
+	if err := w.Err(); !errors.Is(err, nats.ErrConnectionClosed) {
+		t.Errorf("Err() = %v, want the connection's error", err)
+	}
+	if got, topicGot := w.Restarts(), topic.Stats().Restarts; got != 0 || topicGot != 0 {
+		t.Errorf("Restarts() = %d, topic Stats().Restarts = %d after the connection closed; want 0, 0 (no consumer was created again)", got, topicGot)
+	}
 }
 
 func firstDiff(got, want []int) string {
