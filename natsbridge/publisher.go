@@ -537,10 +537,13 @@ func retriable(err error) bool {
 // from the moment it begins, and it waits for the ack of every value sent,
 // sending values again as usual. It returns nil once every accepted value
 // is confirmed or failed (see Stats), or ctx.Err() if ctx ended first: the
-// values still awaiting their ack, and those a Publish call was sending at
-// that moment, are then counted as Unconfirmed. Either way the reaper
-// goroutine has exited when Shutdown returns. It is idempotent and safe to
-// call from any goroutine; it panics on a nil ctx.
+// publisher then gives up on the values still awaiting their ack, and on
+// those a Publish call was sending at that moment, and counts them as
+// Unconfirmed. Once a Shutdown has given up, every other Shutdown call,
+// concurrent or later, returns ErrUnconfirmed (or its own ctx.Err()),
+// never nil. Either way the reaper goroutine has exited when Shutdown
+// returns. It is idempotent and safe to call from any goroutine; it panics
+// on a nil ctx.
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("natsbridge: nil Context")
@@ -555,12 +558,12 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	defer p.t.forget(p)
 	select {
 	case <-p.done:
-		return nil
+		return p.outcome()
 	case <-ctx.Done():
 	}
 	select {
 	case <-p.done:
-		return nil
+		return p.outcome()
 	default:
 	}
 	p.mu.Lock()
@@ -571,6 +574,17 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	p.mu.Unlock()
 	<-p.done
 	return ctx.Err()
+}
+
+// outcome is what a Shutdown that found the reaper gone returns: nil,
+// unless a Shutdown gave up on values in flight.
+func (p *Publisher[T]) outcome() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.aborted {
+		return ErrUnconfirmed
+	}
+	return nil
 }
 
 // Stats returns a snapshot of the publisher's counters. It is safe to call

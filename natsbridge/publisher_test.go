@@ -199,6 +199,55 @@ func TestShutdownCountsUnconfirmed(t *testing.T) {
 	}
 }
 
+// TestShutdownAfterAbortNotNil: once a Shutdown's context ended with values
+// awaiting their ack, no other Shutdown call (later, or concurrent through
+// Topic.Shutdown) reports success: they return ErrUnconfirmed.
+func TestShutdownAfterAbortNotNil(t *testing.T) {
+	tests := []struct {
+		name       string
+		concurrent bool
+	}{
+		{"later", false},
+		{"concurrent", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+			_, js := dial(t, s.URL())
+			topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+			p := topic.Publisher(natsbridge.PublisherOptions{Window: 8, AckTimeout: time.Hour})
+			publishN(t, p, 1, 2)
+			eventually(t, "the first values are confirmed", func() bool { return p.Stats().Confirmed == 2 })
+			s.Shutdown()
+			publishN(t, p, 3, 5)
+			other := make(chan error, 1)
+			if tc.concurrent {
+				go func() { other <- topic.Shutdown(context.Background()) }()
+			}
+			short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			if err := p.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Shutdown with a short context = %v, want context.DeadlineExceeded", err)
+			}
+			if !tc.concurrent {
+				other <- p.Shutdown(context.Background())
+			}
+			var err error
+			select {
+			case err = <-other:
+			case <-testCtx(t).Done():
+				t.Fatal("the other Shutdown did not return")
+			}
+			if !errors.Is(err, natsbridge.ErrUnconfirmed) {
+				t.Errorf("the other Shutdown = %v, want ErrUnconfirmed (%s)", err, describe(p.Stats()))
+			}
+			if st := p.Stats(); st.Unconfirmed != 3 || st.Pending != 0 {
+				t.Errorf("Stats() = %s; want 3 unconfirmed", describe(st))
+			}
+		})
+	}
+}
+
 func publishN(t testing.TB, p *natsbridge.Publisher[Order], first, last int) {
 	t.Helper()
 	for i := first; i <= last; i++ {
