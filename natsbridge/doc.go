@@ -49,7 +49,8 @@
 //   - Nothing accepted is lost without a count. A Publisher counts each
 //     value it accepted as Confirmed (stored once), Failed (refused by the
 //     stream, or out of retries; logged) or Unconfirmed (its Shutdown's
-//     context ended first), or Pending until then. Publisher.Shutdown
+//     context ended, or its connection was closed, before the ack: it may
+//     or may not be stored), or Pending until then. Publisher.Shutdown
 //     waits for every ack.
 //   - Bad input is an error and a count, never a panic or a stalled
 //     stream: a codec that fails or panics is ErrCodec for the publisher

@@ -42,10 +42,11 @@ var (
 
 	// ErrUnconfirmed is returned by Publisher.Shutdown, and so by
 	// Topic.Shutdown, when accepted values ended neither confirmed nor
-	// failed because another Shutdown of the publisher gave up on them:
-	// its context ended first (that call returns its ctx.Err()). Those
-	// values are counted in PublisherStats.Unconfirmed; they may or may
-	// not be stored.
+	// failed: another Shutdown of the publisher gave up on them (its
+	// context ended first; that call returns its ctx.Err()), or the
+	// connection was closed before their ack came. Those values are
+	// counted in PublisherStats.Unconfirmed; they may or may not be
+	// stored.
 	ErrUnconfirmed = errors.New("natsbridge: values left unconfirmed")
 
 	// ErrBadStart is returned by Watch for a WatchOptions.From beyond the

@@ -88,10 +88,13 @@ type PublisherStats struct {
 	// Retries counts sends after the first (same message id).
 	Retries uint64
 	// Failed counts accepted values the stream refused, or whose retries
-	// ran out. Each was logged.
+	// ran out (such a value may still have been stored, its acks late or
+	// lost). Each was logged.
 	Failed uint64
 	// Unconfirmed counts accepted values still awaiting their ack when
-	// the context given to Shutdown ended. They may or may not be stored.
+	// the context given to Shutdown ended, or when the connection was
+	// closed (or drained): they were sent, and no ack can come. They may
+	// or may not be stored.
 	Unconfirmed uint64
 	// Pending is the number of accepted values awaiting their ack now.
 	Pending int
@@ -428,9 +431,12 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 				return
 			}
 		}
+		if p.ackLost(err) {
+			p.lostAck(e, err)
+			return
+		}
 		if !retriable(err) || e.tries >= p.maxRetries {
-			p.failed.Add(1)
-			p.log.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
+			p.fail(e, err)
 			return
 		}
 		switch p.backoff(e, err, timer) {
@@ -446,9 +452,12 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 		// stored the first send (Nats-Msg-Id, within its Duplicates).
 		ack, serr := p.t.js.PublishMsgAsync(&e.msg)
 		if serr != nil {
-			if !retriable(serr) {
-				p.failed.Add(1)
-				p.log.warn("natsbridge: publish failed", slog.Any("err", serr), slog.Int("tries", e.tries+1))
+			switch {
+			case p.ackLost(serr):
+				p.lostAck(e, serr)
+				return
+			case !retriable(serr):
+				p.fail(e, serr)
 				return
 			}
 			e.sent = time.Now().Add(-p.ackTimeout) // try again after the next back-off
@@ -456,6 +465,32 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 		}
 		e.ack, e.sent = ack, time.Now()
 	}
+}
+
+// ackLost reports whether err, the failure of a value already sent,
+// means that no ack can come any more and the value cannot be sent
+// again: the connection was closed, or is draining. The stream may have
+// stored the value; only its answer (a refusal) or running out of
+// retries makes a sent value Failed.
+func (p *Publisher[T]) ackLost(err error) bool {
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionDraining) {
+		return true
+	}
+	// A lost or late ack on a connection closed since: no ack, nor a
+	// retry, can follow.
+	return retriable(err) && p.t.js.Conn().IsClosed()
+}
+
+// lostAck counts a value sent whose ack the connection's end lost.
+func (p *Publisher[T]) lostAck(e *pending, err error) {
+	p.unconfirmed.Add(1)
+	p.log.warn("natsbridge: ack lost with the connection", slog.Any("err", err), slog.Int("tries", e.tries+1))
+}
+
+// fail counts a value the stream refused, or whose retries ran out.
+func (p *Publisher[T]) fail(e *pending, err error) {
+	p.failed.Add(1)
+	p.log.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
 }
 
 // confirm counts an ack.
@@ -508,7 +543,8 @@ func (p *Publisher[T]) backoff(e *pending, err error, timer *time.Timer) int {
 // retriable reports whether a failed publish may succeed if sent again:
 // a lost connection, a lost or late ack, or a stream that did not answer
 // (JetStream still starting after a restart). A refusal by the stream, a
-// closed connection or a too large message are final.
+// closed connection or a too large message are final (a value already
+// sent whose connection closed is Unconfirmed, not Failed: see ackLost).
 func retriable(err error) bool {
 	switch {
 	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrMaxPayload):
@@ -541,7 +577,8 @@ func retriable(err error) bool {
 // those a Publish call was sending at that moment, and counts them as
 // Unconfirmed. Once a Shutdown has given up, every other Shutdown call,
 // concurrent or later, returns ErrUnconfirmed (or its own ctx.Err()),
-// never nil. Either way the reaper goroutine has exited when Shutdown
+// never nil; so does every Shutdown once the connection was closed before
+// the acks of values sent. Either way the reaper goroutine has exited when Shutdown
 // returns. It is idempotent and safe to call from any goroutine; it panics
 // on a nil ctx.
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
@@ -577,11 +614,15 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 }
 
 // outcome is what a Shutdown that found the reaper gone returns: nil,
-// unless a Shutdown gave up on values in flight.
+// unless a Shutdown gave up on values in flight or the connection's end
+// lost their acks.
 func (p *Publisher[T]) outcome() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.aborted {
+	// The reaper counted what the connection's end lost before it
+	// exited; what a Shutdown gave up on may still be counted by a
+	// sender, after.
+	if p.aborted || p.unconfirmed.Load() > 0 {
 		return ErrUnconfirmed
 	}
 	return nil

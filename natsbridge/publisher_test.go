@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/natsbridge"
@@ -246,6 +247,39 @@ func TestShutdownAfterAbortNotNil(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPublisherConnectionClosed closes the connection under values in
+// flight: the stream stored them, their acks are lost with the connection.
+// None is counted as Failed (refused, or out of retries): each is
+// Confirmed or Unconfirmed, and Shutdown says so.
+func TestPublisherConnectionClosed(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	nc, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
+	const n = 500
+	publishN(t, p, 1, n)
+	nc.Close()
+	if err := p.Publish(testCtx(t), Order{ID: n + 1}); !errors.Is(err, nats.ErrConnectionClosed) {
+		t.Errorf("Publish after the connection closed = %v, want the connection's error", err)
+	}
+	err := p.Shutdown(testCtx(t))
+	st := p.Stats()
+	if st.Published != n || st.Failed != 0 || st.Confirmed+st.Unconfirmed != n {
+		t.Fatalf("Stats() = %s; want all %d confirmed or unconfirmed, none failed", describe(st), n)
+	}
+	switch {
+	case st.Unconfirmed > 0 && !errors.Is(err, natsbridge.ErrUnconfirmed):
+		t.Errorf("Shutdown = %v with %d values unconfirmed, want ErrUnconfirmed", err, st.Unconfirmed)
+	case st.Unconfirmed == 0 && err != nil:
+		t.Errorf("Shutdown = %v with every value confirmed, want nil", err)
+	}
+	_, js2 := connect(t, s)
+	if stored := len(storedIDs(t, js2, topic)); uint64(stored) < st.Confirmed || uint64(stored) > st.Confirmed+st.Unconfirmed {
+		t.Errorf("the stream holds %d values; the publisher confirmed %d and left %d unconfirmed", stored, st.Confirmed, st.Unconfirmed)
+	}
+	t.Logf("%s", describe(st))
 }
 
 func publishN(t testing.TB, p *natsbridge.Publisher[Order], first, last int) {
