@@ -48,15 +48,16 @@
 //     (Watcher.Dropped).
 //   - Nothing accepted is lost without a count. A Publisher counts each
 //     value it accepted as Confirmed (stored once), Failed (refused by the
-//     stream, or out of retries; logged) or Unconfirmed (its Shutdown's
+//     stream, or out of retries; logged, see below) or Unconfirmed (its Shutdown's
 //     context ended, or its connection was closed, before the ack: it may
 //     or may not be stored), or Pending until then. Publisher.Shutdown
 //     waits for every ack.
 //   - Bad input is an error and a count, never a panic or a stalled
 //     stream: a codec that fails or panics is ErrCodec for the publisher
-//     and a poison message for the watcher (logged, counted in
-//     Watcher.Poisoned, skipped); a value larger than the server accepts
-//     is ErrTooLarge.
+//     and a poison message for the watcher (counted in Watcher.Poisoned,
+//     logged, skipped); a value larger than the server accepts is
+//     ErrTooLarge. Logging is by bursts: one line a second per kind of
+//     problem, then a count of those not written (TopicOptions.Logger).
 //
 // What holds only within the stream's retention:
 //

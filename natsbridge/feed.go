@@ -88,7 +88,8 @@ type feed[T any] struct {
 	poisoned atomic.Uint64
 	restarts atomic.Uint64
 
-	logGap, logPoison, logRestart limitedLog
+	log                           *slog.Logger // for the one line that ends the feed
+	logGap, logPoison, logRestart *limitedLog
 }
 
 // posWaiter is a Flush waiting for the feed to handle sequence target.
@@ -108,6 +109,7 @@ func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 		cleanup:       cleanup,
 		cancelCleanup: cancelCleanup,
 		done:          make(chan struct{}),
+		log:           l,
 		logGap:        newLimitedLog(l),
 		logPoison:     newLimitedLog(l),
 		logRestart:    newLimitedLog(l),
@@ -163,6 +165,7 @@ func (f *feed[T]) start() { go f.run() }
 
 func (f *feed[T]) run() {
 	defer close(f.done)
+	defer f.flushLogs() // before done: a stopped feed has written its lines
 	if f.exit != nil {
 		defer f.exit()
 	}
@@ -202,7 +205,7 @@ func (f *feed[T]) run() {
 		f.errMu.Lock()
 		f.err = fatal
 		f.errMu.Unlock()
-		f.logRestart.warn("natsbridge: reading ended", slog.Any("err", fatal))
+		f.log.Warn("natsbridge: reading ended", slog.Any("err", fatal))
 		if f.end != nil {
 			f.end(f.ctx, fatal)
 		}
@@ -452,6 +455,7 @@ func (f *feed[T]) stop() {
 // goroutine has exited, which it then does at once.
 func (f *feed[T]) halt(ctx context.Context) error {
 	f.stop()
+	defer f.flushLogs()
 	select {
 	case <-f.done:
 		return nil
@@ -460,6 +464,15 @@ func (f *feed[T]) halt(ctx context.Context) error {
 	f.cancelCleanup()
 	<-f.done
 	return ctx.Err()
+}
+
+// flushLogs reports the lines each of the feed's logs suppressed and no
+// later line reported (see limitedLog). The feed goroutine calls it as it
+// exits; halt again, for a Flush that counted gaps meanwhile.
+func (f *feed[T]) flushLogs() {
+	f.logGap.flush()
+	f.logPoison.flush()
+	f.logRestart.flush()
 }
 
 // advance records that every sequence up to seq was handled and releases

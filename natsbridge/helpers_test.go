@@ -1,11 +1,13 @@
 package natsbridge_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,4 +237,81 @@ func consumers(t testing.TB, js jetstream.JetStream, stream string) int {
 func describe(s natsbridge.PublisherStats) string {
 	return fmt.Sprintf("published %d = confirmed %d + failed %d + unconfirmed %d + pending %d",
 		s.Published, s.Confirmed, s.Failed, s.Unconfirmed, s.Pending)
+}
+
+// logRecorder keeps every line logged through its Logger, for tests of
+// what the package logs.
+type logRecorder struct {
+	mu   sync.Mutex // guards recs, text
+	recs []slog.Record
+	text bytes.Buffer
+}
+
+// Logger returns a logger that writes to r.
+func (r *logRecorder) Logger() *slog.Logger {
+	return slog.New(recordHandler{r: r, h: slog.NewTextHandler(r, nil)})
+}
+
+// Write takes the text handler's output.
+func (r *logRecorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.Write(p)
+}
+
+// String returns every line logged so far, as text.
+func (r *logRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String()
+}
+
+// reported returns how many problems logged with message msg the lines
+// account for: each line with that message, the count of lines it says
+// were suppressed before it, and the count of final "warnings suppressed"
+// lines whose latest suppressed line had that message.
+func (r *logRecorder) reported(msg string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n uint64
+	for _, rec := range r.recs {
+		attrs := map[string]slog.Value{}
+		rec.Attrs(func(a slog.Attr) bool {
+			attrs[a.Key] = a.Value
+			return true
+		})
+		switch {
+		case rec.Message == msg:
+			n++
+			if s, ok := attrs["suppressed"]; ok {
+				n += s.Uint64()
+			}
+		case rec.Message == "natsbridge: warnings suppressed" && attrs["last"].String() == msg:
+			n += attrs["suppressed"].Uint64()
+		}
+	}
+	return n
+}
+
+// recordHandler keeps each record in r and writes it through h.
+type recordHandler struct {
+	r *logRecorder
+	h slog.Handler
+}
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h recordHandler) Handle(ctx context.Context, rec slog.Record) error {
+	h.r.mu.Lock()
+	h.r.recs = append(h.r.recs, rec.Clone())
+	h.r.mu.Unlock()
+	return h.h.Handle(ctx, rec)
+}
+
+func (h recordHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return recordHandler{r: h.r, h: h.h.WithAttrs(as)}
+}
+
+func (h recordHandler) WithGroup(name string) slog.Handler {
+	return recordHandler{r: h.r, h: h.h.WithGroup(name)}
 }

@@ -2,29 +2,41 @@ package natsbridge
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/heraldgo/herald/internal/burst"
 )
 
-// limitedLog writes at most one line per logInterval (burst.Burst); lines
-// in between are counted, and the count is reported on the next line
-// written. One is kept per kind of problem and per watcher or publisher,
-// so that a flood of poison messages costs one line a second, not one per
-// message. Make one with newLimitedLog.
+// limitedLog writes at most one line per logInterval (burst.Burst): the
+// first line of a burst at once; those that follow within the interval
+// are counted, and the next line written reports them (suppressed=N).
+// flush reports the rest in one line; whoever keeps a limitedLog calls it
+// when it ends, so that no count is lost. One is kept per kind of problem
+// and per watcher, mirror or publisher, so that a flood of poison messages
+// costs one line a second, not one per message. Make one with
+// newLimitedLog.
 type limitedLog struct {
 	l *slog.Logger
-	b burst.Burst
+
+	mu   sync.Mutex // guards b, last
+	b    burst.Burst
+	last string // the message of the latest line not written
 }
 
 const logInterval = time.Second
 
-func newLimitedLog(l *slog.Logger) limitedLog {
-	return limitedLog{l: l, b: burst.Burst{Interval: logInterval}}
+func newLimitedLog(l *slog.Logger) *limitedLog {
+	return &limitedLog{l: l, b: burst.Burst{Interval: logInterval}}
 }
 
 func (g *limitedLog) warn(msg string, args ...any) {
+	g.mu.Lock()
 	n, due := g.b.Add(time.Now(), 1)
+	if !due {
+		g.last = msg
+	}
+	g.mu.Unlock()
 	if !due {
 		return
 	}
@@ -32,4 +44,15 @@ func (g *limitedLog) warn(msg string, args ...any) {
 		args = append(args, slog.Uint64("suppressed", n-1))
 	}
 	g.l.Warn(msg, args...)
+}
+
+// flush writes one line with the number of lines suppressed since the
+// last one written, and the message of the latest of them, if any was.
+func (g *limitedLog) flush() {
+	g.mu.Lock()
+	n, last := g.b.Rest(), g.last
+	g.mu.Unlock()
+	if n > 0 {
+		g.l.Warn("natsbridge: warnings suppressed", slog.Uint64("suppressed", n), slog.String("last", last))
+	}
 }

@@ -90,10 +90,16 @@ type TopicOptions struct {
 	// ReadAhead is how many messages each consumer of this topic asks for
 	// at a time. Zero means DefaultReadAhead.
 	ReadAhead int
-	// Logger receives one line per problem (poison message, gap, lost
-	// consumer, failed publish), at most one per second per kind and
-	// watcher or publisher. Nil means slog.Default(). Values and
-	// credentials are never logged.
+	// Logger receives a warning for each kind of problem (poison
+	// messages, gaps, lost consumers; values a publisher refused, or
+	// that failed), at most one line a second per kind and watcher,
+	// mirror or publisher: the first of a burst at once, while those that
+	// follow within the second are only counted, and the next line
+	// written reports them (suppressed=N). What no line reported is
+	// reported in one last line ("natsbridge: warnings suppressed", with
+	// the count) when the watcher or mirror ends or the publisher shuts
+	// down. Nil means slog.Default(). Values and credentials are never
+	// logged.
 	Logger *slog.Logger
 }
 

@@ -29,7 +29,9 @@ type Publisher[T any] struct {
 	streamHdr  []string // the ExpectedStreamHeader value, shared by every message (never written)
 	ackTimeout time.Duration
 	maxRetries int
-	log        limitedLog
+	// logInvalid reports values refused before sending; logLost values
+	// that ended unconfirmed or failed, or that a Forward abandoned.
+	logInvalid, logLost *limitedLog
 
 	// slots holds one token per value awaiting its ack; its capacity is
 	// the window. queue carries the sent values, oldest first, to the
@@ -89,7 +91,8 @@ type PublisherStats struct {
 	Retries uint64
 	// Failed counts accepted values the stream refused, or whose retries
 	// ran out (such a value may still have been stored, its acks late or
-	// lost). Each was logged.
+	// lost). They are logged, one line a second with a count (see
+	// TopicOptions.Logger).
 	Failed uint64
 	// Unconfirmed counts accepted values still awaiting their ack when
 	// the context given to Shutdown ended, or when the connection was
@@ -137,13 +140,14 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 		prefix:     nuid.Next() + "-",
 		ackTimeout: o.AckTimeout,
 		maxRetries: o.MaxRetries,
-		log:        newLimitedLog(t.log.With(slog.String("component", "publisher"))),
 		slots:      make(chan struct{}, window),
 		queue:      make(chan *pending, window),
 		closing:    make(chan struct{}),
 		abort:      make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	l := t.log.With(slog.String("component", "publisher"))
+	p.logInvalid, p.logLost = newLimitedLog(l), newLimitedLog(l)
 	if p.ackTimeout == 0 {
 		p.ackTimeout = DefaultAckTimeout
 	}
@@ -295,7 +299,7 @@ func (p *Publisher[T]) encode(v T) ([]byte, error) {
 // returns err.
 func (p *Publisher[T]) invalidValue(err error) error {
 	p.invalid.Add(1)
-	p.log.warn("natsbridge: value not published", slog.Any("err", err))
+	p.logInvalid.warn("natsbridge: value not published", slog.Any("err", err))
 	return err
 }
 
@@ -484,13 +488,13 @@ func (p *Publisher[T]) ackLost(err error) bool {
 // lostAck counts a value sent whose ack the connection's end lost.
 func (p *Publisher[T]) lostAck(e *pending, err error) {
 	p.unconfirmed.Add(1)
-	p.log.warn("natsbridge: ack lost with the connection", slog.Any("err", err), slog.Int("tries", e.tries+1))
+	p.logLost.warn("natsbridge: ack lost with the connection", slog.Any("err", err), slog.Int("tries", e.tries+1))
 }
 
 // fail counts a value the stream refused, or whose retries ran out.
 func (p *Publisher[T]) fail(e *pending, err error) {
 	p.failed.Add(1)
-	p.log.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
+	p.logLost.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
 }
 
 // confirm counts an ack.
@@ -593,6 +597,7 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	p.closeQueueLocked()
 	p.mu.Unlock()
 	defer p.t.forget(p)
+	defer p.flushLogs() // once the reaper, which logs, has exited
 	select {
 	case <-p.done:
 		return p.outcome()
@@ -626,6 +631,13 @@ func (p *Publisher[T]) outcome() error {
 		return ErrUnconfirmed
 	}
 	return nil
+}
+
+// flushLogs reports the lines the publisher's logs suppressed and no later
+// line reported (see limitedLog).
+func (p *Publisher[T]) flushLogs() {
+	p.logInvalid.flush()
+	p.logLost.flush()
 }
 
 // Stats returns a snapshot of the publisher's counters. It is safe to call

@@ -99,6 +99,32 @@ func TestPublishInvalid(t *testing.T) {
 	}
 }
 
+// TestPublisherLogCounted: a burst of values the publisher refuses is
+// logged in one line, and the ones that line did not report are reported,
+// with their count, when the publisher shuts down.
+func TestPublisherLogCounted(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	var log logRecorder
+	topic := newTopicOf(t, js, "orders", badCodec{natsbridge.JSON[Order]()}, natsbridge.TopicOptions{Logger: log.Logger()})
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	const invalid = 10
+	for range invalid {
+		if err := p.Publish(testCtx(t), Order{ID: -1}); !errors.Is(err, natsbridge.ErrCodec) {
+			t.Fatalf("Publish = %v, want ErrCodec", err)
+		}
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stats().Invalid; got != invalid {
+		t.Fatalf("Stats().Invalid = %d, want %d", got, invalid)
+	}
+	if got := log.reported("natsbridge: value not published"); got != invalid {
+		t.Errorf("log lines account for %d values not published, want %d:\n%s", got, invalid, log.String())
+	}
+}
+
 func TestPublishAfterShutdown(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)

@@ -71,7 +71,8 @@ type TopicStats struct {
 	// stream before a watcher or mirror read them.
 	Gaps uint64
 	// Poisoned counts messages the codec could not decode. Each was
-	// skipped, logged and counted; the watcher went on.
+	// skipped and counted, and logged with the others of its burst (see
+	// TopicOptions.Logger); the watcher went on.
 	Poisoned uint64
 	// Restarts counts consumers created again after being lost (a server
 	// restart, a lost connection, a message lost in transit). Each

@@ -347,7 +347,8 @@ func (w *Watcher[T]) Dropped() uint64 { return w.w.Dropped() }
 func (w *Watcher[T]) Delivered() uint64 { return w.w.Delivered() }
 
 // Poisoned returns how many messages the codec could not decode. Each was
-// skipped, logged and counted; the watcher went on with the next.
+// skipped and counted, and logged with the others of its burst (see
+// TopicOptions.Logger); the watcher went on with the next.
 func (w *Watcher[T]) Poisoned() uint64 { return w.f.poisoned.Load() }
 
 // Restarts returns how many times the watcher's consumer was lost and

@@ -314,6 +314,33 @@ func TestWatchPoison(t *testing.T) {
 	}
 }
 
+// TestWatchPoisonLogCounted: a burst of poison messages is logged in one
+// line, and the ones that line did not report are reported, with their
+// count, when the watcher stops: the lines account for every message.
+func TestWatchPoisonLogCounted(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	var log logRecorder
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Logger: log.Logger()})
+	w := watch(t, topic, natsbridge.WatchOptions{})
+	ctx := testCtx(t)
+	const poison = 10
+	for range poison {
+		if _, err := js.Publish(ctx, topic.Name(), []byte("not json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishAll(t, topic, 1, 1)
+	take(t, w, 1)
+	w.Stop()
+	if got := w.Poisoned(); got != poison {
+		t.Fatalf("Poisoned() = %d, want %d", got, poison)
+	}
+	if got := log.reported("natsbridge: poison message skipped"); got != poison {
+		t.Errorf("log lines account for %d poison messages, want %d:\n%s", got, poison, log.String())
+	}
+}
+
 // TestWatchStreamDeleted deletes the stream under a watcher: the reader gets
 // what was queued, then the end, and Err says why.
 func TestWatchStreamDeleted(t *testing.T) {
