@@ -142,6 +142,7 @@
 // or an empty token, and each topic's stream captures exactly its own
 // subject: no topic can read another's values. Credentials and TLS come with
 // the caller's *nats.Conn; this package never logs them, nor any value (its
-// log lines carry the topic, sequences and errors). The embedded server
-// listens on nothing, or on loopback, unless told otherwise.
+// log lines carry the topic, sequences and errors; a codec's error or panic
+// only by its Go type, since its text may quote the value). The embedded
+// server listens on nothing, or on loopback, unless told otherwise.
 package natsbridge

@@ -183,7 +183,7 @@ func (f *feed[T]) run() {
 		if f.ctx.Err() != nil || errors.Is(err, errDestClosed) {
 			break
 		}
-		f.logRestart.warn("natsbridge: consumer lost, resuming", slog.Uint64("seq", f.next.Load()), slog.Any("err", err))
+		f.logRestart.warn("natsbridge: consumer lost, resuming", slog.Uint64("seq", f.next.Load()), errAttr(err))
 		if fatal = f.reopen(); fatal != nil {
 			break
 		}
@@ -205,7 +205,7 @@ func (f *feed[T]) run() {
 		f.errMu.Lock()
 		f.err = fatal
 		f.errMu.Unlock()
-		f.log.Warn("natsbridge: reading ended", slog.Any("err", fatal))
+		f.log.Warn("natsbridge: reading ended", errAttr(fatal))
 		if f.end != nil {
 			f.end(f.ctx, fatal)
 		}
@@ -253,7 +253,7 @@ func (f *feed[T]) reopen() error {
 		case errors.Is(err, ErrStreamGone), errors.Is(err, ErrClosed), errors.Is(err, nats.ErrConnectionClosed):
 			return err
 		}
-		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next.Load()), slog.Any("err", err))
+		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next.Load()), errAttr(err))
 		select {
 		case <-time.After(wait):
 		case <-f.ctx.Done():
@@ -294,7 +294,7 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		if err != nil {
 			f.poisoned.Add(1)
 			f.t.poisoned.Add(1)
-			f.logPoison.warn("natsbridge: poison message skipped", slog.Uint64("seq", seq), slog.Any("err", err))
+			f.logPoison.warn("natsbridge: poison message skipped", slog.Uint64("seq", seq), errAttr(err))
 			f.advance(seq)
 			continue
 		}

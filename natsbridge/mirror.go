@@ -129,7 +129,7 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 			n++
 		}
 		p.abandoned.Add(n)
-		p.logLost.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), slog.Any("err", failed))
+		p.logLost.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), errAttr(failed))
 		p.flushLogs() // this line may have been suppressed, and p may be shut down
 	}()
 	var once sync.Once

@@ -99,7 +99,7 @@ type TopicOptions struct {
 	// reported in one last line ("natsbridge: warnings suppressed", with
 	// the count) when the watcher or mirror ends or the publisher shuts
 	// down. Nil means slog.Default(). Values and credentials are never
-	// logged.
+	// logged (a codec's error only by its Go type: see Codec).
 	Logger *slog.Logger
 }
 

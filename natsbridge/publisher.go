@@ -299,7 +299,7 @@ func (p *Publisher[T]) encode(v T) ([]byte, error) {
 // returns err.
 func (p *Publisher[T]) invalidValue(err error) error {
 	p.invalid.Add(1)
-	p.logInvalid.warn("natsbridge: value not published", slog.Any("err", err))
+	p.logInvalid.warn("natsbridge: value not published", errAttr(err))
 	return err
 }
 
@@ -488,13 +488,13 @@ func (p *Publisher[T]) ackLost(err error) bool {
 // lostAck counts a value sent whose ack the connection's end lost.
 func (p *Publisher[T]) lostAck(e *pending, err error) {
 	p.unconfirmed.Add(1)
-	p.logLost.warn("natsbridge: ack lost with the connection", slog.Any("err", err), slog.Int("tries", e.tries+1))
+	p.logLost.warn("natsbridge: ack lost with the connection", errAttr(err), slog.Int("tries", e.tries+1))
 }
 
 // fail counts a value the stream refused, or whose retries ran out.
 func (p *Publisher[T]) fail(e *pending, err error) {
 	p.failed.Add(1)
-	p.logLost.warn("natsbridge: publish failed", slog.Any("err", err), slog.Int("tries", e.tries+1))
+	p.logLost.warn("natsbridge: publish failed", errAttr(err), slog.Int("tries", e.tries+1))
 }
 
 // confirm counts an ack.

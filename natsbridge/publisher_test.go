@@ -125,6 +125,41 @@ func TestPublisherLogCounted(t *testing.T) {
 	}
 }
 
+// TestPublishInvalidLogsNoValue: a value the codec cannot encode is logged
+// without its content, also when the codec's error or panic quotes it;
+// the error Publish returns keeps the codec's text.
+func TestPublishInvalidLogsNoValue(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	tests := []struct {
+		name string
+		v    Order
+	}{
+		{"codec error", Order{ID: -1, Item: secret}},
+		{"codec panic", Order{ID: -2, Item: secret}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var log logRecorder
+			topic := newTopicOf(t, js, "invalid.case"+strconv.Itoa(i), natsbridge.Codec[Order](secretCodec{}), natsbridge.TopicOptions{Logger: log.Logger()})
+			p := topic.Publisher(natsbridge.PublisherOptions{})
+			err := p.Publish(testCtx(t), tc.v)
+			if !errors.Is(err, natsbridge.ErrCodec) || !strings.Contains(err.Error(), secret) {
+				t.Errorf("Publish = %v, want ErrCodec with the codec's text", err)
+			}
+			if err := p.Shutdown(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if got := log.reported("natsbridge: value not published"); got != 1 {
+				t.Fatalf("lines for values not published: %d, want 1:\n%s", got, log.String())
+			}
+			if strings.Contains(log.String(), secret) {
+				t.Errorf("a log line carries the value:\n%s", log.String())
+			}
+		})
+	}
+}
+
 func TestPublishAfterShutdown(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)

@@ -2,9 +2,12 @@ package natsbridge_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,6 +280,38 @@ func (c badCodec) Marshal(o Order) ([]byte, error) {
 	return c.Codec.Marshal(o)
 }
 
+// secret is what a value holds that no log line may carry.
+const secret = "41111111111111111111"
+
+// secretCodec is JSON, except for orders with ID -1, which it fails to
+// encode or decode with an error that quotes the order, and -2, which it
+// panics with.
+type secretCodec struct{}
+
+func (secretCodec) Marshal(o Order) ([]byte, error) {
+	switch o.ID {
+	case -1:
+		return nil, fmt.Errorf("cannot encode %+v", o)
+	case -2:
+		panic(o)
+	}
+	return json.Marshal(o)
+}
+
+func (secretCodec) Unmarshal(data []byte) (Order, error) {
+	var o Order
+	if err := json.Unmarshal(data, &o); err != nil {
+		return Order{}, err
+	}
+	switch o.ID {
+	case -1:
+		return Order{}, fmt.Errorf("cannot decode %+v", o)
+	case -2:
+		panic(o)
+	}
+	return o, nil
+}
+
 // TestWatchPoison sends messages the codec cannot decode (bad bytes from
 // another client, a decode error, a decode panic): each is counted and
 // skipped, and the watcher goes on.
@@ -338,6 +373,43 @@ func TestWatchPoisonLogCounted(t *testing.T) {
 	}
 	if got := log.reported("natsbridge: poison message skipped"); got != poison {
 		t.Errorf("log lines account for %d poison messages, want %d:\n%s", got, poison, log.String())
+	}
+}
+
+// TestWatchPoisonLogsNoValue: a poison message is logged without its
+// content, also when the codec's error or panic quotes it.
+func TestWatchPoisonLogsNoValue(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	tests := []struct {
+		name, payload string
+	}{
+		{"codec error", `{"id":-1,"item":"` + secret + `"}`},
+		{"codec panic", `{"id":-2,"item":"` + secret + `"}`},
+		{"encoding/json error quoting the payload", `{"id":` + secret + `}`},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var log logRecorder
+			topic := newTopicOf(t, js, "poison.case"+strconv.Itoa(i), natsbridge.Codec[Order](secretCodec{}), natsbridge.TopicOptions{Logger: log.Logger()})
+			w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			if _, err := js.Publish(testCtx(t), topic.Name(), []byte(tc.payload)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if got := log.reported("natsbridge: poison message skipped"); got != 1 || w.Poisoned() != 1 {
+				t.Fatalf("Poisoned() = %d, poison lines %d; want 1, 1:\n%s", w.Poisoned(), got, log.String())
+			}
+			if strings.Contains(log.String(), secret) {
+				t.Errorf("a log line carries the message's content:\n%s", log.String())
+			}
+		})
 	}
 }
 
