@@ -121,7 +121,8 @@ func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 
 // open creates a consumer at f.next and starts reading it. The first open
 // runs in Watch or Mirror with the caller's ctx; later ones in the
-// goroutine with f.ctx.
+// goroutine with f.ctx. If it fails (or panics) once the consumer exists,
+// it deletes the consumer.
 func (f *feed[T]) open(ctx context.Context) error {
 	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		Description:       "herald " + f.t.name,
@@ -138,24 +139,29 @@ func (f *feed[T]) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("natsbridge: topic %q: create consumer: %w", f.t.name, err)
 	}
+	kept := false
+	defer func() {
+		if !kept {
+			f.deleteConsumer(cons)
+		}
+	}()
 	it, err := cons.Messages(
 		jetstream.PullMaxMessages(f.t.readAhead),
 		jetstream.PullHeartbeat(f.t.heartbeat),
 		jetstream.WithMessagesErrOnMissingHeartbeat(true),
 	)
 	if err != nil {
-		f.deleteConsumer(cons)
 		return fmt.Errorf("natsbridge: topic %q: read consumer: %w", f.t.name, err)
 	}
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
 		it.Stop()
-		f.deleteConsumer(cons)
 		return ErrClosed
 	}
 	f.it, f.cons = it, cons
 	f.mu.Unlock()
+	kept = true
 	return nil
 }
 

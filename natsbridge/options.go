@@ -44,6 +44,16 @@ const (
 	DefaultReadAhead = 256
 )
 
+// Limits on options, beyond which the memory a watcher sets aside up
+// front would be absurd.
+const (
+	// MaxReadAhead is the largest TopicOptions.ReadAhead NewTopic
+	// accepts. Each consumer's client side sets aside a place (a pointer)
+	// for every message it may read ahead: 8 MiB per consumer at this
+	// size.
+	MaxReadAhead = 1 << 20
+)
+
 // TopicOptions configures the stream behind a Topic. The zero value gives a
 // file-backed stream, one replica, kept forever, with a two-minute window for
 // dropping retried publishes (DefaultDuplicates).
@@ -88,7 +98,8 @@ type TopicOptions struct {
 	// Zero means DefaultHeartbeat; it must lie between 500ms and 10s.
 	Heartbeat time.Duration
 	// ReadAhead is how many messages each consumer of this topic asks for
-	// at a time. Zero means DefaultReadAhead.
+	// at a time. Zero means DefaultReadAhead; it must not exceed
+	// MaxReadAhead.
 	ReadAhead int
 	// Logger receives a warning for each kind of problem (poison
 	// messages, gaps, lost consumers; values a publisher refused, or

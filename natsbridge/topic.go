@@ -171,6 +171,8 @@ func validTopicOptions(o TopicOptions) error {
 		return errors.New("natsbridge: negative TopicOptions.Duplicates")
 	case o.ReadAhead < 0:
 		return errors.New("natsbridge: negative TopicOptions.ReadAhead")
+	case o.ReadAhead > MaxReadAhead:
+		return fmt.Errorf("natsbridge: TopicOptions.ReadAhead %d is above MaxReadAhead (%d)", o.ReadAhead, MaxReadAhead)
 	case o.Heartbeat != 0 && (o.Heartbeat < 500*time.Millisecond || o.Heartbeat > 10*time.Second):
 		return fmt.Errorf("natsbridge: TopicOptions.Heartbeat %v outside 500ms..10s", o.Heartbeat)
 	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:

@@ -76,6 +76,8 @@ func TestNewTopicBadArguments(t *testing.T) {
 		{"negative MaxBytes", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{MaxBytes: -1}},
 		{"heartbeat too short", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{Heartbeat: time.Millisecond}},
 		{"unknown storage", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{Storage: 7}},
+		{"ReadAhead above MaxReadAhead", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{ReadAhead: natsbridge.MaxReadAhead + 1}},
+		{"huge ReadAhead", js, natsbridge.JSON[Order](), natsbridge.TopicOptions{ReadAhead: 1 << 50}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

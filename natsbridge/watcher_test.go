@@ -111,6 +111,19 @@ func TestWatchBadOptions(t *testing.T) {
 	w.Stop()
 }
 
+// TestWatchMaxReadAhead: the largest ReadAhead NewTopic accepts gives a
+// working watcher.
+func TestWatchMaxReadAhead(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{ReadAhead: natsbridge.MaxReadAhead})
+	w := watch(t, topic, natsbridge.WatchOptions{})
+	publishAll(t, topic, 1, 3)
+	if diff := cmp.Diff(span(1, 3), ids(take(t, w, 3))); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+}
+
 // TestWatchBlockStopsReading fills a Block watcher that nobody reads: the
 // feed stops asking the server, which keeps the backlog, and the reader then
 // gets every value in order.

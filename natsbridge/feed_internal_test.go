@@ -1,0 +1,72 @@
+package natsbridge
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// TestOpenFailureDeletesConsumer: when reading the consumer it has just
+// created fails, or panics inside the client, a feed deletes that consumer,
+// so that a Watch or Mirror that fails leaves nothing on the server.
+// NewTopic's checks keep such a ReadAhead out; it is set here directly.
+func TestOpenFailureDeletesConsumer(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Shutdown(ctx)
+	tests := []struct {
+		name      string
+		readAhead int
+		panics    bool
+	}{
+		{"client refuses", -1, false},
+		{"client panics", 1 << 50, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			topic.readAhead = tc.readAhead
+			f := newFeed(topic, "watcher", 1)
+			panicked := true
+			func() {
+				defer func() { _ = recover() }()
+				err = f.open(ctx)
+				panicked = false
+			}()
+			if panicked != tc.panics || (!panicked && err == nil) {
+				t.Fatalf("open: panicked %v, err %v; want panicked %v, or an error", panicked, err, tc.panics)
+			}
+			n, l := 0, topic.stream.ListConsumers(ctx)
+			for range l.Info() {
+				n++
+			}
+			if err := l.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%d consumers on the server after a failed open, want 0", n)
+			}
+		})
+	}
+}
