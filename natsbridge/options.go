@@ -44,14 +44,20 @@ const (
 	DefaultReadAhead = 256
 )
 
-// Limits on options, beyond which the memory a watcher sets aside up
-// front would be absurd.
+// Limits on options, beyond which the memory a watcher or publisher sets
+// aside up front would be absurd.
 const (
 	// MaxReadAhead is the largest TopicOptions.ReadAhead NewTopic
 	// accepts. Each consumer's client side sets aside a place (a pointer)
 	// for every message it may read ahead: 8 MiB per consumer at this
 	// size.
 	MaxReadAhead = 1 << 20
+	// MaxWindow is the largest PublisherOptions.Window Topic.Publisher
+	// accepts. A publisher sets aside a place (a pointer) for every value
+	// in its window: 8 MiB at this size. A window wider than the
+	// JetStream context's limit of pending publishes only waits on that
+	// limit (see DefaultWindow).
+	MaxWindow = 1 << 20
 )
 
 // TopicOptions configures the stream behind a Topic. The zero value gives a
@@ -119,7 +125,7 @@ type TopicOptions struct {
 type PublisherOptions struct {
 	// Window is how many published values may await their ack. Publish
 	// waits, and TryPublish refuses, while it is full. Zero means
-	// DefaultWindow.
+	// DefaultWindow; it must not exceed MaxWindow.
 	Window int
 	// AckTimeout is how long the publisher waits for a value's ack before
 	// sending it again under the same message id (the stream stores it

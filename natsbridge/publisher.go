@@ -116,7 +116,8 @@ type PublisherStats struct {
 
 // Publisher returns a new Publisher for the topic, configured by o (the
 // zero PublisherOptions gives the defaults). It panics if a field of o is
-// negative where that is not allowed: that is a programming error. After
+// negative where that is not allowed, or if o.Window is above MaxWindow:
+// that is a programming error. After
 // the topic's Shutdown has begun it returns a Publisher that is already
 // shut down.
 //
@@ -126,6 +127,9 @@ type PublisherStats struct {
 func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 	if o.Window < 0 {
 		panic("natsbridge: negative PublisherOptions.Window")
+	}
+	if o.Window > MaxWindow {
+		panic(fmt.Sprintf("natsbridge: PublisherOptions.Window %d is above MaxWindow (%d)", o.Window, MaxWindow))
 	}
 	if o.AckTimeout < 0 {
 		panic("natsbridge: negative PublisherOptions.AckTimeout")

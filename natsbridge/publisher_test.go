@@ -3,6 +3,7 @@ package natsbridge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,40 @@ func TestPublishInvalid(t *testing.T) {
 	want := natsbridge.PublisherStats{Published: 1, Confirmed: 1, Invalid: 6, LastSeq: 1}
 	if diff := cmp.Diff(want, p.Stats()); diff != "" {
 		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+}
+
+// TestPublisherBadOptions: options no Publisher can work with panic with a
+// message that names the field (and the limit); the largest window works.
+func TestPublisherBadOptions(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	tests := []struct {
+		name string
+		o    natsbridge.PublisherOptions
+		want string // in the panic's message
+	}{
+		{"negative Window", natsbridge.PublisherOptions{Window: -1}, "PublisherOptions.Window"},
+		{"negative AckTimeout", natsbridge.PublisherOptions{AckTimeout: -1}, "PublisherOptions.AckTimeout"},
+		{"Window above MaxWindow", natsbridge.PublisherOptions{Window: natsbridge.MaxWindow + 1}, "PublisherOptions.Window 1048577 is above MaxWindow (1048576)"},
+		{"huge Window", natsbridge.PublisherOptions{Window: 1 << 50}, "above MaxWindow"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
+					t.Errorf("Publisher(%+v) panicked with %v, want a message holding %q", tc.o, r, tc.want)
+				}
+			}()
+			p := topic.Publisher(tc.o)
+			_ = p.Shutdown(context.Background())
+		})
+	}
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: natsbridge.MaxWindow})
+	publishN(t, p, 1, 3)
+	if err := p.Shutdown(testCtx(t)); err != nil || p.Stats().Confirmed != 3 {
+		t.Errorf("Publisher(Window: MaxWindow): Shutdown = %v, %s; want nil, 3 confirmed", err, describe(p.Stats()))
 	}
 }
 
