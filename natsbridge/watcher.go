@@ -361,5 +361,6 @@ func (w *Watcher[T]) Restarts() uint64 { return w.f.restarts.Load() }
 
 // Err returns why the watcher ended by itself: an error wrapping
 // ErrStreamGone if the stream was deleted, or the connection's error if it
-// was closed. It returns nil while the watcher runs and after Stop.
+// was closed. It returns nil while the watcher runs, and after a Stop that
+// came first; once set, it stays set, also after Stop.
 func (w *Watcher[T]) Err() error { return w.f.failure() }

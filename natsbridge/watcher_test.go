@@ -473,6 +473,28 @@ func TestWatchStreamDeleted(t *testing.T) {
 	}
 }
 
+// TestWatchErrAfterStop: Err is nil for a watcher stopped while it ran,
+// and keeps saying why a watcher ended by itself after it is stopped.
+func TestWatchErrAfterStop(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	running := watch(t, topic, natsbridge.WatchOptions{})
+	running.Stop()
+	if err := running.Err(); err != nil {
+		t.Errorf("Err() after Stop of a running watcher = %v, want nil", err)
+	}
+	ended := watch(t, topic, natsbridge.WatchOptions{})
+	if err := js.DeleteStream(testCtx(t), topic.Stream()); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, ended) // returns once the watcher ended
+	ended.Stop()
+	if err := ended.Err(); !errors.Is(err, natsbridge.ErrStreamGone) {
+		t.Errorf("Err() after the stream was deleted and Stop = %v, want ErrStreamGone", err)
+	}
+}
+
 // TestWatchStreamReplaced deletes the stream and creates it again (its
 // sequence numbers start over): the watcher must not wait for a sequence
 // the new stream will reach much later.
