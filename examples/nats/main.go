@@ -49,7 +49,7 @@ type config struct {
 	server string // an existing server's URL; empty starts an embedded one
 	creds  string // a credentials file for server
 	events int    // events to publish
-	retain int    // the stream keeps this many events
+	retain int    // the stream keeps this many events; 0 keeps every one
 	keep   bool   // keep the topic's stream on an existing server
 }
 
@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&c.server, "server", "", "URL of an existing NATS server with JetStream (default: start one in this process)")
 	flag.StringVar(&c.creds, "creds", "", "credentials file for -server")
 	flag.IntVar(&c.events, "events", 1000, "events to publish")
-	flag.IntVar(&c.retain, "retain", 600, "events the stream keeps (older ones are removed)")
+	flag.IntVar(&c.retain, "retain", 600, "events the stream keeps, older ones removed (0: every event)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the example's stream on -server")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -99,6 +99,12 @@ type result struct {
 
 // run runs the demo and writes its report to out.
 func run(ctx context.Context, out io.Writer, c config) error {
+	if c.events < 0 {
+		return fmt.Errorf("-events %d: must be 0 or more", c.events)
+	}
+	if c.retain < 0 {
+		return fmt.Errorf("-retain %d: must be 0 (keep every event) or more", c.retain)
+	}
 	serverURL := c.server
 	if serverURL == "" {
 		dir, err := os.MkdirTemp("", "herald-nats-example")
@@ -132,7 +138,15 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	if c.server == "" || !c.keep {
 		defer js.DeleteStream(context.Background(), topic.Stream())
 	}
-	fmt.Fprintf(out, "topic %s: the stream keeps the last %d events\n\n", name, c.retain)
+	// chunk is how many events go out between the workers' catch-ups
+	// (see below): what the stream keeps, or all of them.
+	chunk := c.retain
+	if c.retain == 0 {
+		chunk = max(c.events, 1)
+		fmt.Fprintf(out, "topic %s: the stream keeps every event\n\n", name)
+	} else {
+		fmt.Fprintf(out, "topic %s: the stream keeps the last %d events\n\n", name, c.retain)
+	}
 
 	base := worker{Server: serverURL, Creds: c.creds, Topic: name, Retain: c.retain}
 	early := []worker{
@@ -160,9 +174,9 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	// chunk has its publisher, whose Shutdown waits for every ack.
 	var total natsbridge.PublisherStats
 	kinds := []string{"created", "paid", "shipped"}
-	for first := 1; first <= c.events; first += c.retain {
+	for first := 1; first <= c.events; first += chunk {
 		pub := topic.Publisher(natsbridge.PublisherOptions{})
-		for n := first; n < first+c.retain && n <= c.events; n++ {
+		for n := first; n < first+chunk && n <= c.events; n++ {
 			e := Event{N: n, Order: fmt.Sprintf("o-%04d", (n+2)/3), Kind: kinds[(n-1)%3], Cents: 100 * (n%7 + 1)}
 			if err := pub.Publish(ctx, e); err != nil {
 				return err
@@ -213,9 +227,13 @@ func run(ctx context.Context, out io.Writer, c config) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nEvery worker read one order (the stream's). audit lost nothing (Block); dashboard kept the\n"+
-		"freshest %d (DropOldest) and sampler the first %d (DropNewest), counting the rest as dropped;\n"+
-		"late started at sequence 1 after retention removed the oldest events, and counted them as gaps.\n",
+		"freshest %d (DropOldest) and sampler the first %d (DropNewest), counting the rest as dropped;\n",
 		early[1].Queue, early[2].Queue)
+	if c.retain == 0 {
+		fmt.Fprintf(out, "late started at sequence 1 and, the stream keeping every event, read them all.\n")
+	} else {
+		fmt.Fprintf(out, "late started at sequence 1 after retention removed the oldest events, and counted them as gaps.\n")
+	}
 	return nil
 }
 

@@ -84,6 +84,55 @@ func TestRunAgainstServer(t *testing.T) {
 	}
 }
 
+// TestRunRetainZero: -retain 0 keeps every event, as a zero MaxMsgs does
+// in natsbridge: the late worker reads them all and counts no gap.
+func TestRunRetainZero(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, &out, config{events: 90, retain: 0}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatal("run with retain 0 did not return")
+	}
+	for _, want := range []string{
+		"the stream keeps every event",
+		"publisher: 90 events published, 90 confirmed by the stream (last sequence 90), 0 failed, 0 unconfirmed",
+		"audit      Block       256    1      90        1..90     yes       0        0",
+		"late       Block       64     1      90        1..90     yes       0        0",
+	} {
+		if !strings.Contains(squash(out.String()), squash(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestRunNegative: a negative -events or -retain is refused with a message
+// naming the flag, before anything starts.
+func TestRunNegative(t *testing.T) {
+	tests := []struct {
+		c    config
+		want string
+	}{
+		{config{events: 10, retain: -1}, "-retain -1"},
+		{config{events: -1, retain: 10}, "-events -1"},
+	}
+	for _, tc := range tests {
+		var out strings.Builder
+		if err := run(context.Background(), &out, tc.c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%+v) = %v, want an error naming %q", tc.c, err, tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("run(%+v) wrote %q before refusing", tc.c, out.String())
+		}
+	}
+}
+
 // squash collapses runs of white space, so that the table's column widths
 // do not matter.
 func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
