@@ -114,12 +114,15 @@
 // silently: Topic.Shutdown does not wait for the local readers of a
 // watcher or mirror that its stream's deletion had already ended (what
 // they had not read is counted as dropped at shutdown); a value removed
-// from the stream after the client had fetched it can let Watcher.Flush
-// return just before that value is queued (it still arrives, once); a
-// purge up to a sequence past the stream's end counts the sequences it
-// skips as gaps, though no value had them; and a watcher read through
-// Events and All at once, then stopped, may yield the value the Events
-// goroutine held after later ones.
+// from the stream after the client had fetched it (read ahead, not yet
+// queued) is counted as a gap, and never delivered, if Watcher.Flush is
+// called before the watcher comes to it (without such a Flush, it
+// arrives), while one the watcher was already queuing can let Flush
+// return just before it is queued (it still arrives, once); a purge up to
+// a sequence past the stream's end counts the sequences it skips as gaps,
+// though no value had them; and a watcher read through Events and All at
+// once, then stopped, may yield the value the Events goroutine held after
+// later ones.
 //
 // # Concurrency and goroutines
 //

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/natsbridge"
@@ -70,6 +72,76 @@ func TestFlushAfterLastMessageDeleted(t *testing.T) {
 	}
 	if got := ids(take(t, w, 2)); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Errorf("values %v, want [1 2]", got)
+	}
+}
+
+// TestFlushCountsFetchedThenPurged: values the client had read ahead when
+// the stream was purged, not yet queued, are counted as gaps by a Flush
+// called before the watcher comes to them, and never delivered; the value
+// the watcher was already queuing still arrives, once. Every value owed is
+// read or counted as a gap, exactly once.
+func TestFlushCountsFetchedThenPurged(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	const n, readAhead = 2000, 512
+	topic := newTopic(t, js, "edge.fetched", natsbridge.TopicOptions{ReadAhead: readAhead})
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1}) // Block, nobody reads yet
+	publishAll(t, topic, 1, n)
+	// The first pull fetches readAhead values; the blocked watcher holds
+	// far fewer (its queue, its broadcaster's incoming queue).
+	var fetched uint64
+	eventually(t, "the client read ahead", func() bool {
+		fetched = consumerInfo(t, js, topic.Stream()).Delivered.Stream
+		return fetched >= readAhead
+	})
+	stream, err := js.Stream(testCtx(t), topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Nobody reads: Flush counts the gaps, then waits for room in the
+	// queue until its context ends.
+	short, cancel := context.WithTimeout(testCtx(t), 500*time.Millisecond)
+	defer cancel()
+	if err := w.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush of a full Block watcher nobody reads = %v, want context.DeadlineExceeded", err)
+	}
+	if w.Gaps() == 0 {
+		t.Fatal("Gaps() = 0 after Flush: it did not count the purged values")
+	}
+
+	var read atomic.Int64
+	got := make(chan []int, 1)
+	ctx := testCtx(t)
+	go func() {
+		var ids []int
+		for {
+			o, err := w.Next(ctx)
+			if err != nil {
+				got <- ids
+				return
+			}
+			ids = append(ids, o.ID)
+			read.Add(1)
+		}
+	}()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatalf("Flush with a reader = %v", err)
+	}
+	// The value the watcher was queuing may arrive just after Flush.
+	eventually(t, "every value read or counted as a gap", func() bool { return uint64(read.Load())+w.Gaps() >= n })
+	w.Stop()
+	ids := <-got
+	if total := uint64(len(ids)) + w.Gaps(); total != n {
+		t.Errorf("read %d + gaps %d = %d, want %d (each value read or counted once)", len(ids), w.Gaps(), total, n)
+	}
+	if diff := cmp.Diff(span(1, len(ids)), ids); diff != "" {
+		t.Errorf("values read (-want +got):\n%s", diff)
+	}
+	if uint64(len(ids)) >= fetched {
+		t.Errorf("read %d values, the client had fetched %d: those fetched but not queued when Flush counted the purge were delivered, not counted as gaps", len(ids), fetched)
 	}
 }
 
