@@ -379,12 +379,13 @@ type decision struct {
 }
 
 // optionName names the field of record.CorrelatorOptions whose function
-// panicked in f; the event key is herald's own.
+// panicked in f. The event key's own functions are herald's and do not
+// panic: with a negative MaxEvents it runs the KeyFunc.
 func optionName(f correlation.Func) string {
 	switch f {
 	case correlation.FuncClock:
 		return "Clock"
-	case correlation.FuncGroup, correlation.FuncMember:
+	case correlation.FuncGroup, correlation.FuncMember, correlation.FuncKey:
 		return "KeyFunc"
 	case correlation.FuncCombine:
 		return "MessageFunc"

@@ -4,7 +4,9 @@ package k8sadapter_test
 // numbers as unsigned, and herald must behave as it does, never panic.
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	testclocks "k8s.io/utils/clock/testing"
 
+	"github.com/heraldgo/herald/correlate"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -197,5 +200,21 @@ func TestKeyFuncThatWritesTheEvent(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNegativeMaxEventsPanickingKeyFunc: the KeyFunc that a negative
+// MaxEvents still calls is named when it panics, and the event is
+// recorded as it is.
+func TestNegativeMaxEventsPanickingKeyFunc(t *testing.T) {
+	h := k8sadapter.NewEventCorrelatorWithOptions(record.CorrelatorOptions{MaxEvents: -1,
+		KeyFunc: func(*v1.Event) (string, string) { panic("boom") }})
+	e := edgeEvent("message", t0)
+	got, err := h.EventCorrelate(e)
+	if !errors.Is(err, correlate.ErrPanic) || !strings.Contains(err.Error(), "panic in KeyFunc: boom") {
+		t.Errorf("EventCorrelate error %v, want one wrapping correlate.ErrPanic naming KeyFunc", err)
+	}
+	if got == nil || got.Skip || !cmp.Equal(got.Event, e) {
+		t.Errorf("EventCorrelate = %+v, want the event to record as it is", got)
 	}
 }
