@@ -48,10 +48,10 @@
 //     (Watcher.Dropped).
 //   - Nothing accepted is lost without a count. A Publisher counts each
 //     value it accepted as Confirmed (stored once), Failed (refused by the
-//     stream, or out of retries; logged, see below) or Unconfirmed (its Shutdown's
-//     context ended, or its connection was closed, before the ack: it may
-//     or may not be stored), or Pending until then. Publisher.Shutdown
-//     waits for every ack.
+//     stream or found deleted, or out of retries; logged, see below) or
+//     Unconfirmed (its Shutdown's context ended, or its connection was
+//     closed, before the ack: it may or may not be stored), or Pending
+//     until then. Publisher.Shutdown waits for every ack.
 //   - Bad input is an error and a count, never a panic or a stalled
 //     stream: a codec that fails or panics is ErrCodec for the publisher
 //     and a poison message for the watcher (counted in Watcher.Poisoned,
@@ -104,11 +104,12 @@
 //
 // If the stream is deleted (or deleted and created again), watchers end:
 // their queued values stay readable, then they close, and Watcher.Err wraps
-// ErrStreamGone; a mirror shuts its broadcaster down. While the server is
-// unreachable, Publish waits for room in its window and in the
-// connection's own limits (bounded by its context), TryPublish refuses at
-// once, and unacknowledged values are sent again once the connection is
-// back.
+// ErrStreamGone; a mirror shuts its broadcaster down. A publisher counts
+// each value it sends to a deleted stream as Failed, as soon as the server
+// says the stream is gone. While the server is unreachable, Publish waits
+// for room in its window and in the connection's own limits (bounded by
+// its context), TryPublish refuses at once, and unacknowledged values are
+// sent again once the connection is back.
 //
 // Known limits at these edges, each counted, none losing a value
 // silently: Topic.Shutdown does not wait for the local readers of a

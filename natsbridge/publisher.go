@@ -40,8 +40,13 @@ type Publisher[T any] struct {
 	queue chan *pending
 
 	closing chan struct{} // closed when Shutdown begins
-	abort   chan struct{} // closed when a Shutdown context ends first
 	done    chan struct{} // closed when the reaper has exited
+	// abort is closed when a Shutdown context ends first: it is
+	// abortCtx.Done(), closed by cancelAbort. abortCtx bounds the
+	// reaper's own requests to the server.
+	abort       <-chan struct{}
+	abortCtx    context.Context
+	cancelAbort context.CancelFunc
 
 	// Shutdown closes queue once closed is set and no sender is left
 	// between its check of closed and its push; or, if its context ends
@@ -89,9 +94,9 @@ type PublisherStats struct {
 	Duplicates uint64
 	// Retries counts sends after the first (same message id).
 	Retries uint64
-	// Failed counts accepted values the stream refused, or whose retries
-	// ran out (such a value may still have been stored, its acks late or
-	// lost). They are logged, one line a second with a count (see
+	// Failed counts accepted values the stream refused (or that found it
+	// deleted), or whose retries ran out (such a value may still have
+	// been stored, its acks late or lost). They are logged, one line a second with a count (see
 	// TopicOptions.Logger).
 	Failed uint64
 	// Unconfirmed counts accepted values still awaiting their ack when
@@ -117,9 +122,8 @@ type PublisherStats struct {
 // Publisher returns a new Publisher for the topic, configured by o (the
 // zero PublisherOptions gives the defaults). It panics if a field of o is
 // negative where that is not allowed, or if o.Window is above MaxWindow:
-// that is a programming error. After
-// the topic's Shutdown has begun it returns a Publisher that is already
-// shut down.
+// that is a programming error. After the topic's Shutdown has begun it
+// returns a Publisher that is already shut down.
 //
 // Publisher starts one goroutine, the reaper, which waits for acks in the
 // order values were sent, sends a value again when its ack fails or times
@@ -147,9 +151,10 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 		slots:      make(chan struct{}, window),
 		queue:      make(chan *pending, window),
 		closing:    make(chan struct{}),
-		abort:      make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	p.abortCtx, p.cancelAbort = context.WithCancel(context.Background())
+	p.abort = p.abortCtx.Done()
 	l := t.log.With(slog.String("component", "publisher"))
 	p.logInvalid, p.logLost = newLimitedLog(l), newLimitedLog(l)
 	if p.ackTimeout == 0 {
@@ -443,7 +448,7 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 			p.lostAck(e, err)
 			return
 		}
-		if !retriable(err) || e.tries >= p.maxRetries {
+		if !retriable(err) || e.tries >= p.maxRetries || p.streamGone(err) {
 			p.fail(e, err)
 			return
 		}
@@ -489,13 +494,31 @@ func (p *Publisher[T]) ackLost(err error) bool {
 	return retriable(err) && p.t.js.Conn().IsClosed()
 }
 
+// streamGone reports whether err, no answer from any stream, is because
+// the topic's stream was deleted: no retry could store the value then, and
+// retrying would hold up every value behind it for the whole back-off. It
+// asks the server, for at most a second (less if a Shutdown gives up
+// meanwhile); any other answer (the server unreachable, JetStream
+// starting after a restart) reports false, and the value is sent again as
+// usual.
+func (p *Publisher[T]) streamGone(err error) bool {
+	if !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(p.abortCtx, time.Second)
+	defer cancel()
+	_, err = p.t.stream.Info(ctx)
+	return errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
 // lostAck counts a value sent whose ack the connection's end lost.
 func (p *Publisher[T]) lostAck(e *pending, err error) {
 	p.unconfirmed.Add(1)
 	p.logLost.warn("natsbridge: ack lost with the connection", errAttr(err), slog.Int("tries", e.tries+1))
 }
 
-// fail counts a value the stream refused, or whose retries ran out.
+// fail counts a value the stream refused (or that found it deleted), or
+// whose retries ran out.
 func (p *Publisher[T]) fail(e *pending, err error) {
 	p.failed.Add(1)
 	p.logLost.warn("natsbridge: publish failed", errAttr(err), slog.Int("tries", e.tries+1))
@@ -586,9 +609,9 @@ func retriable(err error) bool {
 // Unconfirmed. Once a Shutdown has given up, every other Shutdown call,
 // concurrent or later, returns ErrUnconfirmed (or its own ctx.Err()),
 // never nil; so does every Shutdown once the connection was closed before
-// the acks of values sent. Either way the reaper goroutine has exited when Shutdown
-// returns. It is idempotent and safe to call from any goroutine; it panics
-// on a nil ctx.
+// the acks of values sent. Either way the reaper goroutine has exited when
+// Shutdown returns. It is idempotent and safe to call from any goroutine;
+// it panics on a nil ctx.
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("natsbridge: nil Context")
@@ -615,7 +638,7 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.aborted {
 		p.aborted = true
-		close(p.abort)
+		p.cancelAbort()
 	}
 	p.mu.Unlock()
 	<-p.done

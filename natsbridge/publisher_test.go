@@ -378,6 +378,28 @@ func TestPublisherConnectionClosed(t *testing.T) {
 	t.Logf("%s", describe(st))
 }
 
+// TestPublishToDeletedStream publishes to a topic whose stream was
+// deleted: no retry can store the values, and each is counted as Failed at
+// once, instead of after a full round of retries, one value after the
+// other (about ten seconds each).
+func TestPublishToDeletedStream(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	if err := js.DeleteStream(testCtx(t), topic.Stream()); err != nil {
+		t.Fatal(err)
+	}
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	publishN(t, p, 1, 5)
+	// Five full rounds of retries would take close to a minute.
+	if err := p.Shutdown(boundedCtx(t, 5*time.Second)); err != nil {
+		t.Fatalf("Shutdown = %v (%s), want nil once every value failed", err, describe(p.Stats()))
+	}
+	if st := p.Stats(); st.Failed != 5 || st.Retries != 0 {
+		t.Errorf("Stats() = %s, retries %d; want 5 failed, no retry", describe(st), st.Retries)
+	}
+}
+
 func publishN(t testing.TB, p *natsbridge.Publisher[Order], first, last int) {
 	t.Helper()
 	for i := first; i <= last; i++ {
