@@ -74,9 +74,14 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	return m.b, nil
 }
 
+// shutdown stops the mirror's feed, then its broadcaster. What an earlier
+// Shutdown of the broadcaster abandoned (its own context ended: the feed's
+// when the stream was deleted, or the user's) is counted in the
+// broadcaster's Stats, and its later Shutdown calls return ErrClosed:
+// that is not this Shutdown's error.
 func (m *mirror[T]) shutdown(ctx context.Context) error {
 	err := m.f.halt(ctx)
-	if berr := m.b.Shutdown(ctx); err == nil {
+	if berr := m.b.Shutdown(ctx); err == nil && !errors.Is(berr, broadcast.ErrClosed) {
 		err = berr
 	}
 	return err

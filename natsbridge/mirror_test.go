@@ -262,3 +262,33 @@ func TestTopicShutdown(t *testing.T) {
 		t.Errorf("%d consumers left on the server", n)
 	}
 }
+
+// TestTopicShutdownAfterMirrorStreamDeleted: a mirror whose stream was
+// deleted while a watcher of its broadcaster was full shut the
+// broadcaster down, abandoning the values it could not deliver (counted
+// in its Stats). Topic.Shutdown then returns nil: that loss is not its
+// own.
+func TestTopicShutdownAfterMirrorStreamDeleted(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	ctx := testCtx(t)
+	b, err := topic.Mirror(ctx, broadcast.Options{QueueLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.Watch() // never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, topic, 1, 3)
+	eventually(t, "the mirror took 3", func() bool { return b.Stats().Published == 3 })
+	if err := js.DeleteStream(ctx, topic.Stream()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mirror ended", func() bool { return topic.Stats().Live == 0 })
+	err = topic.Shutdown(context.Background())
+	if err != nil {
+		t.Errorf("Topic.Shutdown = %v, want nil; broadcaster DroppedShutdown %d, watcher dropped %d", err, b.Stats().DroppedShutdown, w.Dropped())
+	}
+}

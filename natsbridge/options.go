@@ -108,8 +108,8 @@ type TopicOptions struct {
 	// MaxReadAhead.
 	ReadAhead int
 	// Logger receives a warning for each kind of problem (poison
-	// messages, gaps, lost consumers; values a publisher refused, or
-	// that failed), at most one line a second per kind and watcher,
+	// messages, gaps, lost consumers; values a publisher refused; values
+	// it failed or lost, and values a Forward abandoned), at most one line a second per kind and watcher,
 	// mirror or publisher: the first of a burst at once, while those that
 	// follow within the second are only counted, and the next line
 	// written reports them (suppressed=N). What no line reported is

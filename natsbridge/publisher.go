@@ -96,8 +96,8 @@ type PublisherStats struct {
 	Retries uint64
 	// Failed counts accepted values the stream refused (or that found it
 	// deleted), or whose retries ran out (such a value may still have
-	// been stored, its acks late or lost). They are logged, one line a second with a count (see
-	// TopicOptions.Logger).
+	// been stored, its acks late or lost). They are logged, one line a
+	// second with a count (see TopicOptions.Logger).
 	Failed uint64
 	// Unconfirmed counts accepted values still awaiting their ack when
 	// the context given to Shutdown ended, or when the connection was
@@ -382,6 +382,7 @@ func (p *Publisher[T]) closeQueueLocked() {
 // what is left as unconfirmed.
 func (p *Publisher[T]) reap() {
 	defer close(p.done)
+	defer p.cancelAbort() // its requests end with it
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -646,15 +647,15 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 }
 
 // outcome is what a Shutdown that found the reaper gone returns: nil,
-// unless a Shutdown gave up on values in flight or the connection's end
-// lost their acks.
+// unless values ended unconfirmed, given up by a Shutdown or their acks
+// lost to the connection's end.
 func (p *Publisher[T]) outcome() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// The reaper counted what the connection's end lost before it
-	// exited; what a Shutdown gave up on may still be counted by a
-	// sender, after.
-	if p.aborted || p.unconfirmed.Load() > 0 {
+	// The reaper counted what it gave up on, or the connection's end
+	// lost, before it exited; a sender still sending when a Shutdown gave
+	// up counts its value after.
+	if p.unconfirmed.Load() > 0 || (p.aborted && p.sending > 0) {
 		return ErrUnconfirmed
 	}
 	return nil

@@ -469,3 +469,31 @@ func storedIDs(t testing.TB, js jetstream.JetStream, topic *natsbridge.Topic[Ord
 	}
 	return out
 }
+
+// TestShutdownAfterGivingUpOnNothing: a Shutdown whose context had ended
+// gives up on nothing when every value is confirmed; a later Shutdown
+// returns nil, not ErrUnconfirmed. (The first call finds the reaper still
+// running, as a rule: it is repeated to catch that.)
+func TestShutdownAfterGivingUpOnNothing(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	bad := 0
+	const runs = 5
+	for range runs {
+		p := topic.Publisher(natsbridge.PublisherOptions{})
+		publishN(t, p, 1, 2)
+		eventually(t, "confirmed", func() bool { return p.Stats().Confirmed == 2 })
+		_ = p.Shutdown(ended)
+		err := p.Shutdown(context.Background())
+		if st := p.Stats(); err != nil || st.Unconfirmed != 0 {
+			bad++
+			t.Logf("second Shutdown = %v with %s", err, describe(st))
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d publishers: a later Shutdown did not return nil with every value confirmed", bad, runs)
+	}
+}

@@ -289,9 +289,9 @@ func (t *Topic[T]) Stats() TopicStats {
 // After it has begun, Publisher, Watch and Mirror return ErrClosed (or a
 // Publisher that is already shut down). It returns once all have ended:
 // ctx.Err() if ctx ended first (what was then abandoned is counted as
-// each one documents), ErrUnconfirmed if a publisher's values were given
-// up by an earlier Shutdown of its own (see Publisher.Shutdown), nil
-// otherwise. The stream stays on the server. Shutdown is
+// each one documents), ErrUnconfirmed if a publisher's values ended
+// unconfirmed (given up by another Shutdown of its own, or their acks
+// lost to the connection's end: see Publisher.Shutdown), nil otherwise. The stream stays on the server. Shutdown is
 // idempotent and safe to call from any goroutine.
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
 	t.mu.Lock()
