@@ -111,3 +111,12 @@ func TestDropInStoresWhatClientGoStores(t *testing.T) {
 		t.Errorf("Stats() = %+v, want 111 recorded, 7 deduplicated, 19 aggregated, 15 skipped, and every queued event accounted for", s)
 	}
 }
+
+// TestDefaultsAsDocumented: the defaults' docs give their values, which
+// go doc does not show (they are set from an internal package's).
+func TestDefaultsAsDocumented(t *testing.T) {
+	if k8sadapter.DefaultMaxTries != 12 || k8sadapter.DefaultQueueLength != 1000 || k8sadapter.DefaultShutdownTimeout != 10*time.Second {
+		t.Errorf("defaults %d tries, queue %d, shutdown %v; their docs say 12, 1000, 10s",
+			k8sadapter.DefaultMaxTries, k8sadapter.DefaultQueueLength, k8sadapter.DefaultShutdownTimeout)
+	}
+}

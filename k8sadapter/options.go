@@ -15,15 +15,15 @@ const (
 	// DefaultSleepDuration is the pause between two attempts to write an
 	// event to a sink (the first pause is a random fraction of it).
 	DefaultSleepDuration = pipeline.DefaultSleep
-	// DefaultMaxTries is how many times an event is offered to a sink
-	// before it is given up on.
+	// DefaultMaxTries, 12 as in client-go, is how many times an event is
+	// offered to a sink before it is given up on.
 	DefaultMaxTries = pipeline.DefaultMaxTries
-	// DefaultQueueLength is the capacity of each sink's queue (in events
-	// waiting; repeats fold into them), of the queue between the recorders
-	// and the handlers, and of each handler's own queue.
+	// DefaultQueueLength, 1000, is the capacity of each sink's queue (in
+	// events waiting; repeats fold into them), of the queue between the
+	// recorders and the handlers, and of each handler's own queue.
 	DefaultQueueLength = pipeline.DefaultQueueLength
-	// DefaultShutdownTimeout bounds how long Shutdown flushes queued events
-	// to the sinks.
+	// DefaultShutdownTimeout, 10 s, bounds how long Shutdown flushes
+	// queued events to the sinks.
 	DefaultShutdownTimeout = pipeline.DefaultShutdownTimeout
 )
 

@@ -32,7 +32,7 @@ const (
 const (
 	// DefaultCacheSize bounds the series cache (client-go's is unbounded).
 	DefaultCacheSize = 4096
-	// DefaultShutdownTimeout bounds how long Shutdown flushes.
+	// DefaultShutdownTimeout, 10 s, bounds how long Shutdown flushes.
 	DefaultShutdownTimeout = pipeline.DefaultShutdownTimeout
 )
 

@@ -256,3 +256,11 @@ func TestShutdownDeadlineAbandonsQueues(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultShutdownTimeoutAsDocumented: its doc gives its value, which
+// go doc does not show (it is set from an internal package's).
+func TestDefaultShutdownTimeoutAsDocumented(t *testing.T) {
+	if events.DefaultShutdownTimeout != 10*time.Second {
+		t.Errorf("DefaultShutdownTimeout = %v, its doc says 10s", events.DefaultShutdownTimeout)
+	}
+}
