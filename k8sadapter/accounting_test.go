@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/internal/testlog"
 	"github.com/heraldgo/herald/k8sadapter"
 )
@@ -300,6 +302,50 @@ func TestFoldHoldsUpTo64Repeats(t *testing.T) {
 		s := e.Stats()
 		if fates := s.Created + s.Patched + s.SpamSkipped + s.DroppedSinkQueue; fates != 200 {
 			t.Errorf("Stats() = %+v: fates sum to %d, want 200", s, fates)
+		}
+	})
+}
+
+// TestNoCreateAfterDeadlineWhenPatchFindsEventGone: a repeat's Patch is
+// in progress when the shutdown deadline passes, and answers NotFound
+// (the event expired on the server). client-go would Create it; past the
+// deadline herald starts no sink call: the event is abandoned, counted
+// and logged, and a later Shutdown returns broadcast.ErrClosed.
+func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		g := newGate()
+		sink := &scriptSink{onPatch: func(_ int, e *v1.Event, _ []byte) (*v1.Event, error) {
+			g.wait()
+			return nil, apierrors.NewNotFound(v1.Resource("events"), e.Name)
+		}}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
+		w := e.StartRecordingToSink(sink)
+		r := recorder(e)
+		r.Event(pod("a"), v1.EventTypeNormal, "Started", "hello")
+		synctest.Wait() // created
+		r.Event(pod("a"), v1.EventTypeNormal, "Started", "hello")
+		synctest.Wait() // its Patch hangs
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ShutdownContext = %v, want the deadline", err)
+		}
+		g.release()
+		if _, ok := <-w.ResultChan(); ok {
+			t.Fatal("ResultChan delivered an event")
+		}
+		if got := strings.Join(verbs(sink.snapshot()), " "); got != "create patch" {
+			t.Errorf("sink calls %q, want no Create after the deadline", got)
+		}
+		if s := e.Stats(); s.Created != 1 || s.Abandoned != 1 || s.Patched != 0 || s.FailedRejected != 0 {
+			t.Errorf("Stats() = %+v, want 1 created, 1 abandoned", s)
+		}
+		if got := log.With("Abandoning event: the shutdown deadline passed"); len(got) != 1 {
+			t.Errorf("log %q, want one line for the abandoned event", got)
+		}
+		if err := e.ShutdownContext(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("a later ShutdownContext = %v, want broadcast.ErrClosed: an event was abandoned", err)
 		}
 	})
 }

@@ -228,7 +228,8 @@ func (e *EventBroadcaster) Shutdown() {
 // timeout. It returns nil once every event was handed on and every watcher
 // goroutine has ended, or ctx.Err() if ctx ended first: the events still
 // queued are then abandoned as Shutdown's timeout abandons them. A later
-// call waits for the goroutines again. It panics on a nil ctx.
+// call waits for the goroutines again, and returns broadcast.ErrClosed
+// (not nil: events were abandoned). It panics on a nil ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	if e.stopCtx != nil {
 		e.stopCtx() // no longer needed; harmless if it already ran

@@ -180,8 +180,14 @@ func (s *sinkWriter) writeHeld(h *held) {
 
 // record writes a correlated event with retries, the fate of events
 // events. The correlator is fed the server's answer with later counts
-// (repeats it counted since) added.
+// (repeats it counted since) added. Past the shutdown deadline, it writes
+// nothing: the events are abandoned.
 func (s *sinkWriter) record(res *EventCorrelateResult, combined bool, events uint64, later int32) {
+	if s.e.p.Aborted() {
+		s.counts.Abandoned += events
+		s.w.Logger.Error(nil, "Shutdown deadline passed: abandoning the events the sink held", "abandoned", events)
+		return
+	}
 	s.patch, s.later = res.Patch, later
 	if !s.w.WriteN(context.Background(), &s.counts.Counts, res.Event, s.attempt, events) {
 		return
@@ -200,6 +206,9 @@ func (s *sinkWriter) write(ev *v1.Event) (got *v1.Event, created bool, err error
 	update := ev.Count > 1
 	if update {
 		got, err = kube.Call(func() (*v1.Event, error) { return s.sink.Patch(ev, s.patch) })
+	}
+	if update && util.IsKeyNotFoundError(err) && s.e.p.Aborted() {
+		return nil, false, pipeline.ErrAbandoned // no Create after the deadline
 	}
 	if !update || util.IsKeyNotFoundError(err) {
 		created = true

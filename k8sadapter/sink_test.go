@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -241,8 +242,8 @@ func TestHangingSinkHoldsOnlyItsOwnQueue(t *testing.T) {
 			t.Errorf("ShutdownContext = %v, want DeadlineExceeded", err)
 		}
 		once.Do(func() { close(release) })
-		if err := e.ShutdownContext(context.Background()); err != nil {
-			t.Errorf("second ShutdownContext = %v, want nil once the sink returned", err)
+		if err := e.ShutdownContext(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("second ShutdownContext = %v, want broadcast.ErrClosed once the sink returned: events were abandoned", err)
 		}
 		s := e.Stats()
 		// The hung sink: event 0 written once released, events 1-5 queued

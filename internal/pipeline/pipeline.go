@@ -437,8 +437,10 @@ func (p *Pipeline[E]) Flush(ctx context.Context) error {
 // what it holds when the call returns (a handler's queue, counted in
 // HandlerCounts.Abandoned; the rest of a sink's entry). The abort is
 // logged, with what was abandoned at once and what the goroutines still
-// hold. Either way the drops no log line reported yet get one. Shutdown
-// is idempotent. It panics on a nil ctx.
+// hold. Every later call waits for the goroutines again, and returns
+// broadcast.ErrClosed rather than nil: events were abandoned. Either way
+// the drops no log line reported yet get one. Shutdown is idempotent. It
+// panics on a nil ctx.
 func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	p.mustContext(ctx)
 	p.life.Begin()
@@ -469,6 +471,9 @@ func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	}
 	if n := p.queueFullLog.Rest(); n > 0 {
 		p.logger.Error(nil, "Unable to hand events to the event handlers: too many queued events, dropped events", "droppedSinceLastReport", n)
+	}
+	if err == nil && p.life.Aborted() {
+		err = broadcast.ErrClosed // an earlier call was cut short: events were abandoned
 	}
 	return err
 }

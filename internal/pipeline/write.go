@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,14 +27,26 @@ const (
 	Rejected
 	// Panicked: the sink panicked. Final.
 	Panicked
+	// Abandoned: the attempt stopped short of a sink call it would have
+	// made (ErrAbandoned): the shutdown deadline had passed. Final.
+	Abandoned
 )
+
+// ErrAbandoned is what an attempt returns when it stops short of a sink
+// call (a Create after a Patch found its event gone) because the shutdown
+// deadline has passed: no sink call starts after it.
+var ErrAbandoned = errors.New("the shutdown deadline passed")
 
 // ClassOf is the classification both of client-go's event APIs share: a
 // request that cannot be built, a StatusError (any: client-go does not
 // retry even 429 or 5xx) and a sink panic are final, everything else
 // (transport errors, UnexpectedObjectError, a wrapped StatusError) is
-// worth another attempt. Each adapter refines it.
+// worth another attempt. Each adapter refines it. ErrAbandoned is
+// Abandoned.
 func ClassOf(err error) Class {
+	if err == ErrAbandoned {
+		return Abandoned
+	}
 	switch err.(type) {
 	case *rest.RequestConstructionError:
 		return Construction
@@ -114,8 +127,8 @@ type Writer[E Event] struct {
 
 // Write offers ev to the sink through attempt, retrying as configured,
 // and counts its fate in c: exactly one of Created, Patched,
-// FailedConstruction, FailedRejected, FailedPanic, FailedRetries and
-// FailedShutdown. It reports whether ev was written. It returns early,
+// FailedConstruction, FailedRejected, FailedPanic, FailedRetries,
+// FailedShutdown and Abandoned. It reports whether ev was written. It returns early,
 // with FailedShutdown, when ctx ends or the shutdown begins during a
 // pause.
 func (w *Writer[E]) Write(ctx context.Context, c *Counts, ev E, attempt Attempt[E]) bool {
@@ -145,6 +158,9 @@ func (w *Writer[E]) WriteN(ctx context.Context, c *Counts, ev E, attempt Attempt
 			return false
 		case Panicked:
 			c.FailedPanic += n
+			return false
+		case Abandoned:
+			c.Abandoned += n
 			return false
 		}
 		if tries >= w.MaxTries {
@@ -195,6 +211,8 @@ func (w *Writer[E]) try(c *Counts, ev E, attempt Attempt[E]) (Class, bool, error
 		msg = "Server rejected event (will not retry!)"
 	case Panicked:
 		msg = "Event sink panicked (will not retry!)"
+	case Abandoned:
+		msg = "Abandoning event: the shutdown deadline passed"
 	default:
 		msg = "Unable to write event (may retry after sleeping)"
 	}

@@ -48,9 +48,12 @@
 //
 // # Logs
 //
-// Every event is logged at verbosity 1 ("Event occurred") to the manager's
-// logger, named "events", as the manager's own recorders log them; so are
-// the broadcasters' own errors (a dropped event, a failed write).
+// Every event is logged at verbosity 1 to the manager's logger, named
+// "events", as the manager's own recorders log them, but with the lines
+// of client-go's structured logging ("Event occurred", with keys object,
+// fieldPath, kind, apiVersion, type, reason, message) where the manager's
+// recorders write the event's message as the line; so are the
+// broadcasters' own errors (a dropped event, a failed write).
 //
 // # Metrics
 //

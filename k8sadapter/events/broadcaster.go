@@ -163,7 +163,11 @@ func (e *EventBroadcaster) Shutdown() {
 
 // ShutdownContext is Shutdown bounded by ctx. It returns ctx.Err() if ctx
 // ended first; what was left is abandoned and counted as Shutdown's
-// timeout abandons it. It panics on a nil ctx.
+// timeout abandons it. A later call returns broadcast.ErrClosed (not nil:
+// events were abandoned). If the recording context had ended before,
+// the open series' final counts are written on the caller's goroutine,
+// each sink call given ctx: a sink that ignores its context holds
+// ShutdownContext as long as it hangs. It panics on a nil ctx.
 func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	err := e.p.Shutdown(ctx)
 	// Nothing starts the writer any more: what is left in its queue
@@ -171,6 +175,9 @@ func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 	// context ended first get their final count, here if it is not
 	// running, else when its context ends or its hung sink call returns.
 	e.wr.c.Drain(func() { e.wr.drain(ctx) })
+	if err == nil {
+		err = ctx.Err() // it ended while the final counts were written
+	}
 	return err
 }
 
@@ -188,8 +195,9 @@ func (e *EventBroadcaster) Stats() Stats {
 // and logger started before the call. The writer has then created,
 // patched or counted each event in its series, or given up on it after its
 // retries (paused on the WithClock clock: a test with a fake clock steps
-// it while Flush waits, as HasWaiters reports a pause, instead of
-// sleeping), or lost it to a full queue, so that each is in one
+// it while Flush waits instead of sleeping; HasWaiters is no sign of a
+// pause here, as the writer's periodic passes wait on the clock too), or
+// lost it to a full queue, so that each is in one
 // of the fates of Stats. Events the writer will take only once recording
 // starts (again) are not waited for. An event recorded while Flush runs
 // may or may not be handled when it returns.

@@ -17,6 +17,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/internal/testlog"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
@@ -263,4 +264,77 @@ func TestDefaultShutdownTimeoutAsDocumented(t *testing.T) {
 	if events.DefaultShutdownTimeout != 10*time.Second {
 		t.Errorf("DefaultShutdownTimeout = %v, its doc says 10s", events.DefaultShutdownTimeout)
 	}
+}
+
+// TestNoCreateAfterDeadlineWhenPatchFindsEventGone: a series' Patch is in
+// progress when the shutdown deadline passes, and answers NotFound (the
+// event expired on the server). client-go would Create it; past the
+// deadline herald starts no sink call: the event is abandoned, and a
+// later Shutdown returns broadcast.ErrClosed.
+func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSink()
+		e := events.NewBroadcaster(s)
+		if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
+			t.Fatal(err)
+		}
+		r := e.NewRecorder(scheme.Scheme, "c")
+		r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		if err := e.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		s.setOnPatch(func() {
+			<-release
+			s.mu.Lock()
+			clear(s.stored) // the event expired on the server meanwhile
+			s.mu.Unlock()
+		})
+		r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		synctest.Wait() // the writer is in the Patch
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ShutdownContext = %v, want the deadline", err)
+		}
+		close(release)
+		synctest.Wait() // the writer has ended
+		if calls, _ := s.snapshot(); verbs(calls) != "create patch" {
+			t.Errorf("sink calls %q, want no Create after the deadline", verbs(calls))
+		}
+		if st := e.Stats(); st.Created != 1 || st.Abandoned != 1 || st.Patched != 0 || st.FailedRejected != 0 {
+			t.Errorf("Stats() = %+v, want 1 created, 1 abandoned", st)
+		}
+		if err := e.ShutdownContext(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("a later ShutdownContext = %v, want broadcast.ErrClosed: an event was abandoned", err)
+		}
+	})
+}
+
+// TestShutdownContextEndsWhileWritingFinalCounts: the recording context
+// ended with two open series, so ShutdownContext writes their final
+// counts itself; its context ends during the first (a slow server). The
+// second is left unwritten, counted, and ShutdownContext returns the
+// context's error, not nil.
+func TestShutdownContextEndsWhileWritingFinalCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSink()
+		e := events.NewBroadcaster(s)
+		rctx, cancelRec := context.WithCancel(quiet)
+		if err := e.StartRecordingToSinkWithContext(rctx); err != nil {
+			t.Fatal(err)
+		}
+		openSeries(t, e, e.NewRecorder(scheme.Scheme, "c"), 2, "a", "b")
+		cancelRec()
+		synctest.Wait()                                      // the writer has stopped recording
+		s.setOnPatch(func() { time.Sleep(2 * time.Second) }) // the bubble's clock: a slow server
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ShutdownContext = %v, want the deadline: its context ended while it wrote", err)
+		}
+		if st := e.Stats(); st.SeriesWrites != 1 || st.SeriesUnwritten != 1 {
+			t.Errorf("Stats() = %+v, want 1 final count written, 1 unwritten", st)
+		}
+	})
 }

@@ -372,6 +372,9 @@ func (wr *writer) write(ev *eventsv1.Event) (got *eventsv1.Event, created bool, 
 			return nil, false, &rest.RequestConstructionError{Err: perr}
 		}
 		got, err = kube.Call(func() (*eventsv1.Event, error) { return wr.e.sink.Patch(wr.ctx, ev, patch) })
+		if util.IsKeyNotFoundError(err) && wr.e.p.Aborted() {
+			return nil, false, pipeline.ErrAbandoned // no Create after the deadline
+		}
 	}
 	if !series || util.IsKeyNotFoundError(err) {
 		created = true
@@ -421,9 +424,14 @@ func diffPatch(ev *eventsv1.Event) ([]byte, error) {
 // retry").
 func (wr *writer) writeSeries(ev *eventsv1.Event) (written, settled bool) {
 	written, settled = wr.w.WriteOnce(&wr.counts.Counts, ev.DeepCopy(), wr.attempt)
-	if written {
+	switch {
+	case written:
 		wr.counts.seriesWrites++
-	} else {
+	case wr.e.p.Aborted(): // its Patch found the event gone past the deadline: no Create
+		wr.counts.seriesUnwritten++
+		wr.w.Logger.Error(nil, "Shutdown deadline passed: final counts of open series not written",
+			"series", 1, "eventsNotCounted", ev.Series.Count)
+	default:
 		wr.counts.seriesWriteFailures++
 	}
 	return written, settled
