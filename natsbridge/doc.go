@@ -106,7 +106,10 @@
 // their queued values stay readable, then they close, and Watcher.Err wraps
 // ErrStreamGone; a mirror shuts its broadcaster down. A publisher counts
 // each value it sends to a deleted stream as Failed, as soon as the server
-// says the stream is gone. While the server is unreachable, Publish waits
+// says the stream is gone; it does not notice a stream deleted and created
+// again under the same name (a message carries no mark of the stream it
+// was meant for): its values go to the new stream, whatever type the
+// topic that made it carries. While the server is unreachable, Publish waits
 // for room in its window and in the connection's own limits (bounded by
 // its context), TryPublish refuses at once, and unacknowledged values are
 // sent again once the connection is back.

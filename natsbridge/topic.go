@@ -76,7 +76,10 @@ type TopicStats struct {
 	Poisoned uint64
 	// Restarts counts consumers created again after being lost (a server
 	// restart, a lost connection, a message lost in transit). Each
-	// resumed after the last value read; none of these loses a value.
+	// resumed after the last value read; none of these loses a value. A
+	// value still on its way when an idle watcher checks its consumer
+	// reads as lost in transit: such a restart, and its warning, cost a
+	// consumer and lose nothing.
 	Restarts uint64
 	// Live is the number of publishers, watchers and mirrors not yet
 	// ended: shut down, stopped, or ended by the deletion of the stream.
@@ -289,10 +292,13 @@ func (t *Topic[T]) Stats() TopicStats {
 // After it has begun, Publisher, Watch and Mirror return ErrClosed (or a
 // Publisher that is already shut down). It returns once all have ended:
 // ctx.Err() if ctx ended first (what was then abandoned is counted as
-// each one documents), ErrUnconfirmed if a publisher's values ended
-// unconfirmed (given up by another Shutdown of its own, or their acks
-// lost to the connection's end: see Publisher.Shutdown), nil otherwise. The stream stays on the server. Shutdown is
-// idempotent and safe to call from any goroutine.
+// each one documents), ErrUnconfirmed if the values of a publisher still
+// live when it began ended unconfirmed (given up by another Shutdown of
+// its own running meanwhile, or their acks lost to the connection's end:
+// see Publisher.Shutdown), nil otherwise. A publisher whose own Shutdown
+// had ended before is no longer the topic's: its Shutdown said what it
+// left. The stream stays on the server. Shutdown is idempotent and safe
+// to call from any goroutine.
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true

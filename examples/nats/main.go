@@ -140,8 +140,9 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	}
 	// chunk is how many events go out between the workers' catch-ups
 	// (see below): what the stream keeps, or all of them.
-	chunk := c.retain
-	if c.retain == 0 {
+	chunk := min(c.retain, max(c.events, 1)) // no sum beyond the events
+	if c.retain == 0 || c.retain >= c.events {
+		chunk = max(c.events, 1)
 		chunk = max(c.events, 1)
 		fmt.Fprintf(out, "topic %s: the stream keeps every event\n\n", name)
 	} else {
@@ -226,10 +227,15 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nEvery worker read one order (the stream's). audit lost nothing (Block); dashboard kept the\n"+
-		"freshest %d (DropOldest) and sampler the first %d (DropNewest), counting the rest as dropped;\n",
-		early[1].Queue, early[2].Queue)
-	if c.retain == 0 {
+	if c.events > early[1].Queue {
+		fmt.Fprintf(out, "\nEvery worker read one order (the stream's). audit lost nothing (Block); dashboard kept the\n"+
+			"freshest %d (DropOldest) and sampler the first %d (DropNewest), counting the rest as dropped;\n",
+			early[1].Queue, early[2].Queue)
+	} else {
+		fmt.Fprintf(out, "\nEvery worker read one order (the stream's), and every event: none was dropped, their queues\n"+
+			"holding all %d;\n", c.events)
+	}
+	if c.retain == 0 || c.retain >= c.events {
 		fmt.Fprintf(out, "late started at sequence 1 and, the stream keeping every event, read them all.\n")
 	} else {
 		fmt.Fprintf(out, "late started at sequence 1 after retention removed the oldest events, and counted them as gaps.\n")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -109,6 +110,31 @@ func TestRunRetainZero(t *testing.T) {
 		if !strings.Contains(squash(out.String()), squash(want)) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestRunRetainAboveEvents: a -retain above -events (the largest one
+// included) keeps every event, and the text says what the table shows:
+// five events, none dropped, no gap.
+func TestRunRetainAboveEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, &out, config{events: 5, retain: math.MaxInt}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"the stream keeps every event",
+		"dashboard DropOldest 8 1 5 1..5 yes 0 0",
+		"none was dropped",
+		"the stream keeping every event, read them all",
+	} {
+		if !strings.Contains(squash(out.String()), squash(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "gaps.") {
+		t.Errorf("output speaks of gaps with none:\n%s", out.String())
 	}
 }
 
