@@ -127,6 +127,11 @@
 //   - The watch.Interface returned by the Start… methods delivers nothing on
 //     ResultChan (the events go to the handler); the channel closes once the
 //     watcher's goroutine has finished.
+//   - Two events about one object stamped at one instant (WithClock's fake
+//     clock standing still, a coarse system clock, PastEventf given one
+//     time twice) would get one name, and the server would refuse the
+//     second: herald stamps the second a nanosecond later (below the
+//     second that the stored timestamps keep), so that both are stored.
 //   - Shutdown waits for the handlers and sinks to handle what they are
 //     owed; client-go's does not wait for them. So a handler or a sink
 //     that calls Shutdown (or Flush) waits for itself: Shutdown returns

@@ -81,6 +81,7 @@ func (r *Recorder) generate(object runtime.Object, annotations map[string]string
 	if at.IsZero() {
 		at = e.cfg.clock.Now()
 	}
+	at = e.p.Stamp(at) // one name per event, however still the clock
 	if e.foldUnbuilt(ref, annotations, at, eventtype, reason, message, r.source) {
 		return // a repeat of the event waiting at the sink: nothing to build
 	}

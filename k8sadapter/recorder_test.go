@@ -16,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	ref "k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
@@ -42,7 +44,10 @@ func capture() (func(*v1.Event), func() []*v1.Event) {
 }
 
 // TestEventfBuildsEventsAsClientGo re-expresses client-go's TestEventf: the
-// fields of a recorded event, its name and its log line.
+// fields of a recorded event, its name and its log line. The clock stands
+// still: the second event, about the same pod, is stamped a nanosecond
+// later, so that its name differs from the first's (client-go's fake-clock
+// test gives both one name, which a server refuses the second time).
 func TestEventfBuildsEventsAsClientGo(t *testing.T) {
 	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC))
 	testPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "foo", Namespace: "baz", UID: "bar"}}
@@ -65,8 +70,9 @@ func TestEventfBuildsEventsAsClientGo(t *testing.T) {
 	r.AnnotatedEventf(testPod, map[string]string{"k": "v"}, v1.EventTypeWarning, "Killed", "some other verbose message: %v", 1)
 	join(t, e)
 
-	ts := metav1.NewTime(clk.Now())
+	ts, ts2 := metav1.NewTime(clk.Now()), metav1.NewTime(clk.Now().Add(time.Nanosecond))
 	name := "foo." + strconv.FormatInt(clk.Now().UnixNano(), 16)
+	name2 := "foo." + strconv.FormatInt(clk.Now().UnixNano()+1, 16)
 	want := []*v1.Event{{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "baz"},
 		InvolvedObject: v1.ObjectReference{
@@ -76,13 +82,13 @@ func TestEventfBuildsEventsAsClientGo(t *testing.T) {
 		Source: v1.EventSource{Component: "eventTest", Host: "node-1"}, ReportingController: "eventTest", ReportingInstance: "node-1",
 		Count: 1, Type: v1.EventTypeNormal, FirstTimestamp: ts, LastTimestamp: ts,
 	}, {
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "baz", Annotations: map[string]string{"k": "v"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name2, Namespace: "baz", Annotations: map[string]string{"k": "v"}},
 		InvolvedObject: v1.ObjectReference{
 			Kind: "Pod", Name: "foo", Namespace: "baz", UID: "bar", APIVersion: "v1",
 		},
 		Reason: "Killed", Message: "some other verbose message: 1",
 		Source: v1.EventSource{Component: "eventTest", Host: "node-1"}, ReportingController: "eventTest", ReportingInstance: "node-1",
-		Count: 1, Type: v1.EventTypeWarning, FirstTimestamp: ts, LastTimestamp: ts,
+		Count: 1, Type: v1.EventTypeWarning, FirstTimestamp: ts2, LastTimestamp: ts2,
 	}}
 	got := events()
 	if len(got) != len(want) {
@@ -306,5 +312,34 @@ func TestDropIn(t *testing.T) {
 	b.Shutdown()
 	if len(events()) != 1 {
 		t.Errorf("got %d events, want 1", len(events()))
+	}
+}
+
+// TestDistinctEventsAtOneInstantAreAllStored: with WithClock's fake clock
+// standing still (as a unit test leaves it), or PastEventf given one time
+// twice, two different events about one object would get one name, and
+// the server would refuse the second (AlreadyExists). herald stamps the
+// second a nanosecond later: client-go's fake clientset, behind
+// client-go's own sink, stores both.
+func TestDistinctEventsAtOneInstantAreAllStored(t *testing.T) {
+	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	client := fake.NewClientset()
+	e := newBroadcaster(t, k8sadapter.WithClock(clk))
+	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	r.Event(pod("web"), v1.EventTypeNormal, "Scheduled", "assigned")
+	r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+	past := metav1.NewTime(clk.Now().Add(-time.Hour))
+	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeNormal, "Created", "container created")
+	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeWarning, "Unhealthy", "probe failed")
+	if err := e.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := e.Stats(); len(list.Items) != 4 || s.Created != 4 || s.FailedRejected != 0 {
+		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list.Items), s)
 	}
 }

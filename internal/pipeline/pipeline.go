@@ -69,6 +69,7 @@ type Pipeline[E Event] struct {
 	watched  atomic.Int64 // handlers whose watcher may be registered
 
 	recorded, queued, invalidObject, invalidType, droppedClosed atomic.Uint64
+	lastStamp                                                   atomic.Int64 // see Stamp
 	queueFullLog, closedLog                                     Burst
 	// refused counts the events the broadcaster's incoming queue refused:
 	// each handler started then missed it (see Consumer.Tally).
@@ -203,6 +204,32 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 	}
 	p.queued.Add(1)
 	return true
+}
+
+// stampWindow is how far back of the latest time Stamp returned a time
+// may be and still be moved after it: a clock that stands still or is
+// coarse; a time further back (a past event, a clock set back) is its own.
+const stampWindow = int64(time.Millisecond)
+
+// Stamp returns t, unless an earlier call returned t, or a time less than
+// a millisecond after it: then the nanosecond after the latest it
+// returned. So the event names generated from its times differ: a fake
+// clock that stands still, a coarse system clock or two past events at
+// one time would give two events about one object the same name, and the
+// server would refuse the second (AlreadyExists). The move is below the
+// second, which the stored timestamps keep of core/v1 events, and the
+// microsecond, which events.k8s.io/v1 keeps.
+func (p *Pipeline[E]) Stamp(t time.Time) time.Time {
+	want := t.UnixNano()
+	for {
+		last, n := p.lastStamp.Load(), want
+		if n <= last && last-n < stampWindow {
+			n = last + 1
+		}
+		if p.lastStamp.CompareAndSwap(last, n) {
+			return t.Add(time.Duration(n - want))
+		}
+	}
 }
 
 // RecorderCounts are the recorder side's counters. Every recorded event

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/broadcast"
@@ -312,4 +315,39 @@ func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStampGivesEveryEventItsOwnTime: times that stand still, or come
+// back within a millisecond of the latest, move to the nanosecond after
+// it; a time further back (a past event) stays as it is; concurrent
+// callers get distinct times.
+func TestStampGivesEveryEventItsOwnTime(t *testing.T) {
+	p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+	defer p.Shutdown(context.Background())
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	past := t0.Add(-time.Hour)
+	got := []time.Time{p.Stamp(t0), p.Stamp(t0), p.Stamp(t0.Add(-time.Microsecond)), p.Stamp(past), p.Stamp(past), p.Stamp(t0.Add(time.Second))}
+	want := []time.Time{t0, t0.Add(1), t0.Add(2), past, past.Add(1), t0.Add(time.Second)}
+	if !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Errorf("Stamp gave %v, want %v", got, want)
+	}
+	var wg sync.WaitGroup
+	stamps := make([][]int64, 4)
+	for g := range stamps {
+		wg.Go(func() {
+			for range 1000 {
+				stamps[g] = append(stamps[g], p.Stamp(t0).UnixNano())
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for _, s := range stamps {
+		for _, n := range s {
+			if seen[n] {
+				t.Fatalf("Stamp gave %d twice", n)
+			}
+			seen[n] = true
+		}
+	}
 }

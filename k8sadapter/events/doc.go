@@ -66,7 +66,10 @@
 //     recorder logs a line per refused event).
 //   - One clock (WithClock) for event times, names, series, the periodic
 //     passes, retry pauses and the drop log's bursts; client-go uses the
-//     real clock for event times and to finish series.
+//     real clock for event times and to finish series. Two events about
+//     one object named at one instant (a fake clock standing still) would
+//     get one name, and the server would refuse the second: the second is
+//     named a nanosecond later.
 //   - A sink or handler that panics is logged and counted; a recorder never
 //     panics on what it is given (a typed nil regarding object is refused
 //     and counted).

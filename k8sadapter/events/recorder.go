@@ -69,7 +69,7 @@ func (r *Recorder) eventf(regarding, related runtime.Object, annotations map[str
 	}
 	event := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        kube.EventName(refRegarding.Name, clk.Now().UnixNano()),
+			Name:        kube.EventName(refRegarding.Name, e.p.Stamp(clk.Now()).UnixNano()),
 			Namespace:   namespace,
 			Annotations: maps.Clone(annotations), // only for an event built: not for one refused or folded
 		},

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/internal/testlog"
@@ -335,6 +336,35 @@ func TestShutdownContextEndsWhileWritingFinalCounts(t *testing.T) {
 		}
 		if st := e.Stats(); st.SeriesWrites != 1 || st.SeriesUnwritten != 1 {
 			t.Errorf("Stats() = %+v, want 1 final count written, 1 unwritten", st)
+		}
+	})
+}
+
+// TestDistinctEventsAtOneInstantAreAllStored: with WithClock's fake clock
+// standing still, two different events about one object would get one
+// name, and the server would refuse the second (AlreadyExists). herald
+// names the second a nanosecond later: client-go's fake clientset, behind
+// client-go's own sink, stores both.
+func TestDistinctEventsAtOneInstantAreAllStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := trackerClientset()
+		clk := testclock.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+		e := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: client.EventsV1()}, events.WithClock(clk))
+		if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
+			t.Fatal(err)
+		}
+		r := e.NewRecorder(scheme.Scheme, "c")
+		r.Eventf(pod("web"), nil, v1.EventTypeNormal, "Scheduled", "Binding", "assigned")
+		r.Eventf(pod("web"), nil, v1.EventTypeNormal, "Pulled", "Pulling", "pulled")
+		if err := e.ShutdownContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		list, err := client.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := e.Stats(); len(list.Items) != 2 || s.Created != 2 || s.FailedRejected != 0 {
+			t.Errorf("stored %d events, Stats() = %+v; want both created", len(list.Items), s)
 		}
 	})
 }
