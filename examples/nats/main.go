@@ -140,9 +140,8 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	}
 	// chunk is how many events go out between the workers' catch-ups
 	// (see below): what the stream keeps, or all of them.
-	chunk := min(c.retain, max(c.events, 1)) // no sum beyond the events
-	if c.retain == 0 || c.retain >= c.events {
-		chunk = max(c.events, 1)
+	chunk := c.retain
+	if c.retain == 0 || c.retain >= c.events { // the stream keeps them all
 		chunk = max(c.events, 1)
 		fmt.Fprintf(out, "topic %s: the stream keeps every event\n\n", name)
 	} else {
