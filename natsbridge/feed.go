@@ -273,12 +273,22 @@ func (f *feed[T]) reopen() error {
 func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64                                              // the consumer's delivery sequence
 	wait := []jetstream.NextOpt{jetstream.NextMaxWait(f.t.heartbeat)} // made once, not per message
+	// behind: an idle check found the server ahead of delivered, as it
+	// was then. A message may be on its way: it is lost only if the next
+	// idle check finds the feed no further.
+	behind, behindAt := false, uint64(0)
 	for {
 		msg, err := it.Next(wait...)
 		if errors.Is(err, nats.ErrTimeout) {
-			if err := f.check(cons, delivered); err != nil {
+			err := f.check(cons, delivered)
+			switch {
+			case errors.Is(err, errLostInTransit) && (!behind || behindAt != delivered):
+				behind, behindAt = true, delivered
+				continue
+			case err != nil:
 				return err
 			}
+			behind = false
 			continue
 		}
 		if err != nil {
@@ -403,7 +413,8 @@ func (f *feed[T]) catchUp(ctx context.Context) error {
 // consumer is gone (a server restart) or unreachable, and errLostInTransit
 // if the server delivered more than the feed received: a message dropped
 // on the way (a lost connection, a client buffer overflow) that no later
-// message would reveal.
+// message would reveal, or one still on its way (consume asks again a
+// heartbeat later before it takes it for lost).
 func (f *feed[T]) check(cons jetstream.Consumer, delivered uint64) error {
 	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
 	defer cancel()

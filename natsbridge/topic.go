@@ -77,9 +77,9 @@ type TopicStats struct {
 	// Restarts counts consumers created again after being lost (a server
 	// restart, a lost connection, a message lost in transit). Each
 	// resumed after the last value read; none of these loses a value. A
-	// value still on its way when an idle watcher checks its consumer
-	// reads as lost in transit: such a restart, and its warning, cost a
-	// consumer and lose nothing.
+	// message is taken for lost in transit when two checks of an idle
+	// consumer, a heartbeat apart, find the server ahead of the watcher by
+	// the same messages.
 	Restarts uint64
 	// Live is the number of publishers, watchers and mirrors not yet
 	// ended: shut down, stopped, or ended by the deletion of the stream.

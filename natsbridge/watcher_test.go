@@ -685,3 +685,40 @@ func TestWatchFlushWaitsForRoom(t *testing.T) {
 		t.Fatalf("values (-want +got):\n%s", diff)
 	}
 }
+
+// TestIdleCheckWaitsForAMessageOnItsWay: values published about a
+// heartbeat apart reach an idle watcher just as it checks its consumer;
+// the server, which counts a message delivered when it sends it, is then
+// ahead of the watcher. That is no loss: the watcher asks again a
+// heartbeat later before it takes the message for lost, so no consumer is
+// created again and no warning is logged. (Paced by sleeps on purpose:
+// the timing is what is tested; it never fails by chance, only when
+// the check restarts too soon.)
+func TestIdleCheckWaitsForAMessageOnItsWay(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	var log logRecorder
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond, Logger: log.Logger()})
+	ctx := testCtx(t)
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1000})
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	const n = 40
+	for i := 1; i <= n; i++ {
+		if err := p.Publish(ctx, Order{ID: i}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500*time.Millisecond + time.Duration(i%8)*400*time.Microsecond)
+		if topic.Stats().Restarts > 0 {
+			t.Fatalf("value %d: a consumer was created again with nothing lost; log:\n%s", i, log.String())
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(take(t, w, n)); !slices.Equal(got, span(1, n)) {
+		t.Fatalf("values %v, want 1..%d", got, n)
+	}
+	if r := topic.Stats().Restarts; r != 0 {
+		t.Errorf("Restarts = %d with nothing lost; log:\n%s", r, log.String())
+	}
+}
