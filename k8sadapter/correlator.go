@@ -58,6 +58,10 @@ type EventCorrelator struct {
 	// userCode: a KeyFunc, SpamKeyFunc or MessageFunc of the user's
 	// reads the events correlated, and may write them.
 	userCode bool
+	// stamp, set by a sink, moves the time of a combined event as the
+	// recorder moves the time of each event it builds (Pipeline.Stamp),
+	// so that its name, generated from that time, is no other event's.
+	stamp func(time.Time) time.Time
 
 	// mu guards the engine, the two items it is handed, which are reused
 	// from call to call, and the field hasher.
@@ -293,6 +297,9 @@ func generateName(e *v1.Event) {
 // room for a patch: a combined event is new once per group and then
 // patched), so that the event is not copied again.
 func (c *EventCorrelator) combine(it *item, now time.Time) *item {
+	if c.stamp != nil {
+		now = c.stamp(now)
+	}
 	e, t := it.e, metav1.NewTime(now)
 	arg := e
 	if it.unnamed && c.ownMsg {

@@ -132,6 +132,8 @@
 //     time twice) would get one name, and the server would refuse the
 //     second: herald stamps the second a nanosecond later (below the
 //     second that the stored timestamps keep), so that both are stored.
+//     The event that combines similar ones is stamped so too: it would
+//     otherwise take the name of the first event about its object.
 //   - Shutdown waits for the handlers and sinks to handle what they are
 //     owed; client-go's does not wait for them. So a handler or a sink
 //     that calls Shutdown (or Flush) waits for itself: Shutdown returns

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -341,5 +342,51 @@ func TestDistinctEventsAtOneInstantAreAllStored(t *testing.T) {
 	}
 	if s := e.Stats(); len(list.Items) != 4 || s.Created != 4 || s.FailedRejected != 0 {
 		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list.Items), s)
+	}
+}
+
+// TestCombinedEventAtOneInstantIsStored: with WithClock's fake clock
+// standing still, the event that combines ten similar ones is stamped
+// like a recorded event, so its name is not that of the first event
+// about its object (the server refused it as AlreadyExists, and the
+// patches of later similar events went to the first event, overwriting
+// its message). client-go's broadcaster, on the system clock, stores the
+// same events into client-go's fake clientset.
+func TestCombinedEventAtOneInstantIsStored(t *testing.T) {
+	similar := func(r record.EventRecorder) {
+		for i := range 12 {
+			r.Eventf(pod("pull"), v1.EventTypeNormal, "Pulling", "Pulling image layer %d of 12", i+1)
+		}
+	}
+	ctx := klog.NewContext(context.Background(), logr.Discard())
+	source := v1.EventSource{Component: "c"}
+
+	anchorClient := fake.NewClientset()
+	anchor := record.NewBroadcaster(record.WithContext(ctx))
+	anchor.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: anchorClient.CoreV1().Events("")})
+	similar(anchor.NewRecorder(scheme.Scheme, source))
+	deadline := time.Now().Add(failsafe)
+	for !strings.Contains(strings.Join(stored(t, anchorClient), "\n"), "count=3") {
+		if time.Now().After(deadline) {
+			t.Fatalf("client-go did not store the combined event with count 3:\n%s", strings.Join(stored(t, anchorClient), "\n"))
+		}
+		time.Sleep(5 * time.Millisecond) // bounded poll of client-go, which offers no flush
+	}
+	anchor.Shutdown()
+
+	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	client := fake.NewClientset()
+	e := newBroadcaster(t, k8sadapter.WithClock(clk))
+	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	similar(e.NewRecorder(scheme.Scheme, source))
+	if err := e.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, got := stored(t, anchorClient), stored(t, client)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("herald stored\n%s\n\nclient-go stored\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s := e.Stats(); s.Created != 10 || s.Patched != 2 || s.FailedRejected != 0 {
+		t.Errorf("Stats() = %+v, want 10 created (9 events and the combined one), 2 patched, none rejected", s)
 	}
 }

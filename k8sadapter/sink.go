@@ -47,6 +47,11 @@ func (e *EventBroadcaster) newSinkWriter(sink record.EventSink) *sinkWriter {
 			Logger:   e.logger,
 		},
 	}
+	// A combined event is named from the time the correlator builds it:
+	// stamped as the recorder stamps events, it takes no recorded
+	// event's name (a clock standing still gives the first event of its
+	// object the same time).
+	s.corr.stamp = e.p.Stamp
 	s.attempt = s.write
 	return s
 }
