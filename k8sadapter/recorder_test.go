@@ -390,3 +390,39 @@ func TestCombinedEventAtOneInstantIsStored(t *testing.T) {
 		t.Errorf("Stats() = %+v, want 10 created (9 events and the combined one), 2 patched, none rejected", s)
 	}
 }
+
+// TestPastEventsDoNotRenameLaterOnes: with WithClock's fake clock standing
+// still, events about one object recorded now and PastEventf events at
+// one past time, interleaved, all get names of their own: a past time no
+// longer takes the place of the latest time stamped (the next event of
+// now took the name of the first, and the next past one that of the first
+// past one, and the server refused both as AlreadyExists).
+func TestPastEventsDoNotRenameLaterOnes(t *testing.T) {
+	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	client := fake.NewClientset()
+	e := newBroadcaster(t, k8sadapter.WithClock(clk))
+	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	past := metav1.NewTime(clk.Now().Add(-time.Hour))
+	r.Event(pod("web"), v1.EventTypeNormal, "Scheduled", "assigned")
+	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeNormal, "Created", "container created")
+	r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeNormal, "Started", "container started")
+	if err := e.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := e.Stats(); len(list.Items) != 4 || s.Created != 4 || s.FailedRejected != 0 {
+		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list.Items), s)
+	}
+	for _, ev := range list.Items {
+		if want := past.Unix(); ev.Reason == "Created" || ev.Reason == "Started" {
+			if ev.FirstTimestamp.Unix() != want {
+				t.Errorf("%s stored at %v, want the past time %v", ev.Reason, ev.FirstTimestamp, past)
+			}
+		}
+	}
+}

@@ -69,7 +69,7 @@ type Pipeline[E Event] struct {
 	watched  atomic.Int64 // handlers whose watcher may be registered
 
 	recorded, queued, invalidObject, invalidType, droppedClosed atomic.Uint64
-	lastStamp                                                   atomic.Int64 // see Stamp
+	lastStamp, lastPast                                         atomic.Int64 // see Stamp
 	queueFullLog, closedLog                                     Burst
 	// refused counts the events the broadcaster's incoming queue refused:
 	// each handler started then missed it (see Consumer.Tally).
@@ -208,7 +208,8 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 
 // stampWindow is how far back of the latest time Stamp returned a time
 // may be and still be moved after it: a clock that stands still or is
-// coarse; a time further back (a past event, a clock set back) is its own.
+// coarse; a time further back (a past event, a clock set back) is stamped
+// apart from the present (see Stamp).
 const stampWindow = int64(time.Millisecond)
 
 // Stamp returns t, unless an earlier call returned t, or a time less than
@@ -219,15 +220,38 @@ const stampWindow = int64(time.Millisecond)
 // server would refuse the second (AlreadyExists). The move is below the
 // second, which the stored timestamps keep of core/v1 events, and the
 // microsecond, which events.k8s.io/v1 keeps.
+//
+// A time further back than that (a past event, a clock set back) does not
+// move the latest time returned, which events of the present go on from:
+// past times are stamped in the same way apart from them, from the latest
+// past time returned.
 func (p *Pipeline[E]) Stamp(t time.Time) time.Time {
 	want := t.UnixNano()
 	for {
 		last, n := p.lastStamp.Load(), want
-		if n <= last && last-n < stampWindow {
+		if n <= last && last-n >= stampWindow {
+			return t.Add(time.Duration(stampOn(&p.lastPast, want) - want))
+		}
+		if n <= last {
 			n = last + 1
 		}
 		if p.lastStamp.CompareAndSwap(last, n) {
 			return t.Add(time.Duration(n - want))
+		}
+	}
+}
+
+// stampOn returns want, or the nanosecond after the latest time last holds
+// if want is not after it and less than stampWindow before it, and makes
+// it the latest.
+func stampOn(last *atomic.Int64, want int64) int64 {
+	for {
+		l, n := last.Load(), want
+		if n <= l && l-n < stampWindow {
+			n = l + 1
+		}
+		if last.CompareAndSwap(l, n) {
+			return n
 		}
 	}
 }
