@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,6 +206,35 @@ func TestNewPanicsOnInvalidOptions(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("New(%+v) panicked with %v, want %q", tc.opts, got, tc.want)
 		}
+	}
+}
+
+// TestAllowAtPanicsOnUnhashableKey: a key that cannot be hashed is a
+// programming error, reported by a panic that names the package and the
+// key's type; the Limiter goes on serving other keys.
+func TestAllowAtPanicsOnUnhashableKey(t *testing.T) {
+	type withSlice struct{ v any }
+	tests := []struct {
+		name string
+		key  any
+		want string
+	}{
+		{"slice", []int{1}, "ratelimit: key of type []int cannot be hashed"},
+		{"map", map[string]int{}, "ratelimit: key of type map[string]int cannot be hashed"},
+		{"func", func() {}, "ratelimit: key of type func() cannot be hashed"},
+		{"struct holding a slice", withSlice{[]byte("x")}, "ratelimit: key of type ratelimit_test.withSlice cannot be hashed"},
+	}
+	l := ratelimit.New[any](ratelimit.Options{Burst: 1})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := panicValue(func() { l.AllowAt(tc.key, t0) }).(string)
+			if !strings.HasPrefix(got, tc.want) {
+				t.Errorf("AllowAt(%T) panicked with %q, want it to start with %q", tc.key, got, tc.want)
+			}
+			if !l.AllowAt(tc.name, t0) || l.AllowAt(tc.name, t0) {
+				t.Errorf("after the panic, a hashable key's bucket of 1 allows other than once")
+			}
+		})
 	}
 }
 
