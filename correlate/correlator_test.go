@@ -495,6 +495,18 @@ func TestStored(t *testing.T) {
 			obs:    correlate.Observation[event]{Last: stored},
 			want:   correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 1, First: t0},
 		},
+		{
+			name:   "a negative count makes the next occurrence new",
+			before: []event{base},
+			obs:    correlate.Observation[event]{Count: -3, Last: stored},
+			want:   correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 1, First: t0},
+		},
+		{
+			name: "the largest count stays, never wrapping to a negative one",
+			obs:  correlate.Observation[event]{Count: math.MaxInt, First: first, Last: stored},
+			want: correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: math.MaxInt, First: first,
+				Previous: correlate.Observation[event]{Count: math.MaxInt, First: first, Last: stored}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
