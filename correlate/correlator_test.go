@@ -650,3 +650,35 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyNotEqualToItself pins what the package documents of a NaN key:
+// never found again, so never a repeat, and a spam key that is never
+// skipped.
+func TestKeyNotEqualToItself(t *testing.T) {
+	tests := []struct {
+		name                 string
+		v                    float64
+		wantNew, wantSkipped uint64
+	}{
+		{"NaN", math.NaN(), 3, 0},
+		{"a number", 1, 1, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := correlate.New(func(f float64) float64 { return f }, correlate.Options[float64, float64]{
+				Spam:  func(f float64) float64 { return f },
+				Burst: 1,
+				Clock: newClock(),
+			})
+			for range 3 {
+				if _, err := c.Correlate(tc.v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := c.Stats()
+			if s.New != tc.wantNew || s.Skipped != tc.wantSkipped {
+				t.Errorf("3 calls of Correlate(%v): New = %d, Skipped = %d; want %d, %d", tc.v, s.New, s.Skipped, tc.wantNew, tc.wantSkipped)
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ func New[K comparable](opts Options) *Limiter[K] {
 // token bucket, which a key seen only once (as most keys of a flood are)
 // never needs. A forgotten key starts over.
 //
+// As in a Go map, a key that is not equal to itself (a NaN float, or a
+// struct or array holding one) is never found again: every call with one
+// is allowed, and adds a key, forgetting the least recently used.
+//
 // AllowAt panics, naming the key's type, if key cannot be hashed: a key of
 // interface type holding a slice, map or function (or a struct or array
 // holding one), which a Go map refuses too. That is a programming error;

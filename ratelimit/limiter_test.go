@@ -120,6 +120,41 @@ func TestLimiterAllowAt(t *testing.T) {
 	}
 }
 
+// TestKeyNotEqualToItself pins what AllowAt documents of a NaN key: it
+// is never found again, so every call is allowed and adds a key.
+func TestKeyNotEqualToItself(t *testing.T) {
+	type withFloat struct {
+		name string
+		f    float64
+	}
+	tests := []struct {
+		name string
+		key  withFloat
+	}{
+		{"NaN", withFloat{"a", math.NaN()}},
+		{"a number", withFloat{"a", 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ratelimit.New[withFloat](ratelimit.Options{Burst: 1, Size: 2})
+			l.AllowAt(withFloat{"other", 0}, t0)
+			allowed := 0
+			for range 3 {
+				if l.AllowAt(tc.key, t0) {
+					allowed++
+				}
+			}
+			wantAllowed, wantEvicted := 1, uint64(0)
+			if tc.key.f != tc.key.f {
+				wantAllowed, wantEvicted = 3, 2 // the other key, then a NaN one
+			}
+			if allowed != wantAllowed || l.Evicted() != wantEvicted {
+				t.Errorf("3 calls of AllowAt(%v) allowed %d, Evicted() = %d; want %d, %d", tc.key, allowed, l.Evicted(), wantAllowed, wantEvicted)
+			}
+		})
+	}
+}
+
 func TestLenAndEvicted(t *testing.T) {
 	l := ratelimit.New[int](ratelimit.Options{Size: 3})
 	tests := []struct {
