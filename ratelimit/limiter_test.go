@@ -391,6 +391,18 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 
 // TestNewThrottlePanicsOnInvalidInput: as TestNewPanicsOnInvalidOptions,
 // for a Throttle.
+// TestThrottleWaitPanicsOnNilContext: a nil ctx is a programming error,
+// named as such, whatever the limit (rate.Limiter dereferenced it).
+func TestThrottleWaitPanicsOnNilContext(t *testing.T) {
+	for _, limit := range []rate.Limit{0, 10, rate.Inf} {
+		th := ratelimit.NewThrottle(limit, 1)
+		//lint:ignore SA1012 a nil Context is what is tested
+		if got := panicValue(func() { _ = th.Wait(nil) }); got != "ratelimit: nil Context" {
+			t.Errorf("NewThrottle(%v, 1).Wait(nil) panicked with %v, want %q", limit, got, "ratelimit: nil Context")
+		}
+	}
+}
+
 func TestNewThrottlePanicsOnInvalidInput(t *testing.T) {
 	tests := []struct {
 		limit rate.Limit
