@@ -258,8 +258,10 @@ func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) chan struct{} {
 // before the call. It does not wait for watchers to read their values: see
 // Watcher.Delivered for that. Flush travels the queue as a marker: it holds
 // up no publisher and no watcher, and values queued after it do not delay
-// it, but a full Block watcher ahead of it does. Flush calls made with no
-// value queued between them share one marker.
+// it, but a full Block watcher ahead of it does: called from the only
+// reader of that watcher, Flush waits for room that reader cannot make,
+// until ctx ends. Flush calls made with no value queued between them
+// share one marker.
 //
 // Flush returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
 // completed, or gave up on a full Block watcher (its context ended) before

@@ -682,3 +682,34 @@ func TestKeyNotEqualToItself(t *testing.T) {
 		})
 	}
 }
+
+// TestMemberNotEqualToItself pins what the package documents of a NaN
+// member key: a new member every time, so one value repeated fills its
+// group.
+func TestMemberNotEqualToItself(t *testing.T) {
+	tests := []struct {
+		name         string
+		member       float64
+		wantCombined uint64
+	}{
+		{"NaN", math.NaN(), 2}, // the third and fourth values
+		{"a number", 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := correlate.New(func(f float64) float64 { return f }, correlate.Options[float64, float64]{
+				Group:      func(float64) (group, member float64) { return 0, tc.member },
+				MaxMembers: 3,
+				Clock:      newClock(),
+			})
+			for range 4 {
+				if _, err := c.Correlate(1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := c.Stats().Combined; got != tc.wantCombined {
+				t.Errorf("4 values of member %v: Combined = %d, want %d", tc.member, got, tc.wantCombined)
+			}
+		})
+	}
+}

@@ -34,8 +34,9 @@
 // As in a Go map, a key that is not equal to itself (a NaN float, or a
 // struct or array holding one) is never found again: each value with
 // such a key is new, never a repeat, and takes a cache entry of its own,
-// pushing out the least recently used; such a group key never fills, and
-// such a spam key gets a full bucket every time, so it is never skipped.
+// pushing out the least recently used; such a group key never fills,
+// such a member key is a new member every time, and such a spam key gets
+// a full bucket every time, so it is never skipped.
 //
 // # Defaults
 //
