@@ -258,8 +258,10 @@ func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) chan struct{} {
 // before the call. It does not wait for watchers to read their values: see
 // Watcher.Delivered for that. Flush travels the queue as a marker: it holds
 // up no publisher and no watcher, and values queued after it do not delay
-// it, but a full Block watcher ahead of it does. Flush calls made with no
-// value queued between them share one marker.
+// it, but a full Block watcher ahead of it does: called from the only
+// reader of that watcher, Flush waits for room that reader cannot make,
+// until ctx ends. Flush calls made with no value queued between them
+// share one marker.
 //
 // Flush returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
 // completed, or gave up on a full Block watcher (its context ended) before
@@ -388,20 +390,25 @@ func (b *Broadcaster[T]) Done() <-chan struct{} { return b.closing }
 
 // Stats returns a snapshot of the broadcaster's counters. It is safe to call
 // at any time, also after Shutdown.
+//
+// The counters are read while values move, but in the order values go
+// through them: losses from a queue, then placements, then the other
+// losses, then acceptance. So every snapshot keeps the sums of Stats:
+// DroppedOldest + DroppedSwitch never exceeds Delivered, and Delivered,
+// DroppedNewest and DroppedShutdown count no value that Published does
+// not count yet.
 func (b *Broadcaster[T]) Stats() Stats {
+	var s Stats
+	s.DroppedOldest = b.dropped[dropOldest].Load()
+	s.DroppedSwitch = b.dropped[dropSwitch].Load()
+	s.Delivered = b.delivered.Load()
+	s.DroppedNewest = b.dropped[dropNewest].Load()
+	s.DroppedShutdown = b.dropped[dropShutdown].Load()
+	s.Watchers = int(b.watchers.Load())
 	b.mu.Lock()
-	published, refused := b.enqueued, b.refused
+	s.Published, s.DroppedIncoming = b.enqueued, b.refused
 	b.mu.Unlock()
-	return Stats{
-		Published:       published,
-		Delivered:       b.delivered.Load(),
-		DroppedIncoming: refused,
-		DroppedNewest:   b.dropped[dropNewest].Load(),
-		DroppedOldest:   b.dropped[dropOldest].Load(),
-		DroppedShutdown: b.dropped[dropShutdown].Load(),
-		DroppedSwitch:   b.dropped[dropSwitch].Load(),
-		Watchers:        int(b.watchers.Load()),
-	}
+	return s
 }
 
 // requestStop asks the distributor to close w. Like Shutdown, it signals
@@ -432,6 +439,12 @@ func (b *Broadcaster[T]) count(w *Watcher[T], n int) {
 // counts a loss, so that a watcher's Dropped and Stats always agree.
 func (b *Broadcaster[T]) drop(w *Watcher[T], n int, reason dropReason) {
 	if n > 0 {
+		if reason == dropOldest {
+			// The values discarded were placed first, maybe in this
+			// round: Delivered counts them before DroppedOldest does
+			// (only the distributor discards, so b.d is its own).
+			b.publishCounts()
+		}
 		w.dropped.Add(uint64(n))
 		b.dropped[reason].Add(uint64(n))
 	}

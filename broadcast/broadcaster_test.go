@@ -942,3 +942,63 @@ func TestDoneClosedWhenShutdownBegins(t *testing.T) {
 		t.Fatal("Done() open after Shutdown")
 	}
 }
+
+// TestStatsSnapshotKeepsItsSums samples Stats while values flow, and
+// checks the sums each snapshot must keep: a value is lost from a queue
+// only after it was placed there, and placed or skipped only after it was
+// published. Each watcher is read as a reader would, or not at all, so
+// that every policy both places and drops.
+func TestStatsSnapshotKeepsItsSums(t *testing.T) {
+	tests := []struct {
+		name   string
+		full   broadcast.FullPolicy
+		reader bool
+	}{
+		{"DropOldest unread", broadcast.DropOldest, false},
+		{"DropOldest read by All", broadcast.DropOldest, true},
+		{"DropNewest read by All", broadcast.DropNewest, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newB[int](t, broadcast.Options{QueueLength: 1, Full: tc.full})
+			w, err := b.Watch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer w.Stop()
+			if tc.reader {
+				wg.Go(func() {
+					for range w.All() {
+					}
+				})
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if b.Publish(context.Background(), i) != nil {
+						return
+					}
+				}
+			})
+			for range 50000 {
+				s := b.Stats()
+				// One watcher: each value published is placed or skipped
+				// at most once.
+				if s.Delivered+s.DroppedNewest+s.DroppedShutdown > s.Published {
+					t.Fatalf("Stats() = %+v: Delivered+DroppedNewest+DroppedShutdown above Published", s)
+				}
+				if s.DroppedOldest+s.DroppedSwitch > s.Delivered {
+					t.Fatalf("Stats() = %+v: DroppedOldest+DroppedSwitch above Delivered", s)
+				}
+			}
+		})
+	}
+}

@@ -225,3 +225,37 @@ func TestShutdownFromReaderEndsWithItsContext(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushFromReaderEndsWithItsContext: as its doc says, Flush called
+// from the only reader of a full Block watcher waits for room that reader
+// cannot make: it returns when its context ends, and nothing is lost.
+func TestFlushFromReaderEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newB[int](t, broadcast.Options{QueueLength: 1}) // Block
+		w, _ := b.Watch()
+		publish(t, b, 1, 2, 3)
+		returned := make(chan error, 1)
+		var got []int
+		go func() {
+			for v := range w.All() {
+				got = append(got, v)
+				if v == 1 {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					returned <- b.Flush(ctx)
+					cancel()
+				}
+				if v == 3 {
+					w.Stop()
+				}
+			}
+			close(returned)
+		}()
+		if err := <-returned; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Flush() = %v, want DeadlineExceeded", err)
+		}
+		<-returned
+		if want := []int{1, 2, 3}; !slices.Equal(got, want) || w.Dropped() != 0 {
+			t.Errorf("read %v, Dropped() = %d; want %v, 0", got, w.Dropped(), want)
+		}
+	})
+}

@@ -31,8 +31,8 @@ type Correlator[T any, K comparable] struct {
 
 // Observation is what a Correlator remembers under one key.
 type Observation[T any] struct {
-	// Count is how many times the key was seen (or what Stored set). Zero
-	// means nothing is remembered: the next occurrence is new.
+	// Count is how many times the key was seen (or what Stored set). Zero,
+	// or below, means nothing is remembered: the next occurrence is new.
 	Count int
 	// First is when the key was first seen.
 	First time.Time
@@ -52,7 +52,8 @@ type Result[T any, K comparable] struct {
 	// Combined reports whether Event is a group's stand-in.
 	Combined bool
 	// Count is the number of occurrences under Key, this one included:
-	// Previous.Count+1 for a repeat, 1 for a new key.
+	// Previous.Count+1 for a repeat, 1 for a new key. It stops at
+	// math.MaxInt, a count only Stored can reach.
 	Count int
 	// First is when Key was first seen: Previous.First for a repeat, the
 	// time of this call for a new key.
@@ -210,7 +211,8 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 // Stored replaces what is remembered under the value key key (never a
 // group key) with obs, typically what the sink stored, so that the next
 // repeat updates it: its Count is obs.Count+1, its First obs.First and its
-// Previous obs. A zero obs.Count makes the next occurrence new. The key
+// Previous obs (its Count stays at math.MaxInt if obs.Count is that). A
+// zero or negative obs.Count makes the next occurrence new. The key
 // becomes the most recently used.
 //
 // A key that cannot be hashed (a key of interface type holding a slice,

@@ -495,6 +495,18 @@ func TestStored(t *testing.T) {
 			obs:    correlate.Observation[event]{Last: stored},
 			want:   correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 1, First: t0},
 		},
+		{
+			name:   "a negative count makes the next occurrence new",
+			before: []event{base},
+			obs:    correlate.Observation[event]{Count: -3, Last: stored},
+			want:   correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: 1, First: t0},
+		},
+		{
+			name: "the largest count stays, never wrapping to a negative one",
+			obs:  correlate.Observation[event]{Count: math.MaxInt, First: first, Last: stored},
+			want: correlate.Result[event, key]{Event: base, Key: eventKey(base), Count: math.MaxInt, First: first,
+				Previous: correlate.Observation[event]{Count: math.MaxInt, First: first, Last: stored}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -634,6 +646,69 @@ func TestNewPanicsOnProgrammerErrors(t *testing.T) {
 			}()
 			if got != tc.want {
 				t.Errorf("New panicked with %v, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestKeyNotEqualToItself pins what the package documents of a NaN key:
+// never found again, so never a repeat, and a spam key that is never
+// skipped.
+func TestKeyNotEqualToItself(t *testing.T) {
+	tests := []struct {
+		name                 string
+		v                    float64
+		wantNew, wantSkipped uint64
+	}{
+		{"NaN", math.NaN(), 3, 0},
+		{"a number", 1, 1, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := correlate.New(func(f float64) float64 { return f }, correlate.Options[float64, float64]{
+				Spam:  func(f float64) float64 { return f },
+				Burst: 1,
+				Clock: newClock(),
+			})
+			for range 3 {
+				if _, err := c.Correlate(tc.v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := c.Stats()
+			if s.New != tc.wantNew || s.Skipped != tc.wantSkipped {
+				t.Errorf("3 calls of Correlate(%v): New = %d, Skipped = %d; want %d, %d", tc.v, s.New, s.Skipped, tc.wantNew, tc.wantSkipped)
+			}
+		})
+	}
+}
+
+// TestMemberNotEqualToItself pins what the package documents of a NaN
+// member key: a new member every time, so one value repeated fills its
+// group.
+func TestMemberNotEqualToItself(t *testing.T) {
+	tests := []struct {
+		name         string
+		member       float64
+		wantCombined uint64
+	}{
+		{"NaN", math.NaN(), 2}, // the third and fourth values
+		{"a number", 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := correlate.New(func(f float64) float64 { return f }, correlate.Options[float64, float64]{
+				Group:      func(float64) (group, member float64) { return 0, tc.member },
+				MaxMembers: 3,
+				Clock:      newClock(),
+			})
+			for range 4 {
+				if _, err := c.Correlate(1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := c.Stats().Combined; got != tc.wantCombined {
+				t.Errorf("4 values of member %v: Combined = %d, want %d", tc.member, got, tc.wantCombined)
 			}
 		})
 	}

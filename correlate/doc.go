@@ -31,6 +31,13 @@
 // an event key either, even when they are equal values. Each key is hashed
 // once per call.
 //
+// As in a Go map, a key that is not equal to itself (a NaN float, or a
+// struct or array holding one) is never found again: each value with
+// such a key is new, never a repeat, and takes a cache entry of its own,
+// pushing out the least recently used; such a group key never fills,
+// such a member key is a new member every time, and such a spam key gets
+// a full bucket every time, so it is never skipped.
+//
 // # Defaults
 //
 // The zero numbers of Options take these values: caches of 4096 entries,

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -60,11 +61,31 @@ func New[K comparable](opts Options) *Limiter[K] {
 // A key's first call allocates its cache entry, and its second call its
 // token bucket, which a key seen only once (as most keys of a flood are)
 // never needs. A forgotten key starts over.
+//
+// As in a Go map, a key that is not equal to itself (a NaN float, or a
+// struct or array holding one) is never found again: every call with one
+// is allowed, and adds a key, forgetting the least recently used.
+//
+// AllowAt panics, naming the key's type, if key cannot be hashed: a key of
+// interface type holding a slice, map or function (or a struct or array
+// holding one), which a Go map refuses too. That is a programming error;
+// the Limiter stays usable.
 func (l *Limiter[K]) AllowAt(key K, now time.Time) bool {
-	h := maphash.Comparable(l.seed, key) // outside the lock
+	h := l.hash(key) // outside the lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buckets.AllowAt(h, func(k *K) bool { return *k == key }, func() K { return key }, now)
+}
+
+// hash returns key's hash. maphash panics on a key that cannot be hashed,
+// with a runtime error; hash panics then with this package's name.
+func (l *Limiter[K]) hash(key K) uint64 {
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("ratelimit: key of type %T cannot be hashed: %v", key, r))
+		}
+	}()
+	return maphash.Comparable(l.seed, key)
 }
 
 // Len returns how many keys the Limiter holds now, at most Options.Size.

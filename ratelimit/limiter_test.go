@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,41 @@ func TestLimiterAllowAt(t *testing.T) {
 	}
 }
 
+// TestKeyNotEqualToItself pins what AllowAt documents of a NaN key: it
+// is never found again, so every call is allowed and adds a key.
+func TestKeyNotEqualToItself(t *testing.T) {
+	type withFloat struct {
+		name string
+		f    float64
+	}
+	tests := []struct {
+		name string
+		key  withFloat
+	}{
+		{"NaN", withFloat{"a", math.NaN()}},
+		{"a number", withFloat{"a", 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ratelimit.New[withFloat](ratelimit.Options{Burst: 1, Size: 2})
+			l.AllowAt(withFloat{"other", 0}, t0)
+			allowed := 0
+			for range 3 {
+				if l.AllowAt(tc.key, t0) {
+					allowed++
+				}
+			}
+			wantAllowed, wantEvicted := 1, uint64(0)
+			if tc.key.f != tc.key.f {
+				wantAllowed, wantEvicted = 3, 2 // the other key, then a NaN one
+			}
+			if allowed != wantAllowed || l.Evicted() != wantEvicted {
+				t.Errorf("3 calls of AllowAt(%v) allowed %d, Evicted() = %d; want %d, %d", tc.key, allowed, l.Evicted(), wantAllowed, wantEvicted)
+			}
+		})
+	}
+}
+
 func TestLenAndEvicted(t *testing.T) {
 	l := ratelimit.New[int](ratelimit.Options{Size: 3})
 	tests := []struct {
@@ -205,6 +241,35 @@ func TestNewPanicsOnInvalidOptions(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("New(%+v) panicked with %v, want %q", tc.opts, got, tc.want)
 		}
+	}
+}
+
+// TestAllowAtPanicsOnUnhashableKey: a key that cannot be hashed is a
+// programming error, reported by a panic that names the package and the
+// key's type; the Limiter goes on serving other keys.
+func TestAllowAtPanicsOnUnhashableKey(t *testing.T) {
+	type withSlice struct{ v any }
+	tests := []struct {
+		name string
+		key  any
+		want string
+	}{
+		{"slice", []int{1}, "ratelimit: key of type []int cannot be hashed"},
+		{"map", map[string]int{}, "ratelimit: key of type map[string]int cannot be hashed"},
+		{"func", func() {}, "ratelimit: key of type func() cannot be hashed"},
+		{"struct holding a slice", withSlice{[]byte("x")}, "ratelimit: key of type ratelimit_test.withSlice cannot be hashed"},
+	}
+	l := ratelimit.New[any](ratelimit.Options{Burst: 1})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := panicValue(func() { l.AllowAt(tc.key, t0) }).(string)
+			if !strings.HasPrefix(got, tc.want) {
+				t.Errorf("AllowAt(%T) panicked with %q, want it to start with %q", tc.key, got, tc.want)
+			}
+			if !l.AllowAt(tc.name, t0) || l.AllowAt(tc.name, t0) {
+				t.Errorf("after the panic, a hashable key's bucket of 1 allows other than once")
+			}
+		})
 	}
 }
 
@@ -326,6 +391,18 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 
 // TestNewThrottlePanicsOnInvalidInput: as TestNewPanicsOnInvalidOptions,
 // for a Throttle.
+// TestThrottleWaitPanicsOnNilContext: a nil ctx is a programming error,
+// named as such, whatever the limit (rate.Limiter dereferenced it).
+func TestThrottleWaitPanicsOnNilContext(t *testing.T) {
+	for _, limit := range []rate.Limit{0, 10, rate.Inf} {
+		th := ratelimit.NewThrottle(limit, 1)
+		//lint:ignore SA1012 a nil Context is what is tested
+		if got := panicValue(func() { _ = th.Wait(nil) }); got != "ratelimit: nil Context" {
+			t.Errorf("NewThrottle(%v, 1).Wait(nil) panicked with %v, want %q", limit, got, "ratelimit: nil Context")
+		}
+	}
+}
+
 func TestNewThrottlePanicsOnInvalidInput(t *testing.T) {
 	tests := []struct {
 		limit rate.Limit

@@ -39,8 +39,12 @@ func NewThrottle(limit rate.Limit, burst int) *Throttle {
 // Wait blocks until a write may proceed and takes its token. If ctx ends
 // first, Wait returns ctx.Err(). If ctx has a deadline that the wait would
 // outlast, Wait returns context.DeadlineExceeded at once, without waiting
-// and without taking a token, as rate.Limiter.Wait does.
+// and without taking a token, as rate.Limiter.Wait does. Wait panics on a
+// nil ctx.
 func (t *Throttle) Wait(ctx context.Context) error {
+	if ctx == nil {
+		panic("ratelimit: nil Context")
+	}
 	if err := t.l.Wait(ctx); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr

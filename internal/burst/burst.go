@@ -21,7 +21,8 @@ type Burst struct {
 	// DefaultInterval.
 	Interval time.Duration
 
-	mu         sync.Mutex // guards last, unreported
+	mu         sync.Mutex // guards logged, last, unreported
+	logged     bool       // a line was due: last holds when
 	last       time.Time  // when the last line was due
 	unreported uint64     // occurrences since then
 }
@@ -37,10 +38,12 @@ func (b *Burst) Add(now time.Time, n uint64) (count uint64, due bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.unreported += n
-	if !b.last.IsZero() && now.Sub(b.last) < interval {
+	// A flag, not a zero last: a clock may read the zero time (a fake
+	// one that starts there), and then every occurrence would be due.
+	if b.logged && now.Sub(b.last) < interval {
 		return 0, false
 	}
-	count, b.unreported, b.last = b.unreported, 0, now
+	count, b.unreported, b.last, b.logged = b.unreported, 0, now, true
 	return count, true
 }
 

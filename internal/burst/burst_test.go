@@ -48,3 +48,29 @@ func TestBurstInterval(t *testing.T) {
 		t.Fatalf("Add after the interval = %d, %v; want 2, true", count, due)
 	}
 }
+
+// TestBurstFromZeroTime: a clock that reads the zero time, as a fake one
+// may, gets the same one line per Interval as any other.
+func TestBurstFromZeroTime(t *testing.T) {
+	tests := []struct {
+		name string
+		t0   time.Time
+	}{
+		{"zero time", time.Time{}},
+		{"Unix epoch", time.Unix(0, 0)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := Burst{Interval: time.Second}
+			if count, due := b.Add(tc.t0, 1); count != 1 || !due {
+				t.Fatalf("first Add = %d, %v; want 1, true", count, due)
+			}
+			if count, due := b.Add(tc.t0, 1); count != 0 || due {
+				t.Fatalf("Add at the same time = %d, %v; want 0, false", count, due)
+			}
+			if count, due := b.Add(tc.t0.Add(time.Second), 1); count != 2 || !due {
+				t.Fatalf("Add after the interval = %d, %v; want 2, true", count, due)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@
 package correlation
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -103,7 +104,7 @@ type Correlator[T, K any, M comparable, L any] struct {
 
 // Observation is what a Correlator remembers under one key.
 type Observation[L any] struct {
-	Count int       // occurrences so far; zero means forgotten
+	Count int       // occurrences so far, at most math.MaxInt; zero or below means forgotten
 	First time.Time // when the key was first seen
 	Last  L         // what Keep kept of the value, or what Stored set
 }
@@ -294,7 +295,9 @@ func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
 		func() obsKey[K] { return obsKey[K]{k: keyer.Make(v), combined: combined} })
 	if hit && o.Count > 0 {
 		res.Previous = *o
-		o.Count++
+		if o.Count < math.MaxInt { // a count Stored set there stays: it never wraps to a negative one
+			o.Count++
+		}
 		res.Count, res.First = o.Count, o.First
 		c.stats.Repeats++
 	} else {
