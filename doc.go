@@ -21,9 +21,15 @@
 //   - k8sadapter/events: the same for the newer events.k8s.io/v1 API and
 //     client-go's tools/events (series of isomorphic events), with one
 //     writer goroutine instead of one per event and a bounded cache.
+//   - k8sadapter/ctrlruntime (a module of its own): both recorders for a
+//     controller-runtime manager, flushed when it stops, with Prometheus
+//     metrics.
+//   - natsbridge (a module of its own): Topic[T] carries broadcast's order
+//     and policies across processes on NATS JetStream, one stream per
+//     topic; natsbridge/embedded runs a NATS server in the process.
 //
 // The generic packages (broadcast, ratelimit, correlate) import nothing
-// from Kubernetes; only k8sadapter does.
+// from Kubernetes; only k8sadapter and its subpackages do.
 //
 // # Where to start
 //

@@ -115,8 +115,9 @@ func TestDropInStoresWhatClientGoStores(t *testing.T) {
 // TestDefaultsAsDocumented: the defaults' docs give their values, which
 // go doc does not show (they are set from an internal package's).
 func TestDefaultsAsDocumented(t *testing.T) {
-	if k8sadapter.DefaultMaxTries != 12 || k8sadapter.DefaultQueueLength != 1000 || k8sadapter.DefaultShutdownTimeout != 10*time.Second {
-		t.Errorf("defaults %d tries, queue %d, shutdown %v; their docs say 12, 1000, 10s",
-			k8sadapter.DefaultMaxTries, k8sadapter.DefaultQueueLength, k8sadapter.DefaultShutdownTimeout)
+	if k8sadapter.DefaultSleepDuration != 10*time.Second || k8sadapter.DefaultMaxTries != 12 ||
+		k8sadapter.DefaultQueueLength != 1000 || k8sadapter.DefaultShutdownTimeout != 10*time.Second {
+		t.Errorf("defaults pause %v, %d tries, queue %d, shutdown %v; their docs say 10s, 12, 1000, 10s",
+			k8sadapter.DefaultSleepDuration, k8sadapter.DefaultMaxTries, k8sadapter.DefaultQueueLength, k8sadapter.DefaultShutdownTimeout)
 	}
 }

@@ -12,8 +12,9 @@ import (
 
 // Defaults, equal to client-go's where client-go has the same knob.
 const (
-	// DefaultSleepDuration is the pause between two attempts to write an
-	// event to a sink (the first pause is a random fraction of it).
+	// DefaultSleepDuration, 10 s as in client-go, is the pause between two
+	// attempts to write an event to a sink (the first pause is a random
+	// fraction of it).
 	DefaultSleepDuration = pipeline.DefaultSleep
 	// DefaultMaxTries, 12 as in client-go, is how many times an event is
 	// offered to a sink before it is given up on.

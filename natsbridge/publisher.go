@@ -106,7 +106,8 @@ type PublisherStats struct {
 	Unconfirmed uint64
 	// Pending is the number of accepted values awaiting their ack now.
 	Pending int
-	// Refused counts TryPublish calls refused because the window was full.
+	// Refused counts TryPublish calls refused because the window was
+	// full, or the connection could take no more (see TryPublish).
 	Refused uint64
 	// Invalid counts values refused before sending: a codec error or
 	// panic, or an encoding larger than the server accepts.

@@ -73,8 +73,8 @@
 //	herald_events_failed_total{api,reason}     the failed ones, by reason: construction,
 //	                                           rejected, retries_exhausted, shutdown, panic
 //	herald_events_retries_total{api}           write attempts after the first
-//	herald_events_series_writes_total{api,result}  series counts written by the periodic
-//	                                           and final passes (events.k8s.io/v1);
+//	herald_events_series_writes_total{api,result}  series counts written by the periodic,
+//	                                           eviction and final passes (events.k8s.io/v1);
 //	                                           result is ok or failed
 //	herald_events_log_dropped_total{api}       events the event log missed (they were
 //	                                           still written)

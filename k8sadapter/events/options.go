@@ -11,8 +11,9 @@ import (
 
 // client-go's timings and sizes.
 const (
-	// DefaultSleepDuration is the base pause between attempts to write an
-	// event; each pause is jittered up to 25 % longer, as in client-go.
+	// DefaultSleepDuration, 10 s, is the base pause between attempts to
+	// write an event; each pause is jittered up to 25 % longer, as in
+	// client-go.
 	DefaultSleepDuration = pipeline.DefaultSleep
 	// FinishTime is how long a series may go unobserved before its final
 	// count is written and it is forgotten; also the period of that check.
@@ -20,11 +21,12 @@ const (
 	// RefreshTime is the period at which every open series is written
 	// again, so that it does not expire on the server.
 	RefreshTime = 30 * time.Minute
-	// DefaultMaxTries is how many times an event is offered to the sink.
+	// DefaultMaxTries, 12, is how many times an event is offered to the
+	// sink.
 	DefaultMaxTries = pipeline.DefaultMaxTries
-	// DefaultQueueLength is the capacity of the writer's queue, in series
-	// waiting (unless the cache size is larger), of the queue between the
-	// recorders and the handlers, and of each handler's queue.
+	// DefaultQueueLength, 1000, is the capacity of the writer's queue, in
+	// series waiting (unless the cache size is larger), of the queue
+	// between the recorders and the handlers, and of each handler's queue.
 	DefaultQueueLength = pipeline.DefaultQueueLength
 )
 

@@ -259,11 +259,13 @@ func TestShutdownDeadlineAbandonsQueues(t *testing.T) {
 	})
 }
 
-// TestDefaultShutdownTimeoutAsDocumented: its doc gives its value, which
-// go doc does not show (it is set from an internal package's).
-func TestDefaultShutdownTimeoutAsDocumented(t *testing.T) {
-	if events.DefaultShutdownTimeout != 10*time.Second {
-		t.Errorf("DefaultShutdownTimeout = %v, its doc says 10s", events.DefaultShutdownTimeout)
+// TestDefaultsAsDocumented: the defaults' docs give their values, which
+// go doc does not show (they are set from an internal package's).
+func TestDefaultsAsDocumented(t *testing.T) {
+	if events.DefaultSleepDuration != 10*time.Second || events.DefaultMaxTries != 12 ||
+		events.DefaultQueueLength != 1000 || events.DefaultShutdownTimeout != 10*time.Second {
+		t.Errorf("defaults pause %v, %d tries, queue %d, shutdown %v; their docs say 10s, 12, 1000, 10s",
+			events.DefaultSleepDuration, events.DefaultMaxTries, events.DefaultQueueLength, events.DefaultShutdownTimeout)
 	}
 }
 
