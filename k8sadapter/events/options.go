@@ -1,9 +1,9 @@
 package events
 
 import (
-	"k8s.io/klog/v2"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/internal/pipeline"
