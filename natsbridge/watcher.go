@@ -314,7 +314,9 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 // Flush returns once every value the stream held when Flush was called is
 // in the watcher's queue, or was dropped by its policy, or counted as a gap
 // or a poison message. Values removed from the end of the stream before
-// the watcher read them are counted as gaps by then. Under Block it waits
+// the watcher read them are counted as gaps by then, also those removed
+// while Flush waits (a purge, MaxAge): Flush looks at the stream again
+// every TopicOptions.Heartbeat while it waits. Under Block it waits
 // for the reader to make room. It returns ctx.Err() if ctx ends first, and
 // ErrClosed (or Err) if the watcher ended first.
 func (w *Watcher[T]) Flush(ctx context.Context) error {
