@@ -373,40 +373,91 @@ func (f *feed[T]) countGaps(from, to uint64) {
 // catchUp returns once the feed has handled every value the stream holds
 // when it is called: it waits for the last of them, then counts what
 // follows it up to the stream's last sequence (values removed from the
-// tail) as gaps. It returns ctx.Err() if ctx ends first, and ErrClosed
-// (or the feed's error) if the feed ended first.
+// tail) as gaps. While it waits it asks the server again every heartbeat,
+// so that values removed meanwhile (a purge, MaxAge) are counted as gaps
+// rather than waited for: no message would ever carry their sequences (a
+// server it cannot reach then is asked again a heartbeat later). It
+// returns ctx.Err() if ctx ends first, and ErrClosed (or the feed's error)
+// if the feed ended first.
 func (f *feed[T]) catchUp(ctx context.Context) error {
 	info, err := f.t.streamState(ctx)
 	if err != nil {
 		return err
 	}
 	last := info.State.LastSeq
-	if f.pos.Load() >= last {
-		return nil
-	}
-	// The stream's last sequence stays when the message that carried it
-	// is removed (a purge, a deletion, a limit): wait for the last
-	// message it still holds instead, if any.
-	var held uint64
-	if info.State.Msgs > 0 {
-		if held, err = f.t.lastHeld(ctx); err != nil {
-			return err
-		}
-	}
-	if err := f.waitPos(ctx, held); err != nil {
+	held, err := f.heldUpTo(ctx, info, last)
+	if err != nil {
 		return err
 	}
-	select {
-	case <-f.done:
-		return f.endErr() // a stopped feed counts nothing more
-	default:
+	for {
+		if f.pos.Load() >= last {
+			return nil
+		}
+		done, err := f.waitPosFor(ctx, held)
+		if err != nil {
+			return err
+		}
+		if !done {
+			// Still waiting a heartbeat later: look at the stream again,
+			// in case what was awaited has been removed.
+			info, err := f.t.streamState(ctx)
+			if err == nil {
+				var h uint64
+				if h, err = f.heldUpTo(ctx, info, last); err == nil {
+					held = h
+				}
+			}
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, ErrStreamGone):
+				return err
+			}
+			continue // an error besides: wait as before
+		}
+		if held == last {
+			return nil
+		}
+		select {
+		case <-f.done:
+			return f.endErr() // a stopped feed counts nothing more
+		default:
+		}
+		// The feed has handled every sequence up to held, and the stream
+		// holds nothing after held up to last.
+		f.settle(last)
+		// If the feed took a later value meanwhile, it counts the gap and
+		// moves pos past last itself, at once.
+		return f.waitPos(ctx, last)
 	}
-	// The feed has handled every sequence up to held, and the stream
-	// holds nothing after held up to last.
-	f.settle(last)
-	// If the feed took a later value meanwhile, it counts the gap and
-	// moves pos past last itself, at once.
-	return f.waitPos(ctx, last)
+}
+
+// heldUpTo returns the sequence of the last message the stream, described
+// by info, holds up to last, or last itself if it holds a later one (the
+// feed counts the removed values before it as it takes it, and so passes
+// last), or 0 if it holds none. The stream's last sequence stays when the
+// message that carried it is removed (a purge, a deletion, a limit).
+func (f *feed[T]) heldUpTo(ctx context.Context, info *jetstream.StreamInfo, last uint64) (uint64, error) {
+	if info.State.Msgs == 0 {
+		return 0, nil
+	}
+	held, err := f.t.lastHeld(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return min(held, last), nil
+}
+
+// waitPosFor is waitPos bounded by one heartbeat: it reports false, with
+// no error, if the feed has not handled target by then.
+func (f *feed[T]) waitPosFor(ctx context.Context, target uint64) (bool, error) {
+	short, cancel := context.WithTimeout(ctx, f.t.heartbeat)
+	defer cancel()
+	err := f.waitPos(short, target)
+	if err != nil && err == short.Err() && ctx.Err() == nil {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // check asks the server about an idle consumer. It returns an error if the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -314,4 +315,80 @@ func (h recordHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h recordHandler) WithGroup(name string) slog.Handler {
 	return recordHandler{r: h.r, h: h.h.WithGroup(name)}
+}
+
+// slowLink forwards TCP connections to addr, delaying what the server
+// sends by delay: a link with that much latency one way. It is closed
+// when the test ends.
+func slowLink(t testing.TB, addr string, delay time.Duration) (url string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", addr)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			track(client)
+			track(server)
+			wg.Go(func() { // client to server, at once
+				_, _ = io.Copy(server, client)
+				server.Close()
+				client.Close()
+			})
+			type chunk struct {
+				due  time.Time
+				data []byte
+			}
+			chunks := make(chan chunk, 1<<16)
+			wg.Go(func() { // server to client, read at once
+				defer close(chunks)
+				for {
+					buf := make([]byte, 32<<10)
+					n, err := server.Read(buf)
+					if n > 0 {
+						chunks <- chunk{time.Now().Add(delay), buf[:n]}
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+			wg.Go(func() { // and written once due
+				for c := range chunks {
+					time.Sleep(time.Until(c.due)) // the link's latency, not a synchronisation
+					if _, err := client.Write(c.data); err != nil {
+						client.Close()
+						server.Close()
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return "nats://" + ln.Addr().String()
 }

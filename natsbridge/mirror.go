@@ -34,8 +34,11 @@ type mirror[T any] struct {
 //
 // Mirror returns ErrStreamGone if the stream was deleted, ErrClosed after
 // the topic's Shutdown has begun, and an error for an invalid o; ctx bounds
-// the calls to the server it makes.
+// the calls to the server it makes. It panics on a nil ctx.
 func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.Broadcaster[T], error) {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
 	if err := checkQueue("broadcast.Options", o.QueueLength, o.IncomingQueueLength, o.Full); err != nil {
 		return nil, err
 	}
@@ -99,8 +102,15 @@ func (m *mirror[T]) shutdown(ctx context.Context) error {
 // stop does not shut p down. It is idempotent. If b was already shut down,
 // nothing is forwarded and stop returns ErrClosed.
 //
-// Forward starts one goroutine, ended as described.
+// Forward starts one goroutine, ended as described. It panics if b or p
+// is nil, at the call rather than in that goroutine.
 func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(context.Context) error) {
+	if b == nil {
+		panic("natsbridge: Forward from a nil Broadcaster")
+	}
+	if p == nil {
+		panic("natsbridge: Forward to a nil Publisher")
+	}
 	w, err := b.Watch()
 	if err != nil {
 		return func(context.Context) error { return err }

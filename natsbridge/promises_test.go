@@ -300,3 +300,46 @@ func TestLiveAfterWatcherEnded(t *testing.T) {
 		t.Errorf("Stats().Live = %d after the only watcher ended (closed, Err %v), want 0", live, w.Err())
 	}
 }
+
+// TestFlushTailRemovedWhileWaiting: Flush waits for a full Block watcher's
+// reader; meanwhile the stream is purged, so that no message will carry
+// the sequences the watcher has not read. Flush still returns once the
+// reader has taken what the watcher holds, with every other value counted
+// as a gap (it waited for the last value the stream had held, which no
+// message would ever bring, until its context ended).
+func TestFlushTailRemovedWhileWaiting(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.purged.waiting", natsbridge.TopicOptions{ReadAhead: 8, Heartbeat: 500 * time.Millisecond})
+	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1}) // Block, nobody reads yet
+	const n = 500
+	publishAll(t, topic, 1, n)
+	flushed := make(chan error, 1)
+	go func() { flushed <- w.Flush(boundedCtx(t, 10*time.Second)) }()
+	eventually(t, "the client read ahead", func() bool { return consumerInfo(t, js, topic.Stream()).Delivered.Stream >= 8 })
+	stream, err := js.Stream(testCtx(t), topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	reading := make(chan struct{})
+	go func() {
+		defer close(reading)
+		for range w.All() {
+			read.Add(1)
+		}
+	}()
+	if err := <-flushed; err != nil {
+		t.Fatalf("Flush = %v (read %d, gaps %d), want nil once the reader took what the watcher held", err, read.Load(), w.Gaps())
+	}
+	// The value the watcher was queuing may arrive just after Flush.
+	eventually(t, "every value read or counted as a gap", func() bool { return uint64(read.Load())+w.Gaps() >= n })
+	w.Stop()
+	<-reading
+	if total := uint64(read.Load()) + w.Gaps(); total != n {
+		t.Errorf("read %d + gaps %d = %d, want %d", read.Load(), w.Gaps(), total, n)
+	}
+}

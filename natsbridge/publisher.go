@@ -38,6 +38,9 @@ type Publisher[T any] struct {
 	// reaper; it never blocks, since a sender holds a slot.
 	slots chan struct{}
 	queue chan *pending
+	// backlog holds values the reaper took from queue ahead of their
+	// turn (see resendLost), oldest first; only the reaper uses it.
+	backlog []*pending
 
 	closing chan struct{} // closed when Shutdown begins
 	done    chan struct{} // closed when the reaper has exited
@@ -78,6 +81,9 @@ type pending struct {
 	ack   jetstream.PubAckFuture
 	sent  time.Time
 	tries int
+	// failed is an outcome resendLost took from ack.Err() and left for
+	// await.
+	failed error
 }
 
 // PublisherStats is a snapshot of a Publisher's counters. At every moment
@@ -387,6 +393,14 @@ func (p *Publisher[T]) reap() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		if len(p.backlog) > 0 {
+			e := p.backlog[0]
+			p.backlog[0] = nil
+			p.backlog = p.backlog[1:]
+			p.await(e, timer)
+			<-p.slots
+			continue
+		}
 		select {
 		case e, ok := <-p.queue:
 			if !ok {
@@ -430,6 +444,10 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 			return
 		case err = <-e.ack.Err():
 		default:
+			if e.failed != nil {
+				err, e.failed = e.failed, nil
+				break
+			}
 			timer.Reset(max(time.Until(e.sent.Add(p.ackTimeout)), 0))
 			select {
 			case ack := <-e.ack.Ok():
@@ -478,6 +496,57 @@ func (p *Publisher[T]) await(e *pending, timer *time.Timer) {
 			e.sent = time.Now().Add(-p.ackTimeout) // try again after the next back-off
 			continue
 		}
+		e.ack, e.sent = ack, time.Now()
+		if errors.Is(err, nats.ErrDisconnected) {
+			p.resendLost()
+		}
+	}
+}
+
+// resendLost sends again, at once, every value behind the one being
+// awaited whose ack the loss of the connection failed too, so that a burst
+// of acks lost together is sent again together: awaited one after the
+// other, each would cost a round trip. It takes what is queued into the
+// backlog; a value it cannot send again keeps its error, for await.
+func (p *Publisher[T]) resendLost() {
+	for more := true; more; {
+		select {
+		case e, ok := <-p.queue:
+			if !ok {
+				more = false
+				break
+			}
+			p.backlog = append(p.backlog, e)
+		default:
+			more = false
+		}
+	}
+	for _, e := range p.backlog {
+		if e.failed != nil {
+			continue
+		}
+		select {
+		case <-p.abort:
+			return
+		default:
+		}
+		var err error
+		select {
+		case err = <-e.ack.Err():
+		default:
+			continue // acknowledged, or still awaited
+		}
+		if !errors.Is(err, nats.ErrDisconnected) || e.tries >= p.maxRetries || p.ackLost(err) {
+			e.failed = err
+			continue
+		}
+		ack, serr := p.t.js.PublishMsgAsync(&e.msg, noStall...)
+		if serr != nil {
+			e.failed = err // await sends it again, or counts it
+			continue
+		}
+		e.tries++
+		p.retries.Add(1)
 		e.ack, e.sent = ack, time.Now()
 	}
 }

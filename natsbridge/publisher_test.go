@@ -497,3 +497,34 @@ func TestShutdownAfterGivingUpOnNothing(t *testing.T) {
 		t.Errorf("%d of %d publishers: a later Shutdown did not return nil with every value confirmed", bad, runs)
 	}
 }
+
+// TestResendAfterLostConnectionAtOnce drops the connection while a burst
+// of values awaits its acks, over a link with latency: the publisher sends
+// them all again at once on the new connection, so that they are confirmed
+// about one round trip later, not one round trip after the other (which
+// would take n round trips, and hold Publish back as long, its window
+// full).
+func TestResendAfterLostConnectionAtOnce(t *testing.T) {
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	const delay = 50 * time.Millisecond
+	nc, js := dial(t, slowLink(t, strings.TrimPrefix(s.URL(), "nats://"), delay))
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	const n = 100 // one round trip after the other: n*delay = 5s at least
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: n})
+	publishN(t, p, 1, n)
+	if err := nc.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(boundedCtx(t, 2*time.Second)); err != nil {
+		t.Fatalf("Shutdown = %v (%s, %d sent again), want nil within a few round trips", err, describe(p.Stats()), p.Stats().Retries)
+	}
+	st := p.Stats()
+	if st.Retries == 0 || st.Confirmed != n {
+		t.Fatalf("Stats() = %s, retries %d; want acks lost with the connection, and all %d confirmed", describe(st), st.Retries, n)
+	}
+	_, direct := connect(t, s) // no latency
+	if got := sorted(storedIDs(t, direct, topic)); !cmp.Equal(got, span(1, n)) {
+		t.Fatalf("stream does not hold 1..%d once each: %s", n, firstDiff(got, span(1, n)))
+	}
+	t.Logf("%d sent again, %d dropped by the stream as duplicates", st.Retries, st.Duplicates)
+}

@@ -98,8 +98,11 @@ type TopicStats struct {
 // exists with other subjects. ctx bounds the calls to the server.
 //
 // Credentials and TLS come with the caller's connection; NewTopic never
-// logs them.
+// logs them. It panics on a nil ctx.
 func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c Codec[T], o TopicOptions) (*Topic[T], error) {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
 	if js == nil {
 		return nil, errors.New("natsbridge: nil JetStream")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
 )
@@ -220,6 +221,48 @@ func TestNewTopicRefusedChange(t *testing.T) {
 			if info.State.Msgs != 3 {
 				t.Errorf("stream holds %d values after the refused NewTopic, want 3", info.State.Msgs)
 			}
+		})
+	}
+}
+
+// TestNilArgumentsPanicAtTheCall: a nil ctx, or a nil Broadcaster or
+// Publisher given to Forward, is a programming error: it panics in the
+// call, naming what was nil (nats.go dereferenced the ctx, and Forward's
+// own goroutine dereferenced the Publisher, crashing the process where no
+// caller could recover).
+func TestNilArgumentsPanicAtTheCall(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	w := watch(t, topic, natsbridge.WatchOptions{})
+	closed := broadcast.New[Order](broadcast.Options{})
+	if err := closed.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	var nilCtx context.Context
+	tests := []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"NewTopic", func() {
+			_, _ = natsbridge.NewTopic(nilCtx, js, "orders", natsbridge.JSON[Order](), natsbridge.TopicOptions{})
+		}, "natsbridge: nil Context"},
+		{"Watch", func() { _, _ = topic.Watch(nilCtx, natsbridge.WatchOptions{}) }, "natsbridge: nil Context"},
+		{"Mirror", func() { _, _ = topic.Mirror(nilCtx, broadcast.Options{}) }, "natsbridge: nil Context"},
+		{"Flush", func() { _ = w.Flush(nilCtx) }, "natsbridge: nil Context"},
+		{"Forward from nil", func() { natsbridge.Forward(nil, p) }, "natsbridge: Forward from a nil Broadcaster"},
+		{"Forward to nil", func() { natsbridge.Forward(closed, nil) }, "natsbridge: Forward to a nil Publisher"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if got := recover(); got != tc.want {
+					t.Errorf("panic %v, want %q", got, tc.want)
+				}
+			}()
+			tc.call()
 		})
 	}
 }

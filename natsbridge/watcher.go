@@ -67,7 +67,7 @@ type Watcher[T any] struct {
 // Watch returns ErrBadStart for an o.From beyond the stream's end,
 // ErrStreamGone if the stream was deleted, ErrClosed after the topic's
 // Shutdown has begun, and an error for an invalid o. ctx bounds the calls
-// to the server Watch makes. A Watch that fails once it has created its
+// to the server Watch makes; Watch panics on a nil ctx. A Watch that fails once it has created its
 // consumer deletes it (the server drops it by itself after a few minutes
 // if it cannot be reached).
 //
@@ -76,6 +76,9 @@ type Watcher[T any] struct {
 // watcher's private broadcaster, which ends with Stop. Events starts a
 // third.
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
 	if err := checkQueue("WatchOptions", o.QueueLength, 0, o.Full); err != nil {
 		return nil, err
 	}
@@ -314,10 +317,15 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 // Flush returns once every value the stream held when Flush was called is
 // in the watcher's queue, or was dropped by its policy, or counted as a gap
 // or a poison message. Values removed from the end of the stream before
-// the watcher read them are counted as gaps by then. Under Block it waits
+// the watcher read them are counted as gaps by then, also those removed
+// while Flush waits (a purge, MaxAge): Flush looks at the stream again
+// every TopicOptions.Heartbeat while it waits. Under Block it waits
 // for the reader to make room. It returns ctx.Err() if ctx ends first, and
-// ErrClosed (or Err) if the watcher ended first.
+// ErrClosed (or Err) if the watcher ended first. It panics on a nil ctx.
 func (w *Watcher[T]) Flush(ctx context.Context) error {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
 	if err := w.f.catchUp(ctx); err != nil {
 		return err
 	}
