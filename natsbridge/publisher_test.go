@@ -509,13 +509,13 @@ func TestResendAfterLostConnectionAtOnce(t *testing.T) {
 	const delay = 50 * time.Millisecond
 	nc, js := dial(t, slowLink(t, strings.TrimPrefix(s.URL(), "nats://"), delay))
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	const n = 100 // one round trip after the other: n*delay = 5s at least
+	const n = 200 // one round trip after the other: n*delay = 10s at least
 	p := topic.Publisher(natsbridge.PublisherOptions{Window: n})
 	publishN(t, p, 1, n)
 	if err := nc.ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Shutdown(boundedCtx(t, 2*time.Second)); err != nil {
+	if err := p.Shutdown(boundedCtx(t, 4*time.Second)); err != nil {
 		t.Fatalf("Shutdown = %v (%s, %d sent again), want nil within a few round trips", err, describe(p.Stats()), p.Stats().Retries)
 	}
 	st := p.Stats()
