@@ -19,6 +19,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -69,7 +70,8 @@ type Pipeline[E Event] struct {
 	watched  atomic.Int64 // handlers whose watcher may be registered
 
 	recorded, queued, invalidObject, invalidType, droppedClosed atomic.Uint64
-	lastStamp, lastPast                                         atomic.Int64 // see Stamp
+	lastStamp, lastWant                                         atomic.Int64 // see Stamp
+	past                                                        pastStamps   // see Stamp
 	queueFullLog, closedLog                                     Burst
 	// refused counts the events the broadcaster's incoming queue refused:
 	// each handler started then missed it (see Consumer.Tally).
@@ -206,10 +208,10 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 	return true
 }
 
-// stampWindow is how far back of the latest time Stamp returned a time
-// may be and still be moved after it: a clock that stands still or is
-// coarse; a time further back (a past event, a clock set back) is stamped
-// apart from the present (see Stamp).
+// stampWindow is how far back of the latest time Stamp was given a time
+// may be and still be moved after the latest it returned: a clock that
+// stands still or is coarse; a time further back (a past event, a clock
+// set back) is stamped apart from the present (see Stamp).
 const stampWindow = int64(time.Millisecond)
 
 // Stamp returns t, unless an earlier call returned t, or a time less than
@@ -221,17 +223,27 @@ const stampWindow = int64(time.Millisecond)
 // second, which the stored timestamps keep of core/v1 events, and the
 // microsecond, which events.k8s.io/v1 keeps.
 //
-// A time further back than that (a past event, a clock set back) does not
-// move the latest time returned, which events of the present go on from:
-// past times are stamped in the same way apart from them, from the latest
-// past time returned.
+// A time a millisecond or more before the latest time Stamp was given (a
+// past event, a clock set back) does not move the latest time returned,
+// which events of the present go on from, however far a clock standing
+// still has moved it ahead. Past times are kept apart from each other,
+// whatever their order: one returned already, or given again, moves to
+// the first nanosecond after it that no past time took. Stamp remembers
+// the past times of the last maxPastRuns instants it was given; it does
+// not remember the times of the present it returned once they are past,
+// so a past time that a clock gave an event earlier (a fake clock that
+// read it, then moved on) is returned as it is.
 func (p *Pipeline[E]) Stamp(t time.Time) time.Time {
 	want := t.UnixNano()
+	latest := p.lastWant.Load()
+	if want <= latest && latest-want >= stampWindow {
+		return t.Add(time.Duration(p.past.stamp(want) - want))
+	}
+	for latest < want && !p.lastWant.CompareAndSwap(latest, want) {
+		latest = p.lastWant.Load()
+	}
 	for {
 		last, n := p.lastStamp.Load(), want
-		if n <= last && last-n >= stampWindow {
-			return t.Add(time.Duration(stampOn(&p.lastPast, want) - want))
-		}
 		if n <= last {
 			n = last + 1
 		}
@@ -241,19 +253,58 @@ func (p *Pipeline[E]) Stamp(t time.Time) time.Time {
 	}
 }
 
-// stampOn returns want, or the nanosecond after the latest time last holds
-// if want is not after it and less than stampWindow before it, and makes
-// it the latest.
-func stampOn(last *atomic.Int64, want int64) int64 {
-	for {
-		l, n := last.Load(), want
-		if n <= l && l-n < stampWindow {
-			n = l + 1
-		}
-		if last.CompareAndSwap(l, n) {
-			return n
-		}
+// maxPastRuns is how many runs of past times pastStamps remembers.
+const maxPastRuns = 64
+
+// pastStamps are the past times Stamp returned, as runs of consecutive
+// nanoseconds: sorted, apart (a nanosecond no past time took lies between
+// two), the least recently stamped forgotten beyond maxPastRuns.
+type pastStamps struct {
+	mu   sync.Mutex
+	runs []pastRun
+	tick uint64
+}
+
+// pastRun is a run of past times returned, lo to hi.
+type pastRun struct {
+	lo, hi int64
+	used   uint64 // tick of the latest time stamped in it
+}
+
+// stamp returns want if no past time returned is want, or else the first
+// nanosecond after the run holding it, and remembers it.
+func (s *pastStamps) stamp(want int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick++
+	// The first run not before want.
+	i, _ := slices.BinarySearchFunc(s.runs, want, func(r pastRun, w int64) int { return cmp.Compare(r.hi, w) })
+	n := want
+	switch {
+	case i < len(s.runs) && s.runs[i].lo <= want:
+		n = s.runs[i].hi + 1
+		s.runs[i].hi = n
+	case i > 0 && s.runs[i-1].hi+1 == want:
+		i--
+		s.runs[i].hi = n
+	default:
+		s.runs = slices.Insert(s.runs, i, pastRun{lo: n, hi: n})
 	}
+	s.runs[i].used = s.tick
+	if i+1 < len(s.runs) && s.runs[i+1].lo == n+1 {
+		s.runs[i].hi = s.runs[i+1].hi
+		s.runs = slices.Delete(s.runs, i+1, i+2)
+	}
+	if len(s.runs) > maxPastRuns {
+		oldest := 0
+		for j, r := range s.runs {
+			if r.used < s.runs[oldest].used {
+				oldest = j
+			}
+		}
+		s.runs = slices.Delete(s.runs, oldest, oldest+1)
+	}
+	return n
 }
 
 // RecorderCounts are the recorder side's counters. Every recorded event

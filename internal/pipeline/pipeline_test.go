@@ -317,6 +317,77 @@ func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
 	})
 }
 
+// TestStampKeepsPastTimesApart: past times given in any order, between
+// times of the present or of a clock set back, each get a time of their
+// own (a past time given again after another past time took the time it
+// had been given before); and a clock standing still for more events than
+// a millisecond has nanoseconds still gives each its own time (the
+// stamps, run a millisecond ahead of the clock, were taken for past ones
+// and started over from the clock's time).
+func TestStampKeepsPastTimesApart(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	sequences := map[string][]time.Time{
+		"past times out of order":       {at(0), at(-time.Hour), at(-2 * time.Hour), at(-time.Hour), at(-2 * time.Hour), at(-time.Hour)},
+		"clock set back, past between":  {at(0), at(-time.Hour), at(-30 * time.Minute), at(-time.Hour), at(-30 * time.Minute), at(-time.Hour)},
+		"past times a nanosecond apart": {at(0), at(-time.Hour), at(-time.Hour - 1), at(-time.Hour), at(-time.Hour + 1), at(-time.Hour - 1), at(-time.Hour)},
+	}
+	for name, seq := range sequences {
+		t.Run(name, func(t *testing.T) {
+			p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+			defer p.Shutdown(context.Background())
+			seen := map[int64]int{}
+			for i, tm := range seq {
+				got := p.Stamp(tm)
+				if j, dup := seen[got.UnixNano()]; dup {
+					t.Fatalf("call %d (%v) got %v, the time of call %d", i, tm, got, j)
+				}
+				if d := got.Sub(tm); d < 0 || d >= time.Microsecond {
+					t.Errorf("call %d moved %v by %v", i, tm, d)
+				}
+				seen[got.UnixNano()] = i
+			}
+		})
+	}
+
+	t.Run("many times at random", func(t *testing.T) {
+		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		defer p.Shutdown(context.Background())
+		instants := []time.Time{at(0), at(-time.Hour), at(-time.Hour + 1), at(-time.Hour + 3), at(-time.Minute), at(-2 * time.Millisecond), at(-time.Millisecond)}
+		seen := map[int64]bool{p.Stamp(t0).UnixNano(): true} // the present: the others are past
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 2000 {
+					got := p.Stamp(instants[(i*7+g*3+i/5)%len(instants)]).UnixNano()
+					mu.Lock()
+					dup := seen[got]
+					seen[got] = true
+					mu.Unlock()
+					if dup {
+						t.Errorf("Stamp gave %d twice", got)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+
+	t.Run("clock standing still", func(t *testing.T) {
+		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		defer p.Shutdown(context.Background())
+		n := int(stampWindow) + 10
+		for range n {
+			p.Stamp(t0)
+		}
+		if got, want := p.Stamp(t0), at(time.Duration(n)); !got.Equal(want) {
+			t.Errorf("after %d calls at one instant, Stamp gave %v, want %v", n, got, want)
+		}
+	})
+}
+
 // TestStampGivesEveryEventItsOwnTime: times that stand still, or come
 // back within a millisecond of the latest, move to the nanosecond after
 // it; a time further back (a past event) stays as it is; concurrent
