@@ -100,7 +100,8 @@ func (m *mirror[T]) shutdown(ctx context.Context) error {
 // abandons the rest, counts them in p's Stats().Abandoned, and returns
 // ctx.Err(). Values are also abandoned, and counted, if p shuts down first.
 // stop does not shut p down. It is idempotent. If b was already shut down,
-// nothing is forwarded and stop returns ErrClosed.
+// nothing is forwarded and stop returns ErrClosed. stop panics on a nil
+// ctx, before it stops anything.
 //
 // Forward starts one goroutine, ended as described. It panics if b or p
 // is nil, at the call rather than in that goroutine.
@@ -113,7 +114,12 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 	}
 	w, err := b.Watch()
 	if err != nil {
-		return func(context.Context) error { return err }
+		return func(stopCtx context.Context) error {
+			if stopCtx == nil {
+				panic("natsbridge: nil Context")
+			}
+			return err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -149,6 +155,9 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 	}()
 	var once sync.Once
 	return func(stopCtx context.Context) error {
+		if stopCtx == nil {
+			panic("natsbridge: nil Context")
+		}
 		once.Do(w.Stop)
 		select {
 		case <-done:

@@ -301,8 +301,11 @@ func (t *Topic[T]) Stats() TopicStats {
 // see Publisher.Shutdown), nil otherwise. A publisher whose own Shutdown
 // had ended before is no longer the topic's: its Shutdown said what it
 // left. The stream stays on the server. Shutdown is idempotent and safe
-// to call from any goroutine.
+// to call from any goroutine; it panics on a nil ctx, before it begins.
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
 	t.mu.Lock()
 	t.closed = true
 	all := make([]owned, 0, len(t.owned))

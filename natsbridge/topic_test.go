@@ -229,7 +229,9 @@ func TestNewTopicRefusedChange(t *testing.T) {
 // Publisher given to Forward, is a programming error: it panics in the
 // call, naming what was nil (nats.go dereferenced the ctx, and Forward's
 // own goroutine dereferenced the Publisher, crashing the process where no
-// caller could recover).
+// caller could recover). Topic.Shutdown and Forward's stop panic before
+// they stop anything (they stopped a watcher or the forwarding first, and
+// Topic.Shutdown of a topic with nothing live returned nil).
 func TestNilArgumentsPanicAtTheCall(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
@@ -240,6 +242,9 @@ func TestNilArgumentsPanicAtTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := topic.Publisher(natsbridge.PublisherOptions{})
+	open := broadcast.New[Order](broadcast.Options{})
+	stopForward := natsbridge.Forward(open, p)
+	stopClosed := natsbridge.Forward(closed, p)
 	var nilCtx context.Context
 	tests := []struct {
 		name string
@@ -254,6 +259,10 @@ func TestNilArgumentsPanicAtTheCall(t *testing.T) {
 		{"Flush", func() { _ = w.Flush(nilCtx) }, "natsbridge: nil Context"},
 		{"Forward from nil", func() { natsbridge.Forward(nil, p) }, "natsbridge: Forward from a nil Broadcaster"},
 		{"Forward to nil", func() { natsbridge.Forward(closed, nil) }, "natsbridge: Forward to a nil Publisher"},
+		{"Forward's stop", func() { _ = stopForward(nilCtx) }, "natsbridge: nil Context"},
+		{"Forward's stop of a closed Broadcaster", func() { _ = stopClosed(nilCtx) }, "natsbridge: nil Context"},
+		{"Next", func() { _, _ = w.Next(nilCtx) }, "natsbridge: nil Context"},
+		{"Topic.Shutdown", func() { _ = topic.Shutdown(nilCtx) }, "natsbridge: nil Context"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -264,5 +273,26 @@ func TestNilArgumentsPanicAtTheCall(t *testing.T) {
 			}()
 			tc.call()
 		})
+	}
+	// The panics came before anything was stopped: the forwarding and the
+	// topic go on.
+	if err := open.Publish(testCtx(t), Order{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the value forwarded and confirmed", func() bool { return p.Stats().Confirmed == 1 })
+	if err := stopForward(testCtx(t)); err != nil {
+		t.Errorf("Forward's stop = %v after a nil ctx, want nil", err)
+	}
+	if err := open.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stats(); got.Published != 1 || got.Abandoned != 0 {
+		t.Errorf("Stats() = %s, abandoned %d; want the one value forwarded", describe(got), got.Abandoned)
+	}
+	if _, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{}); err != nil {
+		t.Errorf("Watch after Topic.Shutdown(nil) = %v, want a watcher: the topic still open", err)
 	}
 }

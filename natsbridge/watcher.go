@@ -186,6 +186,9 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 // stopped (or its stream deleted: see Err) and every queued value has been
 // read. It panics on a nil ctx.
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
 	if it, ok := w.takeHeld(); ok {
 		w.read(it.seq)
 		return it.v, nil
