@@ -349,3 +349,33 @@ func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteErrorLinesNameTheEvent: a line about an event that could not
+// be written names it by namespace and name, and carries neither its
+// message nor its other fields (client-go logs the whole object), a
+// deliberate difference the package doc lists.
+func TestWriteErrorLinesNameTheEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		sink := &scriptSink{onCreate: func(n int, e *v1.Event) (*v1.Event, error) {
+			if n == 1 {
+				return nil, errors.New("connection refused")
+			}
+			return e, nil
+		}}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithSleepDuration(time.Second))
+		e.StartRecordingToSink(sink)
+		recorder(e).Eventf(pod("web-0"), v1.EventTypeWarning, "Failed", "secret token %s", "s3cr3t")
+		join(t, e)
+		got := log.With("Unable to write event (may retry after sleeping)")
+		if len(got) != 1 {
+			t.Fatalf("log lines = %q, want one failed attempt", got)
+		}
+		if !strings.Contains(got[0], `"event"={"name"="web-0.`) || !strings.Contains(got[0], `"namespace"="baz"}`) {
+			t.Errorf("line %q does not name the event by namespace and name", got[0])
+		}
+		if strings.Contains(got[0], "s3cr3t") || strings.Contains(got[0], "Failed") {
+			t.Errorf("line %q carries the event's message or reason", got[0])
+		}
+	})
+}

@@ -116,6 +116,9 @@
 //     the least recently seen, client-go a random one.
 //   - A recorder logs to the logger of the WithContext context, not always
 //     to klog's global logger.
+//   - A log line about one event (a write that failed, a panic, a drop)
+//     names it by namespace and name (klog.KObj); client-go's lines carry
+//     the whole object, its message included, once per event.
 //   - Negative LRUCacheSize or BurstSize mean the default; client-go builds
 //     a cache that holds nothing or a filter that refuses everything.
 //   - A panic in a handler, a sink or a CorrelatorOptions function is

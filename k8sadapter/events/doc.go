@@ -77,6 +77,9 @@
 //     logging watchers log to klog's global logger, or to the WithLogger
 //     option's (a recorder to its own WithLogger's); the writer logs to
 //     the logger of its recording context.
+//   - A log line about one event (a write that failed, a panic, a drop)
+//     names it by namespace and name (klog.KObj); client-go's lines carry
+//     the whole object, its note included.
 //
 // # Bursts: what folds, and what can still be dropped
 //
