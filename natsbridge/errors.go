@@ -1,6 +1,7 @@
 package natsbridge
 
 import (
+	"context"
 	"errors"
 
 	"github.com/heraldgo/herald/broadcast"
@@ -53,3 +54,11 @@ var (
 	// sequence the stream will give its next value.
 	ErrBadStart = errors.New("natsbridge: start sequence beyond the stream's end")
 )
+
+// mustContext panics on a nil ctx, at the call that was given it: that is
+// a programming error, as in the standard library.
+func mustContext(ctx context.Context) {
+	if ctx == nil {
+		panic("natsbridge: nil Context")
+	}
+}

@@ -36,9 +36,7 @@ type mirror[T any] struct {
 // the topic's Shutdown has begun, and an error for an invalid o; ctx bounds
 // the calls to the server it makes. It panics on a nil ctx.
 func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.Broadcaster[T], error) {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	if err := checkQueue("broadcast.Options", o.QueueLength, o.IncomingQueueLength, o.Full); err != nil {
 		return nil, err
 	}
@@ -115,9 +113,7 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 	w, err := b.Watch()
 	if err != nil {
 		return func(stopCtx context.Context) error {
-			if stopCtx == nil {
-				panic("natsbridge: nil Context")
-			}
+			mustContext(stopCtx)
 			return err
 		}
 	}
@@ -155,9 +151,7 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 	}()
 	var once sync.Once
 	return func(stopCtx context.Context) error {
-		if stopCtx == nil {
-			panic("natsbridge: nil Context")
-		}
+		mustContext(stopCtx)
 		once.Do(w.Stop)
 		select {
 		case <-done:

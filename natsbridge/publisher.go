@@ -198,9 +198,7 @@ func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(c
 // calls, except a value sent again after a lost connection, which may be
 // stored after values published later (see the package doc).
 func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	if p.isClosing() {
 		return ErrClosed
 	}
@@ -684,9 +682,7 @@ func retriable(err error) bool {
 // Shutdown returns. It is idempotent and safe to call from any goroutine;
 // it panics on a nil ctx.
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true

@@ -100,9 +100,7 @@ type TopicStats struct {
 // Credentials and TLS come with the caller's connection; NewTopic never
 // logs them. It panics on a nil ctx.
 func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c Codec[T], o TopicOptions) (*Topic[T], error) {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	if js == nil {
 		return nil, errors.New("natsbridge: nil JetStream")
 	}
@@ -303,9 +301,7 @@ func (t *Topic[T]) Stats() TopicStats {
 // left. The stream stays on the server. Shutdown is idempotent and safe
 // to call from any goroutine; it panics on a nil ctx, before it begins.
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	t.mu.Lock()
 	t.closed = true
 	all := make([]owned, 0, len(t.owned))

@@ -76,9 +76,7 @@ type Watcher[T any] struct {
 // watcher's private broadcaster, which ends with Stop. Events starts a
 // third.
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	if err := checkQueue("WatchOptions", o.QueueLength, 0, o.Full); err != nil {
 		return nil, err
 	}
@@ -186,9 +184,7 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 // stopped (or its stream deleted: see Err) and every queued value has been
 // read. It panics on a nil ctx.
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	if it, ok := w.takeHeld(); ok {
 		w.read(it.seq)
 		return it.v, nil
@@ -326,9 +322,7 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 // for the reader to make room. It returns ctx.Err() if ctx ends first, and
 // ErrClosed (or Err) if the watcher ended first. It panics on a nil ctx.
 func (w *Watcher[T]) Flush(ctx context.Context) error {
-	if ctx == nil {
-		panic("natsbridge: nil Context")
-	}
+	mustContext(ctx)
 	if err := w.f.catchUp(ctx); err != nil {
 		return err
 	}
