@@ -131,9 +131,7 @@ func (s *sinkWriter) handle(w *waiting) {
 	var h held
 	for i := range n {
 		if s.e.p.Aborted() {
-			lost := uint64(n-i) + h.events
-			s.counts.Abandoned += lost
-			s.w.Logger.Error(nil, "Shutdown deadline passed: abandoning the events the sink held", "abandoned", lost)
+			s.w.Abandon(&s.counts.Counts, uint64(n-i)+h.events, pastDeadline)
 			return
 		}
 		ev := w.First
@@ -183,14 +181,16 @@ func (s *sinkWriter) writeHeld(h *held) {
 	*h = held{}
 }
 
+// pastDeadline is why a sink abandons what it holds.
+const pastDeadline = "past the shutdown deadline"
+
 // record writes a correlated event with retries, the fate of events
 // events. The correlator is fed the server's answer with later counts
 // (repeats it counted since) added. Past the shutdown deadline, it writes
 // nothing: the events are abandoned.
 func (s *sinkWriter) record(res *EventCorrelateResult, combined bool, events uint64, later int32) {
 	if s.e.p.Aborted() {
-		s.counts.Abandoned += events
-		s.w.Logger.Error(nil, "Shutdown deadline passed: abandoning the events the sink held", "abandoned", events)
+		s.w.Abandon(&s.counts.Counts, events, pastDeadline)
 		return
 	}
 	s.patch, s.later = res.Patch, later

@@ -180,6 +180,14 @@ func (w *Writer[E]) WriteN(ctx context.Context, c *Counts, ev E, attempt Attempt
 	}
 }
 
+// Abandon counts n events the caller held for the sink as Abandoned in
+// c, and logs them with why: they will not be written (a shutdown's
+// deadline passed, or the recording context ended).
+func (w *Writer[E]) Abandon(c *Counts, n uint64, why string) {
+	c.Abandoned += n
+	w.Logger.Error(nil, "Abandoning the events held for the sink, unwritten", "abandoned", n, "reason", why)
+}
+
 // WriteOnce makes one attempt, for writes no single event is waiting on
 // (the events.k8s.io series passes). It reports whether ev was written,
 // and whether the matter is settled: written, or failed for good. It

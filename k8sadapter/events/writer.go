@@ -337,8 +337,7 @@ func (wr *writer) handle(w *pending) {
 // recording context ended (what waits in the queue then waits for the
 // next recording, or for Shutdown).
 func (wr *writer) abandonHeld(n uint64) {
-	wr.counts.Abandoned += n
-	wr.w.Logger.Error(nil, "Abandoning events the writer held: the shutdown deadline passed, or the recording context ended", "abandoned", n)
+	wr.w.Abandon(&wr.counts.Counts, n, "past the shutdown deadline, or the recording context ended")
 }
 
 // openSeries turns ent's single event into a series of count events, the
@@ -428,9 +427,7 @@ func (wr *writer) writeSeries(ev *eventsv1.Event) (written, settled bool) {
 	case written:
 		wr.counts.seriesWrites++
 	case wr.e.p.Aborted(): // its Patch found the event gone past the deadline: no Create
-		wr.counts.seriesUnwritten++
-		wr.w.Logger.Error(nil, "Shutdown deadline passed: final counts of open series not written",
-			"series", 1, "eventsNotCounted", ev.Series.Count)
+		wr.unwritten(1, uint64(ev.Series.Count))
 	default:
 		wr.counts.seriesWriteFailures++
 	}
@@ -504,8 +501,14 @@ func (wr *writer) flush(giveUp func() bool) {
 		}
 	}
 	if unwritten > 0 {
-		wr.counts.seriesUnwritten += unwritten
-		wr.w.Logger.Error(nil, "Shutdown deadline passed: final counts of open series not written",
-			"series", unwritten, "eventsNotCounted", events)
+		wr.unwritten(unwritten, events)
 	}
+}
+
+// unwritten counts, and logs, open series whose final count the shutdown
+// leaves unwritten, its deadline passed, and the events the server lacks.
+func (wr *writer) unwritten(series, events uint64) {
+	wr.counts.seriesUnwritten += series
+	wr.w.Logger.Error(nil, "Shutdown deadline passed: final counts of open series not written",
+		"series", series, "eventsNotCounted", events)
 }
