@@ -84,21 +84,7 @@ func TestCorrelatorOptionsAtTheirEdgesLikeClientGo(t *testing.T) {
 			co.Clock, ho.Clock = clk, clk
 			cg := record.NewEventCorrelatorWithOptions(co)
 			h := k8sadapter.NewEventCorrelatorWithOptions(ho)
-			for i := range 4 {
-				clk.Step(time.Second)
-				e := edgeEvent(fmt.Sprintf("message %d", i), clk.Now())
-				want, err := cg.EventCorrelate(e.DeepCopy())
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := h.EventCorrelate(e.DeepCopy())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
-					t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
-				}
-			}
+			sameAsClientGo(t, cg, h, clk, 4, func(i int) string { return fmt.Sprintf("message %d", i) })
 		})
 	}
 }
@@ -183,21 +169,7 @@ func TestKeyFuncThatWritesTheEvent(t *testing.T) {
 				}
 				cg := record.NewEventCorrelatorWithOptions(opts(0))
 				h := k8sadapter.NewEventCorrelatorWithOptions(opts(1))
-				for i := range 8 {
-					clk.Step(time.Second)
-					e := edgeEvent(fmt.Sprint("message ", i%tc.messages), clk.Now())
-					want, err := cg.EventCorrelate(e.DeepCopy())
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := h.EventCorrelate(e.DeepCopy())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
-						t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
-					}
-				}
+				sameAsClientGo(t, cg, h, clk, 8, func(i int) string { return fmt.Sprint("message ", i%tc.messages) })
 			})
 		}
 	}
@@ -216,5 +188,27 @@ func TestNegativeMaxEventsPanickingKeyFunc(t *testing.T) {
 	}
 	if got == nil || got.Skip || !cmp.Equal(got.Event, e) {
 		t.Errorf("EventCorrelate = %+v, want the event to record as it is", got)
+	}
+}
+
+// sameAsClientGo correlates n events, a second apart on clk, with the
+// messages message gives, through client-go's correlator and herald's,
+// and reports every event whose outcome differs.
+func sameAsClientGo(t *testing.T, cg *record.EventCorrelator, h *k8sadapter.EventCorrelator, clk *testclocks.FakeClock, n int, message func(i int) string) {
+	t.Helper()
+	for i := range n {
+		clk.Step(time.Second)
+		e := edgeEvent(message(i), clk.Now())
+		want, err := cg.EventCorrelate(e.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := h.EventCorrelate(e.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
+			t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
+		}
 	}
 }

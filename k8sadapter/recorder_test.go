@@ -323,25 +323,16 @@ func TestDropIn(t *testing.T) {
 // second a nanosecond later: client-go's fake clientset, behind
 // client-go's own sink, stores both.
 func TestDistinctEventsAtOneInstantAreAllStored(t *testing.T) {
-	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	client := fake.NewClientset()
-	e := newBroadcaster(t, k8sadapter.WithClock(clk))
-	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	e, client, clk := standingStill(t)
 	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
 	r.Event(pod("web"), v1.EventTypeNormal, "Scheduled", "assigned")
 	r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
 	past := metav1.NewTime(clk.Now().Add(-time.Hour))
 	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeNormal, "Created", "container created")
 	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeWarning, "Unhealthy", "probe failed")
-	if err := e.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	list, err := client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := e.Stats(); len(list.Items) != 4 || s.Created != 4 || s.FailedRejected != 0 {
-		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list.Items), s)
+	list := flushAndList(t, e, client)
+	if s := e.Stats(); len(list) != 4 || s.Created != 4 || s.FailedRejected != 0 {
+		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list), s)
 	}
 }
 
@@ -374,10 +365,7 @@ func TestCombinedEventAtOneInstantIsStored(t *testing.T) {
 	}
 	anchor.Shutdown()
 
-	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	client := fake.NewClientset()
-	e := newBroadcaster(t, k8sadapter.WithClock(clk))
-	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	e, client, _ := standingStill(t)
 	similar(e.NewRecorder(scheme.Scheme, source))
 	if err := e.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -398,16 +386,40 @@ func TestCombinedEventAtOneInstantIsStored(t *testing.T) {
 // now took the name of the first, and the next past one that of the first
 // past one, and the server refused both as AlreadyExists).
 func TestPastEventsDoNotRenameLaterOnes(t *testing.T) {
-	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	client := fake.NewClientset()
-	e := newBroadcaster(t, k8sadapter.WithClock(clk))
-	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	e, client, clk := standingStill(t)
 	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
 	past := metav1.NewTime(clk.Now().Add(-time.Hour))
 	r.Event(pod("web"), v1.EventTypeNormal, "Scheduled", "assigned")
 	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeNormal, "Created", "container created")
 	r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
 	r.(*k8sadapter.Recorder).PastEventf(pod("web"), past, v1.EventTypeNormal, "Started", "container started")
+	list := flushAndList(t, e, client)
+	if s := e.Stats(); len(list) != 4 || s.Created != 4 || s.FailedRejected != 0 {
+		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list), s)
+	}
+	for _, ev := range list {
+		if want := past.Unix(); ev.Reason == "Created" || ev.Reason == "Started" {
+			if ev.FirstTimestamp.Unix() != want {
+				t.Errorf("%s stored at %v, want the past time %v", ev.Reason, ev.FirstTimestamp, past)
+			}
+		}
+	}
+}
+
+// standingStill returns a broadcaster on a fake clock that stands still,
+// as a unit test leaves it, recording into client-go's fake clientset
+// behind client-go's own sink.
+func standingStill(t *testing.T) (*k8sadapter.EventBroadcaster, *fake.Clientset, *testclocks.FakeClock) {
+	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	client := fake.NewClientset()
+	e := newBroadcaster(t, k8sadapter.WithClock(clk))
+	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return e, client, clk
+}
+
+// flushAndList flushes e and returns the events client stores.
+func flushAndList(t *testing.T, e *k8sadapter.EventBroadcaster, client *fake.Clientset) []v1.Event {
+	t.Helper()
 	if err := e.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -415,14 +427,5 @@ func TestPastEventsDoNotRenameLaterOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := e.Stats(); len(list.Items) != 4 || s.Created != 4 || s.FailedRejected != 0 {
-		t.Errorf("stored %d events, Stats() = %+v; want all 4 created", len(list.Items), s)
-	}
-	for _, ev := range list.Items {
-		if want := past.Unix(); ev.Reason == "Created" || ev.Reason == "Started" {
-			if ev.FirstTimestamp.Unix() != want {
-				t.Errorf("%s stored at %v, want the past time %v", ev.Reason, ev.FirstTimestamp, past)
-			}
-		}
-	}
+	return list.Items
 }

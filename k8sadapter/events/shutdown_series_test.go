@@ -95,11 +95,7 @@ func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 		openSeries(t, e, e.NewRecorder(scheme.Scheme, "c"), 5, "a", "b", "c")
 		release := make(chan struct{})
 		s.setOnPatch(func() { <-release }) // the first final count hangs
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("ShutdownContext = %v, want the deadline", err)
-		}
+		shutdownPastDeadline(t, e)
 		close(release)
 		synctest.Wait() // the writer has ended
 		if st := e.Stats(); st.SeriesWrites != 1 || st.SeriesUnwritten != 2 || st.SeriesObserved != 15 {
@@ -159,11 +155,7 @@ func TestWriterMakesNoSinkCallAfterDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the writer is in the create
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("ShutdownContext = %v, want the deadline", err)
-		}
+		shutdownPastDeadline(t, e)
 		close(release)
 		synctest.Wait() // the writer has ended
 		if calls, _ := s.snapshot(); verbs(calls) != "create" {
@@ -198,11 +190,7 @@ func TestFinishPassStopsAtDeadline(t *testing.T) {
 		if n := patches.Load(); n != 1 {
 			t.Fatalf("patches = %d, want the finish pass in its first", n)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("ShutdownContext = %v, want the deadline", err)
-		}
+		shutdownPastDeadline(t, e)
 		close(release)
 		synctest.Wait() // the writer has ended
 		if n := patches.Load(); n != 1 {
@@ -235,11 +223,7 @@ func TestShutdownDeadlineAbandonsQueues(t *testing.T) {
 			r.Eventf(pod(name), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
 		}
 		synctest.Wait() // the sink and the handler each hold the first
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("ShutdownContext = %v, want the deadline", err)
-		}
+		shutdownPastDeadline(t, e)
 		if st := e.Stats(); st.Abandoned != 3 {
 			t.Errorf("Stats().Abandoned = %d as ShutdownContext returns, want the 3 events queued behind the sink's call", st.Abandoned)
 		}
@@ -295,11 +279,7 @@ func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
 		})
 		r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
 		synctest.Wait() // the writer is in the Patch
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("ShutdownContext = %v, want the deadline", err)
-		}
+		shutdownPastDeadline(t, e)
 		close(release)
 		synctest.Wait() // the writer has ended
 		if calls, _ := s.snapshot(); verbs(calls) != "create patch" {
@@ -369,4 +349,16 @@ func TestDistinctEventsAtOneInstantAreAllStored(t *testing.T) {
 			t.Errorf("stored %d events, Stats() = %+v; want both created", len(list.Items), s)
 		}
 	})
+}
+
+// shutdownPastDeadline calls ShutdownContext with a context that ends a
+// second later, while the writer is held in a sink call, and checks that
+// it returns at that deadline.
+func shutdownPastDeadline(t *testing.T, e *events.EventBroadcaster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ShutdownContext = %v, want the deadline", err)
+	}
 }
