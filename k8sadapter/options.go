@@ -92,10 +92,10 @@ func WithMaxTries(n int) BroadcasterOption {
 
 // WithQueueLength sets the capacity of the queues (DefaultQueueLength, as
 // client-go): each sink's, in events waiting (a repeat of the newest event
-// waiting for its object folds into it and takes no place, up to 64
-// repeats an event waiting), and the handlers', in events. A recorder never blocks: when a queue is full the
-// event is dropped there, logged and counted. Values below 1 mean the
-// default.
+// waiting for its object folds into it and takes no place, up to 64 repeats
+// an event waiting), and the handlers', in events. A recorder never blocks:
+// when a queue is full the event is dropped there, logged and counted. Values
+// below 1 mean the default.
 func WithQueueLength(n int) BroadcasterOption {
 	return func(c *config) { c.SetQueueLength(n) }
 }

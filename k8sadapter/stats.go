@@ -28,15 +28,15 @@ import "github.com/heraldgo/herald/internal/pipeline"
 //
 //	owed = Handled + DroppedWatcherQueue + HandlerAbandoned
 //
-// A Handle's Stats reports its own owed events as Queued. The equations
-// hold exactly once the events have been handled: after Flush or Shutdown
-// returned nil. Before, the events still queued or being written are in
-// no fate yet. After a Shutdown cut short by its deadline, the events
-// still waiting in a sink's queue are Abandoned when it returns; those a
-// goroutine still holds get their fate when its current call returns (the
-// event in the call its outcome, the rest of a sink's entry Abandoned,
-// the rest of a handler's queue HandlerAbandoned). The broadcaster's Stats sums the sink and handler counters
-// over every sink and handler it ever started; with one sink started
+// A Handle's Stats reports its own owed events as Queued. The equations hold
+// exactly once the events have been handled: after Flush or Shutdown returned
+// nil. Before, the events still queued or being written are in no fate yet.
+// After a Shutdown cut short by its deadline, the events still waiting in a
+// sink's queue are Abandoned when it returns; those a goroutine still holds
+// get their fate when its current call returns (the event in the call its
+// outcome, the rest of a sink's entry Abandoned, the rest of a handler's
+// queue HandlerAbandoned). The broadcaster's Stats sums the sink and handler
+// counters over every sink and handler it ever started; with one sink started
 // before the first event and never stopped, the sink's owed events are
 // Queued.
 //

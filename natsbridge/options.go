@@ -109,14 +109,15 @@ type TopicOptions struct {
 	ReadAhead int
 	// Logger receives a warning for each kind of problem (poison
 	// messages, gaps, lost consumers; values a publisher refused; values
-	// it failed or lost, and values a Forward abandoned), at most one line a second per kind and watcher,
-	// mirror or publisher: the first of a burst at once, while those that
-	// follow within the second are only counted, and the next line
-	// written reports them (suppressed=N). What no line reported is
-	// reported in one last line ("natsbridge: warnings suppressed", with
-	// the count) when the watcher or mirror ends or the publisher shuts
-	// down. Nil means slog.Default(). Values and credentials are never
-	// logged (a codec's error only by its Go type: see Codec).
+	// it failed or lost, and values a Forward abandoned), at most one
+	// line a second per kind and watcher, mirror or publisher: the first
+	// of a burst at once, while those that follow within the second are
+	// only counted, and the next line written reports them
+	// (suppressed=N). What no line reported is reported in one last line
+	// ("natsbridge: warnings suppressed", with the count) when the
+	// watcher or mirror ends or the publisher shuts down. Nil means
+	// slog.Default(). Values and credentials are never logged (a codec's
+	// error only by its Go type: see Codec).
 	Logger *slog.Logger
 }
 

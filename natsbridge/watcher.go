@@ -66,10 +66,10 @@ type Watcher[T any] struct {
 //
 // Watch returns ErrBadStart for an o.From beyond the stream's end,
 // ErrStreamGone if the stream was deleted, ErrClosed after the topic's
-// Shutdown has begun, and an error for an invalid o. ctx bounds the calls
-// to the server Watch makes; Watch panics on a nil ctx. A Watch that fails once it has created its
-// consumer deletes it (the server drops it by itself after a few minutes
-// if it cannot be reached).
+// Shutdown has begun, and an error for an invalid o. ctx bounds the calls to
+// the server Watch makes; Watch panics on a nil ctx. A Watch that fails once
+// it has created its consumer deletes it (the server drops it by itself after
+// a few minutes if it cannot be reached).
 //
 // Watch starts two goroutines: the feed, which reads the stream until Stop
 // (or until the stream is deleted; see Err), and the distributor of the

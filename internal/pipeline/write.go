@@ -125,12 +125,11 @@ type Writer[E Event] struct {
 	Progress func()
 }
 
-// Write offers ev to the sink through attempt, retrying as configured,
-// and counts its fate in c: exactly one of Created, Patched,
-// FailedConstruction, FailedRejected, FailedPanic, FailedRetries,
-// FailedShutdown and Abandoned. It reports whether ev was written. It returns early,
-// with FailedShutdown, when ctx ends or the shutdown begins during a
-// pause.
+// Write offers ev to the sink through attempt, retrying as configured, and
+// counts its fate in c: exactly one of Created, Patched, FailedConstruction,
+// FailedRejected, FailedPanic, FailedRetries, FailedShutdown and Abandoned.
+// It reports whether ev was written. It returns early, with FailedShutdown,
+// when ctx ends or the shutdown begins during a pause.
 func (w *Writer[E]) Write(ctx context.Context, c *Counts, ev E, attempt Attempt[E]) bool {
 	return w.WriteN(ctx, c, ev, attempt, 1)
 }

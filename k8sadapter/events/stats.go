@@ -36,8 +36,8 @@ import "github.com/heraldgo/herald/internal/pipeline"
 //
 // Writes that no single event caused (the refresh and finish passes, the
 // final count of a series at eviction or shutdown) are SeriesWrites and
-// SeriesWriteFailures, and those not made SeriesUnwritten, not fates; nor are Folded, Evicted, Retries,
-// NilResponses and HandlerPanics.
+// SeriesWriteFailures, and those not made SeriesUnwritten, not fates; nor are
+// Folded, Evicted, Retries, NilResponses and HandlerPanics.
 type Stats struct {
 	// The recorder side. Recorded counts Eventf calls. Queued counts the
 	// events accepted, for the writer and the handlers; the others were
