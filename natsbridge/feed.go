@@ -399,21 +399,18 @@ func (f *feed[T]) catchUp(ctx context.Context) error {
 		}
 		if !done {
 			// Still waiting a heartbeat later: look at the stream again,
-			// in case what was awaited has been removed.
-			info, err := f.t.streamState(ctx)
-			if err == nil {
-				var h uint64
-				if h, err = f.heldUpTo(ctx, info, last); err == nil {
-					held = h
-				}
-			}
+			// in case what was awaited has been removed. An error besides
+			// the stream's deletion: wait as before.
+			h, err := f.heldNow(ctx, last)
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case errors.Is(err, ErrStreamGone):
 				return err
+			case err == nil:
+				held = h
 			}
-			continue // an error besides: wait as before
+			continue
 		}
 		if held == last {
 			return nil
@@ -446,6 +443,15 @@ func (f *feed[T]) heldUpTo(ctx context.Context, info *jetstream.StreamInfo, last
 		return 0, err
 	}
 	return min(held, last), nil
+}
+
+// heldNow is heldUpTo for the stream as the server describes it now.
+func (f *feed[T]) heldNow(ctx context.Context, last uint64) (uint64, error) {
+	info, err := f.t.streamState(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return f.heldUpTo(ctx, info, last)
 }
 
 // waitPosFor is waitPos bounded by one heartbeat: it reports false, with
