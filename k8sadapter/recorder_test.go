@@ -426,3 +426,37 @@ func TestPastEventsDoNotRenameLaterOnes(t *testing.T) {
 		}
 	}
 }
+
+// TestPastEventAheadOfTheClockRenamesNoEvent: with WithClock's fake clock
+// standing still, a PastEventf given a later time (the system clock's,
+// say) and a clock stepped on and set back, every event about one object
+// is stored under a name of its own (the events recorded at the clock's
+// instant after the later time took the names of those recorded there
+// before it, and the server refused them as AlreadyExists).
+func TestPastEventAheadOfTheClockRenamesNoEvent(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := testclocks.NewFakeClock(t0)
+	client := fake.NewClientset()
+	e := newBroadcaster(t, k8sadapter.WithClock(clk))
+	e.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	r.Event(pod("web"), v1.EventTypeNormal, "Scheduled", "assigned")
+	r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+	r.(*k8sadapter.Recorder).PastEventf(pod("web"), metav1.NewTime(t0.Add(time.Hour)), v1.EventTypeNormal, "Created", "container created")
+	r.Event(pod("web"), v1.EventTypeNormal, "Started", "container started")
+	r.Event(pod("web"), v1.EventTypeNormal, "Ready", "pod ready")
+	clk.Step(2 * time.Hour)
+	r.Event(pod("web"), v1.EventTypeWarning, "Unhealthy", "probe failed")
+	clk.SetTime(t0)
+	r.Event(pod("web"), v1.EventTypeNormal, "Killing", "stopping container")
+	if err := e.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := e.Stats(); len(list.Items) != 7 || s.Created != 7 || s.FailedRejected != 0 {
+		t.Errorf("stored %d events, Stats() = %+v; want all 7 created", len(list.Items), s)
+	}
+}
