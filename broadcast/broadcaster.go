@@ -47,8 +47,10 @@ type Broadcaster[T any] struct {
 // registered before it was queued and not stopped before it was
 // distributed, either placed in that watcher's queue (Delivered) or counted
 // in DroppedNewest or DroppedShutdown. Of the values placed, DroppedOldest
-// and DroppedSwitch count those later lost from the queue. The sum of every
-// watcher's Watcher.Dropped equals DroppedNewest + DroppedOldest +
+// and DroppedSwitch count those later lost from the queue; DroppedSwitch
+// also counts the values of a prefix (see WatchWithPrefix) lost so, which
+// no watcher's queue took from Publish and Delivered never counts. The sum
+// of every watcher's Watcher.Dropped equals DroppedNewest + DroppedOldest +
 // DroppedShutdown + DroppedSwitch.
 type Stats struct {
 	// Published counts values accepted by Publish and TryPublish.
@@ -70,7 +72,8 @@ type Stats struct {
 	// for before the context given to Shutdown ended.
 	DroppedShutdown uint64
 	// DroppedSwitch counts values an All loop held, and could not put back,
-	// because Events was called before the loop ended early.
+	// because Events was called before the loop ended early: published
+	// values, and values of a prefix, which Delivered does not count.
 	DroppedSwitch uint64
 	// Watchers is the number of watchers registered and not yet closed.
 	Watchers int
@@ -394,9 +397,10 @@ func (b *Broadcaster[T]) Done() <-chan struct{} { return b.closing }
 // The counters are read while values move, but in the order values go
 // through them: losses from a queue, then placements, then the other
 // losses, then acceptance. So every snapshot keeps the sums of Stats:
-// DroppedOldest + DroppedSwitch never exceeds Delivered, and Delivered,
-// DroppedNewest and DroppedShutdown count no value that Published does
-// not count yet.
+// DroppedOldest + DroppedSwitch never exceeds Delivered plus the prefix
+// values DroppedSwitch counts (with no prefix lost so, Delivered), and
+// Delivered, DroppedNewest and DroppedShutdown count no value that
+// Published does not count yet.
 func (b *Broadcaster[T]) Stats() Stats {
 	var s Stats
 	s.DroppedOldest = b.dropped[dropOldest].Load()

@@ -1002,3 +1002,26 @@ func TestStatsSnapshotKeepsItsSums(t *testing.T) {
 		})
 	}
 }
+
+// TestSwitchLossOfAPrefixIsNotDelivered: an All loop holding a watcher's
+// prefix, ended early after Events was called and the watcher stopped,
+// loses the values it held: DroppedSwitch counts them, and Delivered,
+// which counts published values only, does not, so that DroppedSwitch
+// exceeds it, as Stats says.
+func TestSwitchLossOfAPrefixIsNotDelivered(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{QueueLength: 4})
+	defer b.Shutdown(context.Background())
+	w, err := b.WatchWithPrefix([]int{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range w.All() {
+		w.Events()
+		w.Stop()
+		break
+	}
+	s := b.Stats()
+	if s.DroppedSwitch != 2 || s.Delivered != 0 || w.Dropped() != 2 || w.Delivered() != 0 {
+		t.Errorf("Stats() = %+v, watcher Dropped %d Delivered %d; want 2 prefix values lost, none delivered", s, w.Dropped(), w.Delivered())
+	}
+}

@@ -406,6 +406,31 @@ func TestPastEventsDoNotRenameLaterOnes(t *testing.T) {
 	}
 }
 
+// TestPastEventAheadOfTheClockRenamesNoEvent: with WithClock's fake clock
+// standing still, a PastEventf given a later time (the system clock's,
+// say) and a clock stepped on and set back, every event about one object
+// is stored under a name of its own (the events recorded at the clock's
+// instant after the later time took the names of those recorded there
+// before it, and the server refused them as AlreadyExists).
+func TestPastEventAheadOfTheClockRenamesNoEvent(t *testing.T) {
+	e, client, clk := standingStill(t)
+	t0 := clk.Now()
+	r := e.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	r.Event(pod("web"), v1.EventTypeNormal, "Scheduled", "assigned")
+	r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+	r.(*k8sadapter.Recorder).PastEventf(pod("web"), metav1.NewTime(t0.Add(time.Hour)), v1.EventTypeNormal, "Created", "container created")
+	r.Event(pod("web"), v1.EventTypeNormal, "Started", "container started")
+	r.Event(pod("web"), v1.EventTypeNormal, "Ready", "pod ready")
+	clk.Step(2 * time.Hour)
+	r.Event(pod("web"), v1.EventTypeWarning, "Unhealthy", "probe failed")
+	clk.SetTime(t0)
+	r.Event(pod("web"), v1.EventTypeNormal, "Killing", "stopping container")
+	list := flushAndList(t, e, client)
+	if s := e.Stats(); len(list) != 7 || s.Created != 7 || s.FailedRejected != 0 {
+		t.Errorf("stored %d events, Stats() = %+v; want all 7 created", len(list), s)
+	}
+}
+
 // standingStill returns a broadcaster on a fake clock that stands still,
 // as a unit test leaves it, recording into client-go's fake clientset
 // behind client-go's own sink.

@@ -212,7 +212,7 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 // may be and still be moved after the latest it returned: a clock that
 // stands still or is coarse; a time further back (a past event, a clock
 // set back) is stamped apart from the present (see Stamp).
-const stampWindow = int64(time.Millisecond)
+const stampWindow = uint64(time.Millisecond)
 
 // Stamp returns t, unless an earlier call returned t, or a time less than
 // a millisecond after it: then the nanosecond after the latest it
@@ -228,29 +228,66 @@ const stampWindow = int64(time.Millisecond)
 // which events of the present go on from, however far a clock standing
 // still has moved it ahead. Past times are kept apart from each other,
 // whatever their order: one returned already, or given again, moves to
-// the first nanosecond after it that no past time took. Stamp remembers
-// the past times of the last maxPastRuns instants it was given; it does
-// not remember the times of the present it returned once they are past,
-// so a past time that a clock gave an event earlier (a fake clock that
-// read it, then moved on) is returned as it is.
+// the first nanosecond after it that no past time took. A time a
+// millisecond or more after the latest (a clock stepped on, a past event
+// given a time ahead of the clock) leaves that instant behind: the times
+// returned from it on (those of a clock standing still there) are then
+// kept apart from past times like past times, so that a clock that
+// stands still again at that instant, or is set back to it, goes on
+// after them. Stamp remembers the past times of the last maxPastRuns
+// instants it was given or left behind; it does not remember the other
+// times of the present it returned (those of instants less than a
+// millisecond apart before the latest), so a past time that a clock gave
+// an event at such an instant is returned as it is.
 func (p *Pipeline[E]) Stamp(t time.Time) time.Time {
 	want := t.UnixNano()
 	latest := p.lastWant.Load()
-	if want <= latest && latest-want >= stampWindow {
+	if isPast(want, latest) {
 		return t.Add(time.Duration(p.past.stamp(want) - want))
+	}
+	leaves := isPast(latest, want)
+	if leaves {
+		// Under the lock of the past times, so that a past time stamped
+		// once the latest time moved on finds the instant left behind.
+		p.past.mu.Lock()
+		if latest = p.lastWant.Load(); isPast(want, latest) {
+			p.past.mu.Unlock()
+			return t.Add(time.Duration(p.past.stamp(want) - want))
+		}
+		if leaves = isPast(latest, want); !leaves {
+			p.past.mu.Unlock()
+		}
+	}
+	// The latest time returned moves before the latest time given, so
+	// that a time of the present stamped once the latest time given
+	// moved is after it, and after every past time.
+	var n int64
+	for {
+		last := p.lastStamp.Load()
+		if n = want; n <= last {
+			n = last + 1
+		}
+		if p.lastStamp.CompareAndSwap(last, n) {
+			if leaves && last >= latest {
+				p.past.add(latest, last)
+			}
+			break
+		}
 	}
 	for latest < want && !p.lastWant.CompareAndSwap(latest, want) {
 		latest = p.lastWant.Load()
 	}
-	for {
-		last, n := p.lastStamp.Load(), want
-		if n <= last {
-			n = last + 1
-		}
-		if p.lastStamp.CompareAndSwap(last, n) {
-			return t.Add(time.Duration(n - want))
-		}
+	if leaves {
+		p.past.mu.Unlock()
 	}
+	return t.Add(time.Duration(n - want))
+}
+
+// isPast reports whether want is a millisecond or more before latest:
+// stamped apart from the present. The difference is taken unsigned, so
+// that it holds however far apart the two times are.
+func isPast(want, latest int64) bool {
+	return want <= latest && uint64(latest-want) >= stampWindow
 }
 
 // maxPastRuns is how many runs of past times pastStamps remembers.
@@ -295,6 +332,29 @@ func (s *pastStamps) stamp(want int64) int64 {
 		s.runs[i].hi = s.runs[i+1].hi
 		s.runs = slices.Delete(s.runs, i+1, i+2)
 	}
+	s.forget()
+	return n
+}
+
+// add remembers lo to hi, the times of the present returned from an
+// instant the present moved on from, as past times returned. The caller
+// holds s.mu.
+func (s *pastStamps) add(lo, hi int64) {
+	s.tick++
+	// The runs that touch lo to hi, or lie a nanosecond from it, become
+	// one.
+	i, _ := slices.BinarySearchFunc(s.runs, lo, func(r pastRun, w int64) int { return cmp.Compare(r.hi, w-1) })
+	j := i
+	for j < len(s.runs) && s.runs[j].lo-1 <= hi {
+		lo, hi = min(lo, s.runs[j].lo), max(hi, s.runs[j].hi)
+		j++
+	}
+	s.runs = slices.Replace(s.runs, i, j, pastRun{lo: lo, hi: hi, used: s.tick})
+	s.forget()
+}
+
+// forget drops the least recently stamped run beyond maxPastRuns.
+func (s *pastStamps) forget() {
 	if len(s.runs) > maxPastRuns {
 		oldest := 0
 		for j, r := range s.runs {
@@ -304,7 +364,6 @@ func (s *pastStamps) stamp(want int64) int64 {
 		}
 		s.runs = slices.Delete(s.runs, oldest, oldest+1)
 	}
-	return n
 }
 
 // RecorderCounts are the recorder side's counters. Every recorded event

@@ -422,3 +422,73 @@ func TestStampGivesEveryEventItsOwnTime(t *testing.T) {
 		}
 	}
 }
+
+// TestStampLeavesNoInstantBehind: a time a millisecond or more after the
+// latest (a past event given a time ahead of a clock standing still, a
+// clock stepped on) leaves the instant the clock stood at behind, and the
+// times returned there are kept apart from the times returned once the
+// clock stands there again, or is set back to it (the first of those took
+// the time of the first event at that instant). A time too far back for
+// its difference to the latest to fit in an int64 stays as it is (it was
+// taken for the present and moved by centuries).
+func TestStampLeavesNoInstantBehind(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	sequences := map[string][]time.Time{
+		"a past event ahead of the clock": {at(0), at(0), at(time.Hour), at(0), at(0), at(time.Hour), at(0)},
+		"clock stepped on and set back":   {at(0), at(0), at(time.Second), at(time.Second), at(0), at(time.Second), at(0)},
+		"clock set back twice":            {at(0), at(time.Second), at(2 * time.Second), at(0), at(time.Second), at(0), at(time.Second)},
+	}
+	for name, seq := range sequences {
+		t.Run(name, func(t *testing.T) {
+			p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+			defer p.Shutdown(context.Background())
+			seen := map[int64]int{}
+			for i, tm := range seq {
+				got := p.Stamp(tm)
+				if j, dup := seen[got.UnixNano()]; dup {
+					t.Fatalf("call %d (%v) got %v, the time of call %d", i, tm, got, j)
+				}
+				if d := got.Sub(tm); d < 0 || d >= time.Microsecond {
+					t.Errorf("call %d moved %v by %v", i, tm, d)
+				}
+				seen[got.UnixNano()] = i
+			}
+		})
+	}
+
+	t.Run("concurrent callers, instants apart", func(t *testing.T) {
+		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		defer p.Shutdown(context.Background())
+		instants := []time.Time{at(0), at(time.Second), at(-time.Hour), at(2 * time.Second), at(time.Hour), at(time.Millisecond)}
+		var mu sync.Mutex
+		seen := map[int64]bool{}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 2000 {
+					got := p.Stamp(instants[(i*5+g*3+i/7)%len(instants)]).UnixNano()
+					mu.Lock()
+					dup := seen[got]
+					seen[got] = true
+					mu.Unlock()
+					if dup {
+						t.Errorf("Stamp gave %d twice", got)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+
+	t.Run("centuries back", func(t *testing.T) {
+		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		defer p.Shutdown(context.Background())
+		p.Stamp(t0)
+		old := time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
+		if got := p.Stamp(old); !got.Equal(old) {
+			t.Errorf("Stamp(%v) = %v, want it as it is", old, got)
+		}
+	})
+}
