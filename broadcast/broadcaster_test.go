@@ -406,18 +406,23 @@ func TestClosedWhenStopReturns(t *testing.T) {
 // TestStopWhileDistributorBlockedOnAnother is apimachinery's watcher-stop
 // deadlock: the distributor waits on a full Block watcher nobody reads, and
 // stopping another watcher (or the stuck one, from the reading side) must
-// not wait for it.
+// not wait for it. The values are published one round apart, so that the
+// distributor hands 1 to both and then waits in stuck with 2: had both
+// come in one round, stuck would have taken 1 and then waited, and other
+// got nothing.
 func TestStopWhileDistributorBlockedOnAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1})
 		stuck := watchT(t, b) // first in line, never read
 		other := watchT(t, b)
 		other.Events()
-		publish(t, b, 1, 2)
+		publish(t, b, 1)
+		synctest.Wait() // 1 is in both: stuck is full
+		publish(t, b, 2)
 		synctest.Wait() // the distributor waits for room in stuck
 		other.Stop()    // must return while the distributor is blocked
-		if got := drain(t, other); len(got) != 0 {
-			t.Errorf("other got %v, want nothing (the distributor never reached it)", got)
+		if got := drain(t, other); !slices.Equal(got, []int{1}) {
+			t.Errorf("other got %v, want [1] (the distributor never reached it with 2)", got)
 		}
 		stuck.Stop() // must also return: it frees the distributor
 		if got := drain(t, stuck); !slices.Equal(got, []int{1}) {
