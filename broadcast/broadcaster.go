@@ -75,7 +75,8 @@ type Stats struct {
 	// because Events was called before the loop ended early: published
 	// values, and values of a prefix, which Delivered does not count.
 	DroppedSwitch uint64
-	// Watchers is the number of watchers registered and not yet closed.
+	// Watchers is the number of watchers registered and not yet closed;
+	// a watcher whose Stop has returned is no longer counted.
 	Watchers int
 }
 

@@ -1030,3 +1030,35 @@ func TestSwitchLossOfAPrefixIsNotDelivered(t *testing.T) {
 		t.Errorf("Stats() = %+v, watcher Dropped %d Delivered %d; want 2 prefix values lost, none delivered", s, w.Dropped(), w.Delivered())
 	}
 }
+
+// TestStatsCountsNoWatcherOnceStopReturns: the moment Stop returns, Stats
+// no longer counts the watcher, whether the distributor is idle or held
+// up by a full Block watcher.
+func TestStatsCountsNoWatcherOnceStopReturns(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1})
+		var stuck *broadcast.Watcher[int]
+		if held {
+			stuck, _ = b.Watch()
+			b.Publish(context.Background(), 1)
+			b.Publish(context.Background(), 2)
+		}
+		want := b.Stats().Watchers
+		for i := range 5000 {
+			w, err := b.Watch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Stop()
+			if got := b.Stats().Watchers; got != want {
+				t.Fatalf("held=%v, watcher %d: Stats().Watchers = %d right after Stop, want %d", held, i, got, want)
+			}
+		}
+		if stuck != nil {
+			stuck.Stop()
+		}
+		if err := b.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

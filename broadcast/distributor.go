@@ -392,9 +392,9 @@ func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
 		close(w.ch)
 	}
 	signal(w.readers.wakeLocked()) // passed on from reader to reader (passOnLocked)
+	b.watchers.Add(-1)             // before done: once Stop returns, Stats counts w no more
 	close(w.done)                  // last: once Stop sees it, every read sees the close
 
-	b.watchers.Add(-1)
 	if w.active {
 		b.d.closedAny = true
 	} else {
