@@ -29,7 +29,8 @@ type Burst struct {
 
 // Add counts n occurrences at now. It reports whether a line is due, and
 // the count that line reports: every occurrence since the last line,
-// these included.
+// these included. A line is due when now is an Interval or more after the
+// last line's time, or an Interval or more before it (a clock set back).
 func (b *Burst) Add(now time.Time, n uint64) (count uint64, due bool) {
 	interval := b.Interval
 	if interval == 0 {
@@ -40,7 +41,10 @@ func (b *Burst) Add(now time.Time, n uint64) (count uint64, due bool) {
 	b.unreported += n
 	// A flag, not a zero last: a clock may read the zero time (a fake
 	// one that starts there), and then every occurrence would be due.
-	if b.logged && now.Sub(b.last) < interval {
+	// A time an Interval or more before the last line's is a clock set
+	// back: a line is due, as after a quiet Interval. A time less before
+	// it is one taken concurrently and counted a little late.
+	if d := now.Sub(b.last); b.logged && d < interval && d > -interval {
 		return 0, false
 	}
 	count, b.unreported, b.last, b.logged = b.unreported, 0, now, true

@@ -74,3 +74,28 @@ func TestBurstFromZeroTime(t *testing.T) {
 		})
 	}
 }
+
+// TestBurstClockSetBack: a clock set back by an Interval or more gets a
+// line at once, not a quiet spell until it passes the old time again;
+// times a little out of order, as concurrent callers read them, are
+// counted as within the interval.
+func TestBurstClockSetBack(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := Burst{Interval: time.Second}
+	steps := []struct {
+		at    time.Duration
+		count uint64
+		due   bool
+	}{
+		{0, 1, true},
+		{-999 * time.Millisecond, 0, false}, // read before the last line, counted after it
+		{-time.Hour, 2, true},               // set back an hour: a line at once
+		{-time.Hour + 500*time.Millisecond, 0, false},
+		{-time.Hour + time.Second, 2, true}, // one line per Interval from the new time
+	}
+	for _, s := range steps {
+		if count, due := b.Add(t0.Add(s.at), 1); count != s.count || due != s.due {
+			t.Errorf("Add(%+v) = %d, %v; want %d, %v", s.at, count, due, s.count, s.due)
+		}
+	}
+}
