@@ -61,14 +61,17 @@ func stored(t *testing.T, client *fake.Clientset) []string {
 // TestDropInStoresWhatClientGoStores records the same script through
 // client-go's broadcaster and herald's, each into client-go's fake
 // clientset behind client-go's own EventSinkImpl, and compares what was
-// stored.
+// stored. The fake clientset is trackerClientset: on NewClientset's
+// tracker, whose writes take milliseconds under -race, client-go's wait
+// came near the failsafe, and herald's Shutdown near its 10 s timeout
+// (which would abandon events), on a loaded machine.
 func TestDropInStoresWhatClientGoStores(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	source := v1.EventSource{Component: "controller", Host: "node-1"}
 
 	// client-go: its Shutdown drops what is queued, so wait for a last
 	// event to be stored; the sink writes in order.
-	anchorClient := fake.NewClientset()
+	anchorClient := trackerClientset()
 	anchor := record.NewBroadcaster(record.WithContext(ctx))
 	anchor.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: anchorClient.CoreV1().Events("")})
 	ar := anchor.NewRecorder(scheme.Scheme, source)
@@ -83,7 +86,7 @@ func TestDropInStoresWhatClientGoStores(t *testing.T) {
 	}
 	anchor.Shutdown()
 
-	heraldClient := fake.NewClientset()
+	heraldClient := trackerClientset()
 	herald := k8sadapter.NewBroadcaster(k8sadapter.WithContext(ctx))
 	herald.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: heraldClient.CoreV1().Events("")})
 	hr := herald.NewRecorder(scheme.Scheme, source)

@@ -250,6 +250,10 @@ func storedEvents(t *testing.T, client *fake.Clientset) []storedEvent {
 // token each) and a last round of events shows that their state is still
 // the same (a skipped repeat still counts). herald makes fewer writes.
 //
+// The fake clientset is trackerClientset: on NewClientset's tracker,
+// client-go's 359 writes, slowed further by the polls that wait for
+// them, took longer than the failsafe on a loaded machine.
+//
 // With a handler started, every event is built and offered to the sink's
 // queue; without, a repeat of a waiting event folds before it is built.
 // Both must store the same.
@@ -288,7 +292,7 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 
 	// client-go, fed those events. It has no flush: feed it a phase, then
 	// wait for the phase's last event, written last.
-	anchorClient := fake.NewClientset()
+	anchorClient := trackerClientset()
 	anchorSink := newHeldSink(anchorClient, false)
 	anchorCorr := testclocks.NewFakeClock(t0)
 	anchor := record.NewBroadcaster(record.WithContext(ctx),
@@ -321,7 +325,7 @@ func TestFoldedSinkStoresWhatClientGoStores(t *testing.T) {
 
 	for _, handler := range []bool{true, false} {
 		t.Run(fmt.Sprintf("handler=%v", handler), func(t *testing.T) {
-			heraldClient := fake.NewClientset()
+			heraldClient := trackerClientset()
 			heraldSink := newHeldSink(heraldClient, true)
 			clk, heraldCorr := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
 			herald := newBroadcaster(t, k8sadapter.WithClock(clk),
