@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -391,4 +393,34 @@ func slowLink(t testing.TB, addr string, delay time.Duration) (url string) {
 		wg.Wait()
 	})
 	return "nats://" + ln.Addr().String()
+}
+
+// parkedIn reports whether a goroutine is parked in a select in the
+// function named by frame (as a stack trace spells it, such as
+// ").pump("), called from functions named by every one of callers. It is
+// for a goroutine that offers nothing to wait on.
+func parkedIn(frame string, callers ...string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+next:
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if len(lines) < 2 || !strings.Contains(lines[0], "[select") || !strings.Contains(lines[1], frame) {
+			continue
+		}
+		for _, c := range callers {
+			if !strings.Contains(g, c) {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -6,8 +6,6 @@ package natsbridge_test
 import (
 	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,19 +202,9 @@ func TestEventsStopLosesHeldValue(t *testing.T) {
 		t.Fatalf("first value %d, want 1", first.ID)
 	}
 	// The pump now holds value 2 and waits to send it. Wait (bounded)
-	// until its goroutine is parked on that send.
-	eventually(t, "the Events pump parked on its send", func() bool {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			lines := strings.Split(g, "\n")
-			// Parked in pump's own select (the send), not in Next.
-			if len(lines) > 1 && strings.Contains(lines[0], "[select") && strings.Contains(lines[1], ").pump(") {
-				return true
-			}
-		}
-		return false
-	})
+	// until its goroutine is parked on that send: in pump's own select,
+	// not in Next.
+	eventually(t, "the Events pump parked on its send", func() bool { return parkedIn(").pump(") })
 	w.Stop()
 	var got []int
 	for {
@@ -317,6 +305,11 @@ func TestFlushTailRemovedWhileWaiting(t *testing.T) {
 	flushed := make(chan error, 1)
 	go func() { flushed <- w.Flush(boundedCtx(t, 10*time.Second)) }()
 	eventually(t, "the client read ahead", func() bool { return consumerInfo(t, js, topic.Stream()).Delivered.Stream >= 8 })
+	// Purge only once Flush has looked at the stream and waits for the
+	// watcher to come to its last value: a Flush that began after the
+	// purge would find the tail gone at once, and pass without looking
+	// at the stream again while it waits.
+	eventually(t, "Flush waiting for the feed", func() bool { return parkedIn(").waitPos(", ").waitPosFor(", ").Flush(") })
 	stream, err := js.Stream(testCtx(t), topic.Stream())
 	if err != nil {
 		t.Fatal(err)

@@ -320,6 +320,12 @@ func TestShutdownAfterAbortNotNil(t *testing.T) {
 			other := make(chan error, 1)
 			if tc.concurrent {
 				go func() { other <- topic.Shutdown(context.Background()) }()
+				// Topic.Shutdown ends only the publishers still the
+				// topic's, and one whose own Shutdown has returned is
+				// not: wait until it waits in the publisher's Shutdown.
+				eventually(t, "Topic.Shutdown waiting for the publisher", func() bool {
+					return parkedIn("(*Publisher[...]).Shutdown(", "(*Topic[...]).Shutdown(")
+				})
 			}
 			short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()

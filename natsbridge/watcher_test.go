@@ -140,9 +140,13 @@ func TestWatchBlockStopsReading(t *testing.T) {
 	// holds, the one in the feed's hands and the read-ahead.
 	const bound = queue + 2*broadcast.DefaultIncomingQueueLength + 1 + readAhead
 	eventually(t, "the watcher's queue is full", func() bool { return w.Delivered() == queue })
-	info := consumerInfo(t, js, topic.Stream())
-	if info.Delivered.Stream > bound || info.NumPending < n-bound {
-		t.Fatalf("server delivered up to seq %d and holds %d pending; want at most %d delivered", info.Delivered.Stream, info.NumPending, bound)
+	// The stream holds all n (publishAll awaited every ack), so what the
+	// server has not delivered is the backlog it keeps. The consumer's
+	// NumPending is no measure of it: the server counts the values stored
+	// for a consumer on a goroutine of its own, after the acks, and may
+	// not have counted them all yet.
+	if info := consumerInfo(t, js, topic.Stream()); info.Delivered.Stream > bound {
+		t.Fatalf("server delivered up to seq %d; want at most %d delivered", info.Delivered.Stream, bound)
 	}
 	if diff := cmp.Diff(span(1, n), ids(take(t, w, n))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)

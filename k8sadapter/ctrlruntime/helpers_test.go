@@ -54,18 +54,26 @@ next:
 
 // newManager returns a manager that needs no apiserver as long as nothing
 // reads through its client: no leader election, no metrics or health
-// endpoints, and a config pointing at a port nothing listens on.
+// endpoints, and a config pointing at a port nothing listens on. It waits
+// for its runnables for up to gracePeriod when it stops, so that a test
+// can give a Provider's flush a failsafe bound below it.
 func newManager(t *testing.T, l *logs) manager.Manager {
 	t.Helper()
+	grace := gracePeriod
 	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
-		Logger:  l.logger(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Logger:                  l.logger(),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		GracefulShutdownTimeout: &grace,
 	})
 	if err != nil {
 		t.Fatalf("manager.New: %v", err)
 	}
 	return mgr
 }
+
+// gracePeriod is the managers' GracefulShutdownTimeout: a failsafe, as
+// is the flush bound below it that tests which flush many events set.
+const gracePeriod = 2 * time.Minute
 
 // run starts mgr and returns a function that stops it and waits until
 // mgr.Start has returned, failing t if it returned an error.

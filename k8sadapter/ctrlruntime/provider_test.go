@@ -50,10 +50,15 @@ func newProvider(t *testing.T, mgr manager.Manager, opts ...ctrlruntime.Option) 
 // A manager stopped right after its controller recorded: every event of
 // both APIs is written before mgr.Start returns, with no error logged.
 // controller-runtime's own recorders drop what is still queued then.
+//
+// The flush writes most of the 200 events, one at a time, through the
+// fake clientset, which takes milliseconds a write under the race
+// detector (it builds a REST mapper for every create): seconds in all,
+// more on a loaded machine. Its bound is a failsafe, not the default 10 s.
 func TestManagerStopFlushesEveryEvent(t *testing.T) {
 	var l logs
 	mgr := newManager(t, &l)
-	p, client := newProvider(t, mgr)
+	p, client := newProvider(t, mgr, ctrlruntime.WithShutdownTimeout(gracePeriod/2))
 	coreRec, evRec := p.GetEventRecorderFor("my-controller"), p.GetEventRecorder("my-controller")
 
 	const n = 100
