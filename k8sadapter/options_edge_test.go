@@ -118,21 +118,7 @@ func TestNegativeMaxEventsCallsKeyFunc(t *testing.T) {
 	}
 	cg := record.NewEventCorrelatorWithOptions(opts(0))
 	h := k8sadapter.NewEventCorrelatorWithOptions(opts(1))
-	for i := range 6 {
-		clk.Step(time.Second)
-		e := edgeEvent(fmt.Sprintf("message %d", i%2), clk.Now())
-		want, err := cg.EventCorrelate(e.DeepCopy())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := h.EventCorrelate(e.DeepCopy())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(outcomeOf(want), heraldOutcome(got)); diff != "" {
-			t.Errorf("event %d: EventCorrelate differs from client-go's (-client-go +herald):\n%s", i, diff)
-		}
-	}
+	sameAsClientGo(t, cg, h, clk, 6, func(i int) string { return fmt.Sprintf("message %d", i%2) })
 	if calls[0] != 6 || calls[1] != calls[0] {
 		t.Errorf("KeyFunc calls: client-go %d, herald %d; want 6 each", calls[0], calls[1])
 	}

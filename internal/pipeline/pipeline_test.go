@@ -333,21 +333,7 @@ func TestStampKeepsPastTimesApart(t *testing.T) {
 		"past times a nanosecond apart": {at(0), at(-time.Hour), at(-time.Hour - 1), at(-time.Hour), at(-time.Hour + 1), at(-time.Hour - 1), at(-time.Hour)},
 	}
 	for name, seq := range sequences {
-		t.Run(name, func(t *testing.T) {
-			p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
-			defer p.Shutdown(context.Background())
-			seen := map[int64]int{}
-			for i, tm := range seq {
-				got := p.Stamp(tm)
-				if j, dup := seen[got.UnixNano()]; dup {
-					t.Fatalf("call %d (%v) got %v, the time of call %d", i, tm, got, j)
-				}
-				if d := got.Sub(tm); d < 0 || d >= time.Microsecond {
-					t.Errorf("call %d moved %v by %v", i, tm, d)
-				}
-				seen[got.UnixNano()] = i
-			}
-		})
+		t.Run(name, func(t *testing.T) { stampInOrder(t, seq) })
 	}
 
 	t.Run("many times at random", func(t *testing.T) {
@@ -355,24 +341,7 @@ func TestStampKeepsPastTimesApart(t *testing.T) {
 		defer p.Shutdown(context.Background())
 		instants := []time.Time{at(0), at(-time.Hour), at(-time.Hour + 1), at(-time.Hour + 3), at(-time.Minute), at(-2 * time.Millisecond), at(-time.Millisecond)}
 		seen := map[int64]bool{p.Stamp(t0).UnixNano(): true} // the present: the others are past
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		for g := range 4 {
-			wg.Go(func() {
-				for i := range 2000 {
-					got := p.Stamp(instants[(i*7+g*3+i/5)%len(instants)]).UnixNano()
-					mu.Lock()
-					dup := seen[got]
-					seen[got] = true
-					mu.Unlock()
-					if dup {
-						t.Errorf("Stamp gave %d twice", got)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		stampConcurrently(t, p, instants, seen, func(i, g int) int { return i*7 + g*3 + i/5 })
 	})
 
 	t.Run("clock standing still", func(t *testing.T) {
@@ -386,6 +355,51 @@ func TestStampKeepsPastTimesApart(t *testing.T) {
 			t.Errorf("after %d calls at one instant, Stamp gave %v, want %v", n, got, want)
 		}
 	})
+}
+
+// stampInOrder stamps the times of seq one after another on a pipeline of
+// its own, and reports a time given twice or moved by a microsecond or
+// more.
+func stampInOrder(t *testing.T, seq []time.Time) {
+	t.Helper()
+	p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+	defer p.Shutdown(context.Background())
+	seen := map[int64]int{}
+	for i, tm := range seq {
+		got := p.Stamp(tm)
+		if j, dup := seen[got.UnixNano()]; dup {
+			t.Fatalf("call %d (%v) got %v, the time of call %d", i, tm, got, j)
+		}
+		if d := got.Sub(tm); d < 0 || d >= time.Microsecond {
+			t.Errorf("call %d moved %v by %v", i, tm, d)
+		}
+		seen[got.UnixNano()] = i
+	}
+}
+
+// stampConcurrently has four goroutines stamp 2000 times each on p, call
+// i of goroutine g at instants[pick(i, g) % len(instants)], and reports a
+// time given twice or already in seen.
+func stampConcurrently(t *testing.T, p *Pipeline[*v1.Event], instants []time.Time, seen map[int64]bool, pick func(i, g int) int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				got := p.Stamp(instants[pick(i, g)%len(instants)]).UnixNano()
+				mu.Lock()
+				dup := seen[got]
+				seen[got] = true
+				mu.Unlock()
+				if dup {
+					t.Errorf("Stamp gave %d twice", got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestStampGivesEveryEventItsOwnTime: times that stand still, or come
@@ -440,46 +454,14 @@ func TestStampLeavesNoInstantBehind(t *testing.T) {
 		"clock set back twice":            {at(0), at(time.Second), at(2 * time.Second), at(0), at(time.Second), at(0), at(time.Second)},
 	}
 	for name, seq := range sequences {
-		t.Run(name, func(t *testing.T) {
-			p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
-			defer p.Shutdown(context.Background())
-			seen := map[int64]int{}
-			for i, tm := range seq {
-				got := p.Stamp(tm)
-				if j, dup := seen[got.UnixNano()]; dup {
-					t.Fatalf("call %d (%v) got %v, the time of call %d", i, tm, got, j)
-				}
-				if d := got.Sub(tm); d < 0 || d >= time.Microsecond {
-					t.Errorf("call %d moved %v by %v", i, tm, d)
-				}
-				seen[got.UnixNano()] = i
-			}
-		})
+		t.Run(name, func(t *testing.T) { stampInOrder(t, seq) })
 	}
 
 	t.Run("concurrent callers, instants apart", func(t *testing.T) {
 		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
 		defer p.Shutdown(context.Background())
 		instants := []time.Time{at(0), at(time.Second), at(-time.Hour), at(2 * time.Second), at(time.Hour), at(time.Millisecond)}
-		var mu sync.Mutex
-		seen := map[int64]bool{}
-		var wg sync.WaitGroup
-		for g := range 4 {
-			wg.Go(func() {
-				for i := range 2000 {
-					got := p.Stamp(instants[(i*5+g*3+i/7)%len(instants)]).UnixNano()
-					mu.Lock()
-					dup := seen[got]
-					seen[got] = true
-					mu.Unlock()
-					if dup {
-						t.Errorf("Stamp gave %d twice", got)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		stampConcurrently(t, p, instants, map[int64]bool{}, func(i, g int) int { return i*5 + g*3 + i/7 })
 	})
 
 	t.Run("centuries back", func(t *testing.T) {
