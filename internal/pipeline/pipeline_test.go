@@ -255,6 +255,41 @@ func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 	})
 }
 
+// TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged: drops counted
+// within an interval and not logged yet get their line when the consumer
+// ends, also when it ends an interval or more after the last line.
+func TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		p := newPipeline(t, 2, &log)
+		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		gate := make(chan struct{})
+		c, err := Start(p, set, "slow", log.Logger(), gated(gate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		burst := func() {
+			for i := range 10 { // one handled, two queued, seven dropped
+				p.Publish(log.Logger(), event(i))
+				synctest.Wait()
+			}
+			for range 3 {
+				gate <- struct{}{}
+			}
+			synctest.Wait()
+		}
+		burst() // logged at once
+		burst() // within BurstInterval: counted, not logged yet
+		time.Sleep(BurstInterval)
+		c.Stop()
+		synctest.Wait()
+		got := log.With("the watcher's queue is full")
+		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=7`) {
+			t.Errorf("after the consumer ended %v after the first line: %q, want a second line reporting 7", BurstInterval, got)
+		}
+	})
+}
+
 // TestHandlersCountRefusedEventsAsDropped: an event the broadcaster's
 // full incoming queue refuses reaches no handler; each handler registered
 // then counts it as owed and dropped, so that its tally still adds up; a
