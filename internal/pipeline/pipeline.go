@@ -178,13 +178,18 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 		sent, _ = p.b.TryPublish(ev)
 	}
 	p.queued.Add(1)
-	p.gate.RUnlock()
+	var n uint64
+	due := false
 	if !sent {
+		// Counted before the gate opens, so that Shutdown, which closes
+		// it, finds the refusal in queueFullLog's rest; logged after.
 		p.refused.Add(1)
-		if n, due := p.queueFullLog.Add(p.clock.Now(), 1); due {
-			logger.Error(nil, "Unable to hand event to the event handlers: too many queued events, dropped event", "event", klog.KObj(ev),
-				"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
-		}
+		n, due = p.queueFullLog.Add(p.clock.Now(), 1)
+	}
+	p.gate.RUnlock()
+	if due {
+		logger.Error(nil, "Unable to hand event to the event handlers: too many queued events, dropped event", "event", klog.KObj(ev),
+			"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
 	}
 }
 

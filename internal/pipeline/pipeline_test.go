@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -255,6 +257,41 @@ func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 	})
 }
 
+// TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged: drops counted
+// within an interval and not logged yet get their line when the consumer
+// ends, also when it ends an interval or more after the last line.
+func TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		p := newPipeline(t, 2, &log)
+		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		gate := make(chan struct{})
+		c, err := Start(p, set, "slow", log.Logger(), gated(gate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		burst := func() {
+			for i := range 10 { // one handled, two queued, seven dropped
+				p.Publish(log.Logger(), event(i))
+				synctest.Wait()
+			}
+			for range 3 {
+				gate <- struct{}{}
+			}
+			synctest.Wait()
+		}
+		burst() // logged at once
+		burst() // within BurstInterval: counted, not logged yet
+		time.Sleep(BurstInterval)
+		c.Stop()
+		synctest.Wait()
+		got := log.With("the watcher's queue is full")
+		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=7`) {
+			t.Errorf("after the consumer ended %v after the first line: %q, want a second line reporting 7", BurstInterval, got)
+		}
+	})
+}
+
 // TestHandlersCountRefusedEventsAsDropped: an event the broadcaster's
 // full incoming queue refuses reaches no handler; each handler registered
 // then counts it as owed and dropped, so that its tally still adds up; a
@@ -471,6 +508,71 @@ func TestStampLeavesNoInstantBehind(t *testing.T) {
 		old := time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
 		if got := p.Stamp(old); !got.Equal(old) {
 			t.Errorf("Stamp(%v) = %v, want it as it is", old, got)
+		}
+	})
+}
+
+var reportedRe = regexp.MustCompile(`"droppedSinceLastReport"=(\d+)`)
+
+// hookClock is the real clock that runs hook, if set, in Now.
+type hookClock struct {
+	clock.RealClock
+	hook func()
+}
+
+func (c *hookClock) Now() time.Time {
+	if h := c.hook; h != nil {
+		c.hook = nil
+		h()
+	}
+	return time.Now()
+}
+
+// TestRefusalAsShutdownBeginsIsLogged: an event the full incoming queue
+// refuses is logged by the time Shutdown returns, also when a Shutdown
+// runs while the refusal is being counted and within an interval of the
+// last line: a Shutdown cannot get in before the count does.
+func TestRefusalAsShutdownBeginsIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testlog.Lines
+		clk := &hookClock{}
+		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Clock: clk, Logger: log.Logger()})
+		stuck, err := p.b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.watched.Add(1)   // as a handler's watcher
+		for i := range 4 { // the fourth is refused, and logged at once
+			p.Publish(log.Logger(), event(i))
+			synctest.Wait()
+		}
+		shutDuring := false
+		clk.hook = func() { // the time of the second refusal is read
+			stuck.Stop()
+			if p.gate.TryLock() { // Shutdown could run now: let it
+				p.gate.Unlock()
+				shutDuring = true
+				if err := p.Shutdown(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		p.Publish(log.Logger(), event(4))
+		if !shutDuring { // one Shutdown: a second would log what the first left
+			if err := p.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total := 0
+		lines := log.With("too many queued events")
+		for _, l := range lines {
+			if m := reportedRe.FindStringSubmatch(l); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				total += n
+			}
+		}
+		if total != 2 {
+			t.Errorf("lines %q report %d refusals (a Shutdown ran while one was counted: %v), want 2", lines, total, shutDuring)
 		}
 	})
 }
