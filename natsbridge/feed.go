@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 const (
@@ -21,6 +22,12 @@ const (
 	// deleteTimeout bounds the deletion of a consumer when a feed stops
 	// (a Shutdown context that ends first cuts it shorter).
 	deleteTimeout = 2 * time.Second
+	// resumeTimeout bounds one attempt to create a consumer again. In a
+	// cluster the server may place the consumer on a node that died a
+	// moment ago (it takes a node killed without a word for alive for a
+	// while), and the request then waits for an answer that never comes:
+	// the next attempt, placed again, finds a live node.
+	resumeTimeout = 2 * time.Second
 )
 
 var (
@@ -124,7 +131,9 @@ func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 // goroutine with f.ctx. If it fails (or panics) once the consumer exists,
 // it deletes the consumer.
 func (f *feed[T]) open(ctx context.Context) error {
+	name := "herald_" + nuid.Next()
 	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Name:              name,
 		Description:       "herald " + f.t.name,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       f.next.Load(),
@@ -137,6 +146,10 @@ func (f *feed[T]) open(ctx context.Context) error {
 		return fmt.Errorf("%w: %q", ErrStreamGone, f.t.streamID)
 	}
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// The server may create it yet: delete it by name.
+			f.deleteNamed(name)
+		}
 		return fmt.Errorf("natsbridge: topic %q: create consumer: %w", f.t.name, err)
 	}
 	kept := false
@@ -245,7 +258,7 @@ func (f *feed[T]) watchDest() (join func()) {
 func (f *feed[T]) reopen() error {
 	wait := 50 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(f.ctx, resumeTimeout)
 		_, err := f.t.streamState(ctx)
 		if err == nil {
 			err = f.open(ctx)
@@ -473,7 +486,7 @@ func (f *feed[T]) waitPosFor(ctx context.Context, target uint64) (bool, error) {
 // message would reveal, or one still on its way (consume asks again a
 // heartbeat later before it takes it for lost).
 func (f *feed[T]) check(cons jetstream.Consumer, delivered uint64) error {
-	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(f.ctx, resumeTimeout)
 	defer cancel()
 	info, err := cons.Info(ctx)
 	if err != nil {
@@ -501,12 +514,18 @@ func (f *feed[T]) closeConsumer() {
 }
 
 func (f *feed[T]) deleteConsumer(cons jetstream.Consumer) {
+	f.deleteNamed(cons.CachedInfo().Name)
+}
+
+// deleteNamed deletes the consumer name, if the server can be reached; it
+// drops it by itself after inactiveThreshold otherwise.
+func (f *feed[T]) deleteNamed(name string) {
 	if !f.t.js.Conn().IsConnected() {
-		return // the server drops it after inactiveThreshold
+		return
 	}
 	ctx, cancel := context.WithTimeout(f.cleanup, deleteTimeout)
 	defer cancel()
-	_ = f.t.stream.DeleteConsumer(ctx, cons.CachedInfo().Name)
+	_ = f.t.stream.DeleteConsumer(ctx, name)
 }
 
 // stop makes the goroutine exit: it ends f.ctx (which interrupts out and

@@ -145,7 +145,9 @@ func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(con
 		for range w.All() {
 			n++
 		}
-		p.abandoned.Add(n)
+		p.mu.Lock()
+		p.link.stats.abandoned += n
+		p.mu.Unlock()
 		p.logLost.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), errAttr(failed))
 		p.flushLogs() // this line may have been suppressed, and p may be shut down
 	}()

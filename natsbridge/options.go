@@ -20,25 +20,18 @@ const (
 	// with the server. A consumer lost with a server restart is noticed,
 	// and created again where it stopped, within about one heartbeat.
 	DefaultHeartbeat = 5 * time.Second
-	// DefaultWindow is how many published values may await their ack:
-	// the JetStream context's own default limit of pending asynchronous
-	// publishes, so that a publisher alone on its context keeps as many
-	// acks in flight as a bare PublishAsync loop (a narrower window costs
-	// throughput: 512 measured about 1.4 times slower). The window holds
-	// the values it sends until their ack, for retries: its memory is up
-	// to Window times the size of a value. The window then equals the
-	// context's limit: values resent after an ack timeout, or several
-	// publishers on one context, wait for that limit too (Publish waits
-	// through it); give the context more room
-	// (jetstream.WithPublishAsyncMaxPending) or a publisher a narrower
-	// window where that matters.
+	// DefaultWindow is how many published values a publisher keeps until
+	// the stream confirms them: the values in flight and those waiting for
+	// their turn. Its memory is up to Window times the size of a value.
+	// Batches carry at most 2*500 values past the last ack at a time (the
+	// server acks every 500 values at most), so a wider window only
+	// buffers more while the stream cannot take values (a leader
+	// election), and sends them at once when it can.
 	DefaultWindow = 4000
-	// DefaultAckTimeout is how long a publisher waits for one ack before
-	// it sends the value again, under the same message id.
+	// DefaultAckTimeout is how long a publisher waits for an answer of the
+	// server about values in flight before it asks where their batch
+	// stands (and sends again what the stream did not store).
 	DefaultAckTimeout = 5 * time.Second
-	// DefaultMaxRetries is how many times a publisher sends a value again
-	// after a failed or missing ack before it counts the value as failed.
-	DefaultMaxRetries = 10
 	// DefaultReadAhead is how many messages a consumer asks the server for
 	// at a time, besides what its watcher's queue holds.
 	DefaultReadAhead = 256
@@ -54,9 +47,7 @@ const (
 	MaxReadAhead = 1 << 20
 	// MaxWindow is the largest PublisherOptions.Window Topic.Publisher
 	// accepts. A publisher sets aside a place (a pointer) for every value
-	// in its window: 8 MiB at this size. A window wider than the
-	// JetStream context's limit of pending publishes only waits on that
-	// limit (see DefaultWindow).
+	// in its window: 8 MiB at this size.
 	MaxWindow = 1 << 20
 )
 
@@ -124,18 +115,26 @@ type TopicOptions struct {
 // PublisherOptions configures a Publisher. The zero value is ready to use:
 // each field documents its default.
 type PublisherOptions struct {
-	// Window is how many published values may await their ack. Publish
-	// waits, and TryPublish refuses, while it is full. Zero means
-	// DefaultWindow; it must not exceed MaxWindow.
+	// Window is how many accepted values the publisher keeps until the
+	// stream confirms them. Publish waits, and TryPublish refuses, while
+	// it is full. Zero means DefaultWindow; it must not exceed MaxWindow.
 	Window int
-	// AckTimeout is how long the publisher waits for a value's ack before
-	// sending it again under the same message id (the stream stores it
-	// once). Zero means DefaultAckTimeout.
+	// AckTimeout is how long the publisher waits for an answer of the
+	// server about values in flight before it asks where they stand, and
+	// the longest it waits for the answer to a batch's first value, or to
+	// that question, before it asks again (at most a second). Values the
+	// stream did not store are sent again, in order, under their message
+	// ids. Zero means DefaultAckTimeout.
 	AckTimeout time.Duration
-	// MaxRetries is how many times a value is sent again after a failed
-	// or missing ack before it is counted as failed. Zero means
-	// DefaultMaxRetries; a negative value means never.
-	MaxRetries int
+	// DeliveryTimeout is how long a value may stay unconfirmed before it
+	// is counted as Failed (it may still have been stored, its acks lost).
+	// The publisher keeps sending a value until then, whatever the
+	// server's state. Zero means the stream's duplicates window (see
+	// TopicOptions.Duplicates), so that the stream drops every copy of a
+	// value it stored; a negative value means never (values then wait,
+	// unconfirmed, for as long as the stream cannot take them, and
+	// Shutdown's context bounds that).
+	DeliveryTimeout time.Duration
 }
 
 // WatchOptions configures one remote watcher, made by Topic.Watch. The zero

@@ -35,15 +35,18 @@ const maxNameLength = 200
 // its own end (Publisher.Shutdown, Watcher.Stop, the mirror's
 // Broadcaster.Shutdown); Topic.Shutdown ends all that are left.
 type Topic[T any] struct {
-	js        jetstream.JetStream
-	stream    jetstream.Stream
-	name      string // the subject
-	streamID  string // the stream's name
-	created   time.Time
-	codec     Codec[T]
-	heartbeat time.Duration
-	readAhead int
-	log       *slog.Logger
+	js       jetstream.JetStream
+	stream   jetstream.Stream
+	name     string // the subject
+	streamID string // the stream's name
+	created  time.Time
+	// duplicates is the stream's window for dropping a message id it
+	// holds already: a publisher's default delivery timeout.
+	duplicates time.Duration
+	codec      Codec[T]
+	heartbeat  time.Duration
+	readAhead  int
+	log        *slog.Logger
 
 	mu     sync.Mutex // guards closed, owned
 	closed bool
@@ -156,8 +159,13 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	if err := t.checkStream(s.CachedInfo()); err != nil {
 		return nil, err
 	}
+	if !s.CachedInfo().Config.AllowBatchPublish {
+		// A server that does not know the setting drops it.
+		return nil, fmt.Errorf("natsbridge: topic %q: stream %q does not take batched publishes, which publishers send: nats-server 2.14 or later is needed", name, cfg.Name)
+	}
 	t.stream = s
 	t.created = s.CachedInfo().Created
+	t.duplicates = s.CachedInfo().Config.Duplicates
 	return t, nil
 }
 
@@ -207,6 +215,8 @@ func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
 		// to MaxAge (a window longer than MaxAge is refused).
 		Duplicates: o.Duplicates,
 		Metadata:   map[string]string{metaType: typeName[T](), metaTopic: t.name},
+		// Publishers send fast batches (see batch.go).
+		AllowBatchPublish: true,
 	}
 	return cfg
 }

@@ -1,0 +1,363 @@
+package natsbridge_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/natstest"
+)
+
+// The cluster tests run every promise of the package doc on a real
+// three-node JetStream cluster (nats-server processes on loopback, built
+// from the module version natsbridge requires), with the stream replicated
+// three times, while nodes are killed with SIGKILL and started again. The
+// publisher reaches the cluster through a relay that counts every publish
+// on the wire. They log how long each fault took to heal: run them with
+// -v to read the figures.
+
+// clusterTopic is a replicated topic of Orders on c, opened through js.
+func clusterTopic(t testing.TB, js jetstream.JetStream, name string) *natsbridge.Topic[Order] {
+	t.Helper()
+	return newTopic(t, js, name, natsbridge.TopicOptions{Replicas: 3, Heartbeat: 500 * time.Millisecond})
+}
+
+// progress samples a publisher's confirmed count every few milliseconds,
+// so that a test can say when values stopped and started flowing.
+type progress struct {
+	mu      sync.Mutex // guards samples
+	samples []sample
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type sample struct {
+	at        time.Time
+	confirmed uint64
+}
+
+func watchProgress(p *natsbridge.Publisher[Order]) *progress {
+	pr := &progress{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(pr.done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			pr.mu.Lock()
+			pr.samples = append(pr.samples, sample{time.Now(), p.Stats().Confirmed})
+			pr.mu.Unlock()
+			select {
+			case <-tick.C:
+			case <-pr.stop:
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+func (pr *progress) end() {
+	close(pr.stop)
+	<-pr.done
+}
+
+// rate returns the values confirmed per second over the window ending at t.
+func (pr *progress) rate(t time.Time, window time.Duration) float64 {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	at := func(t time.Time) uint64 {
+		i, _ := slices.BinarySearchFunc(pr.samples, t, func(s sample, t time.Time) int { return s.at.Compare(t) })
+		if i >= len(pr.samples) {
+			i = len(pr.samples) - 1
+		}
+		return pr.samples[i].confirmed
+	}
+	return float64(at(t)-at(t.Add(-window))) / window.Seconds()
+}
+
+// recovery returns how long after from the publisher confirmed its first
+// value, and how long until it confirmed values at half the rate it had
+// before (the rate over the 200ms window ending at before).
+func (pr *progress) recovery(before, from time.Time) (first, full time.Duration) {
+	base := pr.rate(before, 200*time.Millisecond)
+	pr.mu.Lock()
+	samples := slices.Clone(pr.samples)
+	pr.mu.Unlock()
+	var at uint64
+	for _, s := range samples {
+		if !s.at.Before(from) {
+			at = s.confirmed
+			break
+		}
+	}
+	first, full = -1, -1
+	for _, s := range samples {
+		if s.at.Before(from) {
+			continue
+		}
+		if first < 0 && s.confirmed > at {
+			first = s.at.Sub(from)
+		}
+		if full < 0 && pr.rate(s.at, 100*time.Millisecond) >= base/2 {
+			full = s.at.Sub(from)
+		}
+	}
+	return first, full
+}
+
+// reader reads a watcher to its end, noting when each value came.
+type reader struct {
+	w     *natsbridge.Watcher[Order]
+	mu    sync.Mutex // guards got, times
+	got   []int
+	times []time.Time
+	done  chan struct{}
+}
+
+func startReader(w *natsbridge.Watcher[Order]) *reader {
+	r := &reader{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for o := range w.All() {
+			r.mu.Lock()
+			r.got = append(r.got, o.ID)
+			r.times = append(r.times, time.Now())
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+// longestStall returns the longest time between two values the reader
+// read after from.
+func (r *reader) longestStall(from time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var longest time.Duration
+	for i := 1; i < len(r.times); i++ {
+		if r.times[i].After(from) {
+			longest = max(longest, r.times[i].Sub(r.times[i-1]))
+		}
+	}
+	return longest
+}
+
+// streamOrder returns the IDs the stream holds, in stream order, read by a
+// consumer of the test's own.
+func streamOrder(t testing.TB, js jetstream.JetStream, stream string) []int {
+	t.Helper()
+	ctx := testCtx(t)
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.CachedInfo().State.Msgs
+	// Created again until it works: the cluster may place it on a node
+	// killed a moment ago.
+	var c jetstream.Consumer
+	for c == nil {
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err = s.OrderedConsumer(short, jetstream.OrderedConsumerConfig{})
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	codec := natsbridge.JSON[Order]()
+	var out []int
+	for uint64(len(out)) < n {
+		batch, err := c.Fetch(int(min(n-uint64(len(out)), 1000)), jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			t.Fatalf("fetch after %d: %v", len(out), err)
+		}
+		for m := range batch.Messages() {
+			o, err := codec.Unmarshal(m.Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, o.ID)
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestClusterLeaderKilled publishes 20 000 values to a stream replicated on
+// three nodes while its leader is killed (SIGKILL) twice, each time
+// restarted once a new leader is elected, with two Block watchers reading.
+// Every value is confirmed and stored once, in the order published; the
+// retries the publisher counts are the sends on the wire after the first;
+// both watchers read exactly the stream, in its order.
+func TestClusterLeaderKilled(t *testing.T) {
+	c := natstest.StartCluster(t, 3, natstest.Options{})
+	relay := natstest.NewRelay(t, c.URLs()...)
+	_, pubJS := dial(t, relay.URL())
+	_, subJS := dial(t, c.URL())
+	_, adminJS := dial(t, c.URL())
+	topic := clusterTopic(t, pubJS, "cluster.orders")
+	subTopic := clusterTopic(t, subJS, "cluster.orders")
+	ctx := testCtx(t)
+
+	var readers []*reader
+	for _, q := range []int{16, 1000} {
+		w, err := subTopic.Watch(ctx, natsbridge.WatchOptions{QueueLength: q, Full: broadcast.Block})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, startReader(w))
+	}
+
+	const n = 20000
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	pr := watchProgress(p)
+	published := make(chan error, 1)
+	go func() {
+		for i := 1; i <= n; i++ {
+			if err := p.Publish(ctx, Order{ID: i}); err != nil {
+				published <- err
+				return
+			}
+		}
+		published <- p.Shutdown(ctx)
+	}()
+
+	for k, at := range []uint64{n / 3, 2 * n / 3} {
+		eventually(t, "the publisher is far enough", func() bool { return p.Stats().Confirmed >= at })
+		old := c.StreamLeader(adminJS, topic.Stream())
+		killed := time.Now()
+		old.Kill()
+		leader := c.WaitStreamLeader(adminJS, topic.Stream(), old)
+		elected := time.Now()
+		old.Restart()
+		first, full := pr.recovery(killed, elected)
+		t.Logf("kill %d: leader %s killed, %s elected after %v; publisher confirming again %v after the election, at half its former rate after %v",
+			k+1, old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), first.Round(time.Millisecond), full.Round(time.Millisecond))
+	}
+	if err := <-published; err != nil {
+		t.Fatalf("publisher: %v (%s)", err, describe(p.Stats()))
+	}
+	pr.end()
+	st := p.Stats()
+	if st.Published != n || st.Confirmed != n {
+		t.Fatalf("publisher Stats(): %s; want all %d confirmed", describe(st), n)
+	}
+	checkWire(t, relay.Published(topic.Name()), st)
+	stored := streamOrder(t, adminJS, topic.Stream())
+	if diff := cmp.Diff(span(1, n), stored); diff != "" {
+		t.Fatalf("the stream does not hold 1..%d once each, in order (-want +got):\n%s", n, diff)
+	}
+	for i, r := range readers {
+		eventually(t, "the watcher read the whole stream", func() bool { return r.w.Seq() >= uint64(n) })
+		r.w.Stop()
+		<-r.done
+		if diff := cmp.Diff(stored, r.got); diff != "" {
+			t.Errorf("watcher %d did not read the stream in its order (-stream +read):\n%s", i, diff)
+		}
+		if r.w.Gaps() != 0 || r.w.Dropped() != 0 {
+			t.Errorf("watcher %d: Gaps %d, Dropped %d; want 0, 0", i, r.w.Gaps(), r.w.Dropped())
+		}
+		t.Logf("watcher %d (queue %d): %d consumer restarts, longest stall %v", i, []int{16, 1000}[i], r.w.Restarts(), r.longestStall(time.Time{}).Round(time.Millisecond))
+	}
+	t.Logf("publisher: %d values, %d sent again", n, st.Retries)
+}
+
+// TestClusterQuorumLost stops two of the three nodes for ten seconds while
+// a publisher publishes, with a plain NATS subscriber listening on the
+// topic's subject: a publish that no stream takes then gets no answer at
+// all (not "no responders"). When the nodes are back and a leader is
+// elected, the publisher sends again on its live connection and every value
+// is confirmed, stored once, in order.
+func TestClusterQuorumLost(t *testing.T) {
+	c := natstest.StartCluster(t, 3, natstest.Options{})
+	relay := natstest.NewRelay(t, c.URLs()...)
+	_, pubJS := dial(t, relay.URL())
+	nc, adminJS := dial(t, c.URL())
+	topic := clusterTopic(t, pubJS, "quorum.orders")
+	sub, err := nc.Subscribe(topic.Name(), func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	ctx := testCtx(t)
+
+	const n = 10000
+	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second})
+	pr := watchProgress(p)
+	var count atomic.Int64
+	published := make(chan error, 1)
+	go func() {
+		for i := 1; i <= n; i++ {
+			if err := p.Publish(ctx, Order{ID: i}); err != nil {
+				published <- err
+				return
+			}
+			count.Add(1)
+		}
+		published <- p.Shutdown(ctx)
+	}()
+
+	eventually(t, "the publisher is a third through", func() bool { return p.Stats().Confirmed >= n/3 })
+	leader := c.StreamLeader(adminJS, topic.Stream())
+	var down []*natstest.Server
+	for _, s := range c.Servers {
+		if s != leader && len(down) < 2 {
+			down = append(down, s)
+		}
+	}
+	down = append(down[:1], leader) // the leader and one other
+	lost := time.Now()
+	for _, s := range down {
+		s.Kill()
+	}
+	time.Sleep(10 * time.Second) // the outage itself, not a synchronisation
+	stalled := p.Stats()
+	for _, s := range down {
+		s.Restart()
+	}
+	back := time.Now()
+	now := c.WaitStreamLeader(adminJS, topic.Stream(), nil)
+	elected := time.Now()
+	first, full := pr.recovery(lost, elected)
+	t.Logf("quorum lost for %v (accepted meanwhile: %d values, %d pending); %s elected %v after the restarts; publisher confirming again %v after the election, at half its former rate after %v",
+		back.Sub(lost).Round(time.Millisecond), count.Load(), stalled.Pending, now.Name(), elected.Sub(back).Round(time.Millisecond), first.Round(time.Millisecond), full.Round(time.Millisecond))
+
+	if err := <-published; err != nil {
+		t.Fatalf("publisher: %v (%s)", err, describe(p.Stats()))
+	}
+	pr.end()
+	st := p.Stats()
+	if st.Published != n || st.Confirmed != n {
+		t.Fatalf("publisher Stats(): %s; want all %d confirmed", describe(st), n)
+	}
+	checkWire(t, relay.Published(topic.Name()), st)
+	if diff := cmp.Diff(span(1, n), streamOrder(t, adminJS, topic.Stream())); diff != "" {
+		t.Fatalf("the stream does not hold 1..%d once each, in order (-want +got):\n%s", n, diff)
+	}
+	t.Logf("publisher: %d values, %d sent again", n, st.Retries)
+}
+
+// checkWire checks the sends a relay counted against the publisher's
+// counts: every value at least once (each was confirmed, so one of its
+// sends reached the server), and no send the publisher did not count
+// (nats.go's own retries, say). The relay counts what reaches it: a send
+// that was still in the connection's socket buffers when a killed server
+// took the connection down never does, so the wire may carry fewer than
+// Published + Retries, never more.
+func checkWire(t testing.TB, wire int, st natsbridge.PublisherStats) {
+	t.Helper()
+	if sent := int(st.Published + st.Retries); wire < int(st.Confirmed) || wire > sent {
+		t.Errorf("the wire carried %d values; the publisher confirmed %d and counts %d sends (%d + %d retries)", wire, st.Confirmed, sent, st.Published, st.Retries)
+	}
+	t.Logf("the wire carried %d values; the publisher counts %d + %d retries", wire, st.Published, st.Retries)
+}

@@ -1,0 +1,25 @@
+// Package natstest runs real NATS servers for tests: nats-server processes,
+// alone or as a JetStream cluster on loopback, that a test kills with
+// SIGKILL and starts again, and a TCP relay between clients and servers
+// that cuts or silences connections and counts what clients publish.
+//
+// No mock stands in for the server: the binary is nats-server itself, built
+// once (go install) at the version of github.com/nats-io/nats-server/v2 the
+// test binary links, and kept in the user's cache directory for later runs.
+// Building it takes about half a minute on two cores the first time; the
+// environment variable HERALD_NATS_SERVER names a binary to use instead.
+//
+// # Usage
+//
+//	c := natstest.StartCluster(t, 3, natstest.Options{})
+//	nc, _ := nats.Connect(c.URL(), nats.MaxReconnects(-1))
+//	… create a stream with Replicas: 3 …
+//	c.Kill(c.StreamLeader(t, js, "ORDERS")) // SIGKILL, mid-stream
+//	c.WaitStreamLeader(t, js, "ORDERS")      // a new leader is elected
+//	c.Restart(old)                           // same ports, same store
+//
+// Every server, relay and goroutine is stopped by t.Cleanup, so tests stay
+// clean under goleak. Tests that use this package need nats-server's
+// module in their build list (natsbridge's tests have it) and, the first
+// time, the Go module proxy.
+package natstest
