@@ -86,9 +86,11 @@ func (pr *progress) rate(t time.Time, window time.Duration) float64 {
 
 // recovery returns how long after from the publisher confirmed its first
 // value, and how long until it confirmed values at half the rate it had
-// before (the rate over the 200ms window ending at before).
+// before (the rate over the 200ms window ending at before, against 100ms
+// windows that begin after from).
 func (pr *progress) recovery(before, from time.Time) (first, full time.Duration) {
-	base := pr.rate(before, 200*time.Millisecond)
+	const window = 100 * time.Millisecond
+	base := pr.rate(before, 2*window)
 	pr.mu.Lock()
 	samples := slices.Clone(pr.samples)
 	pr.mu.Unlock()
@@ -107,8 +109,8 @@ func (pr *progress) recovery(before, from time.Time) (first, full time.Duration)
 		if first < 0 && s.confirmed > at {
 			first = s.at.Sub(from)
 		}
-		if full < 0 && pr.rate(s.at, 100*time.Millisecond) >= base/2 {
-			full = s.at.Sub(from)
+		if full < 0 && !s.at.Add(-window).Before(from) && pr.rate(s.at, window) >= base/2 {
+			full = s.at.Add(-window).Sub(from)
 		}
 	}
 	return first, full
@@ -152,45 +154,75 @@ func (r *reader) longestStall(from time.Time) time.Duration {
 }
 
 // streamOrder returns the IDs the stream holds, in stream order, read by a
-// consumer of the test's own.
+// consumer of the test's own. Every request is tried again until it
+// works, within a failsafe minute: the cluster may have restarted a node a
+// moment ago, its JetStream not yet up, or place the consumer on a node
+// killed a moment ago.
 func streamOrder(t testing.TB, js jetstream.JetStream, stream string) []int {
 	t.Helper()
 	ctx := testCtx(t)
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := s.CachedInfo().State.Msgs
-	// Created again until it works: the cluster may place it on a node
-	// killed a moment ago.
-	var c jetstream.Consumer
-	for c == nil {
-		short, cancel := context.WithTimeout(ctx, 2*time.Second)
-		c, err = s.OrderedConsumer(short, jetstream.OrderedConsumerConfig{})
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			t.Fatal(err)
-		}
-	}
-	codec := natsbridge.JSON[Order]()
 	var out []int
-	for uint64(len(out)) < n {
-		batch, err := c.Fetch(int(min(n-uint64(len(out)), 1000)), jetstream.FetchMaxWait(10*time.Second))
-		if err != nil {
-			t.Fatalf("fetch after %d: %v", len(out), err)
+	codec := natsbridge.JSON[Order]()
+	next, last := uint64(1), uint64(0)
+	var failure error
+	for ctx.Err() == nil {
+		if failure != nil {
+			time.Sleep(50 * time.Millisecond) // the cluster settling, not a synchronisation
 		}
-		for m := range batch.Messages() {
-			o, err := codec.Unmarshal(m.Data())
+		short, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var done bool
+		done, next, failure = readStream(short, js, stream, next, &last, func(data []byte) {
+			o, err := codec.Unmarshal(data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, o.ID)
-		}
-		if err := batch.Error(); err != nil {
-			t.Fatal(err)
+		})
+		cancel()
+		if done {
+			return out
 		}
 	}
-	return out
+	t.Fatalf("reading stream %q: %v", stream, failure)
+	return nil
+}
+
+// readStream reads stream from sequence next up to its last sequence
+// (found at the first call, kept in *last) and reports whether it got
+// there, and the next sequence to read.
+func readStream(ctx context.Context, js jetstream.JetStream, stream string, next uint64, last *uint64, each func([]byte)) (bool, uint64, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false, next, err
+	}
+	if *last == 0 {
+		*last = s.CachedInfo().State.LastSeq
+	}
+	if next > *last {
+		return true, next, nil
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next})
+	if err != nil {
+		return false, next, err
+	}
+	for next <= *last {
+		batch, err := c.Fetch(int(min(*last-next+1, 1000)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return false, next, err
+		}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return false, next, err
+			}
+			each(m.Data())
+			next = md.Sequence.Stream + 1
+		}
+		if err := batch.Error(); err != nil {
+			return false, next, err
+		}
+	}
+	return true, next, nil
 }
 
 // TestClusterLeaderKilled publishes 20 000 values to a stream replicated on

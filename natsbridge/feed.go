@@ -87,6 +87,9 @@ type feed[T any] struct {
 	pos  atomic.Uint64
 
 	done chan struct{} // closed when the goroutine has exited
+	// quiet is closed once the goroutine hands nothing more to out.
+	quiet     chan struct{}
+	quietOnce sync.Once
 
 	errMu sync.Mutex // guards err
 	err   error      // why the feed ended on its own
@@ -116,6 +119,7 @@ func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 		cleanup:       cleanup,
 		cancelCleanup: cancelCleanup,
 		done:          make(chan struct{}),
+		quiet:         make(chan struct{}),
 		log:           l,
 		logGap:        newLimitedLog(l),
 		logPoison:     newLimitedLog(l),
@@ -198,8 +202,12 @@ func (f *feed[T]) run() {
 		it, cons := f.it, f.cons
 		f.mu.Unlock()
 		err := f.consume(it, cons)
+		stopping := f.ctx.Err() != nil || errors.Is(err, errDestClosed)
+		if stopping {
+			f.silence() // before the deletion, which may take a while
+		}
 		f.closeConsumer()
-		if f.ctx.Err() != nil || errors.Is(err, errDestClosed) {
+		if stopping {
 			break
 		}
 		f.logRestart.warn("natsbridge: consumer lost, resuming", slog.Uint64("seq", f.next.Load()), errAttr(err))
@@ -212,6 +220,7 @@ func (f *feed[T]) run() {
 		f.restarts.Add(1)
 		f.t.restarts.Add(1)
 	}
+	f.silence()
 	if join != nil {
 		// Reading has ended: stop watching the destination before end
 		// shuts it down, so that its Shutdown, which delivers what is
@@ -230,6 +239,9 @@ func (f *feed[T]) run() {
 		}
 	}
 }
+
+// silence records that the goroutine hands nothing more to out.
+func (f *feed[T]) silence() { f.quietOnce.Do(func() { close(f.quiet) }) }
 
 // watchDest starts a goroutine that stops the feed once stopOn is closed,
 // so that a feed idle in a read notices at once. It returns the function

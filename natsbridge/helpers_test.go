@@ -134,6 +134,12 @@ func publishAll(t testing.TB, topic *natsbridge.Topic[Order], first, last int) n
 // watch registers a watcher of topic, stopped when the test ends.
 func watch(t testing.TB, topic *natsbridge.Topic[Order], o natsbridge.WatchOptions, prefix ...Order) *natsbridge.Watcher[Order] {
 	t.Helper()
+	return watchTopic(t, topic, o, prefix...)
+}
+
+// watchTopic is watch for a topic of any type.
+func watchTopic[T any](t testing.TB, topic *natsbridge.Topic[T], o natsbridge.WatchOptions, prefix ...T) *natsbridge.Watcher[T] {
+	t.Helper()
 	w, err := topic.Watch(testCtx(t), o, prefix...)
 	if err != nil {
 		t.Fatal(err)

@@ -427,6 +427,21 @@ func (l *link) expire(now time.Time) {
 	}
 }
 
+// reconnected: the connection was lost and made again, maybe to a server
+// that restarted (and forgot its batches) or to another node. Messages in
+// flight then may be lost, and so may answers: ask where the batch stands
+// at once, rather than wait for the ack timeout.
+func (l *link) reconnected(now time.Time) {
+	switch l.phase {
+	case phaseStarting:
+		l.reset() // its first value may be lost: start again
+	case phaseOpen, phaseEnding, phasePinging:
+		if l.sent > 0 {
+			l.ping(now)
+		}
+	}
+}
+
 // abandon settles every value held as unconfirmed: a Shutdown gave up, or
 // the connection closed.
 func (l *link) abandon() {

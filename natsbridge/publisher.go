@@ -42,6 +42,7 @@ type Publisher[T any] struct {
 	wake    chan struct{} // the loop has something new to look at
 	done    chan struct{} // closed when the loop has exited
 	sub     *nats.Subscription
+	status  chan nats.Status // reconnections and the connection's close
 
 	mu      sync.Mutex // guards the fields below it
 	link    *link
@@ -125,6 +126,7 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 	p.link = newLink(cfg.link(inbox, nuid.Next()))
 	l := t.log.With(slog.String("component", "publisher"))
 	p.logInvalid, p.logLost = newLimitedLog(l), newLimitedLog(l)
+	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	sub, err := p.nc.Subscribe(inbox+".>", p.onReply)
 	if err == nil {
 		p.sub = sub

@@ -534,3 +534,43 @@ func TestResendAfterLostConnectionAtOnce(t *testing.T) {
 	}
 	t.Logf("%d sent again", st.Retries)
 }
+
+// bytesCodec sends a []byte as it is, so that a test controls the size of
+// an encoding exactly.
+type bytesCodec struct{}
+
+func (bytesCodec) Marshal(v []byte) ([]byte, error)      { return v, nil }
+func (bytesCodec) Unmarshal(data []byte) ([]byte, error) { return data, nil }
+
+// TestPublishLargestValue: the largest value a publisher accepts is the
+// server's max payload less the headers every message carries, 94 bytes
+// and the stream's name, as the package doc states; it is stored whole.
+// One byte more is ErrTooLarge, refused before sending, with the limit in
+// the error.
+func TestPublishLargestValue(t *testing.T) {
+	const maxPayload = 2048
+	s := startServer(t, embedded.Options{MaxPayload: maxPayload})
+	_, js := connect(t, s)
+	topic := newTopicOf(t, js, "large.values", natsbridge.Codec[[]byte](bytesCodec{}), natsbridge.TopicOptions{})
+	limit := maxPayload - 94 - len(topic.Stream())
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	ctx := testCtx(t)
+	if err := p.Publish(ctx, make([]byte, limit)); err != nil {
+		t.Fatalf("Publish(%d bytes) = %v, want nil: the doc says up to %d fit", limit, err, limit)
+	}
+	err := p.Publish(ctx, make([]byte, limit+1))
+	if !errors.Is(err, natsbridge.ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d fit", limit)) {
+		t.Fatalf("Publish(%d bytes) = %v, want ErrTooLarge naming the limit %d", limit+1, err, limit)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Confirmed != 1 || st.Invalid != 1 {
+		t.Fatalf("Stats() = %s, invalid %d; want 1 confirmed, 1 invalid", describe(st), st.Invalid)
+	}
+	w := watchTopic(t, topic, natsbridge.WatchOptions{From: 1})
+	v, err := w.Next(ctx)
+	if err != nil || len(v) != limit {
+		t.Fatalf("stored value: %d bytes, %v; want %d bytes", len(v), err, limit)
+	}
+}

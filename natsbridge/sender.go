@@ -189,6 +189,7 @@ func (p *Publisher[T]) release(n int, failures []failure) {
 // value is settled (or a Shutdown gave up on them).
 func (p *Publisher[T]) run() {
 	defer close(p.done)
+	defer p.nc.RemoveStatusListener(p.status)
 	if p.sub != nil {
 		defer func() { _ = p.sub.Unsubscribe() }()
 	}
@@ -207,6 +208,12 @@ func (p *Publisher[T]) run() {
 		select {
 		case <-p.wake:
 		case <-timer.C:
+		case st := <-p.status:
+			if st == nats.CONNECTED { // again, after a loss: CLOSED is seen by step
+				p.mu.Lock()
+				p.link.reconnected(time.Now())
+				p.mu.Unlock()
+			}
 		}
 	}
 }

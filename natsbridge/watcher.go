@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -290,7 +291,6 @@ func (w *Watcher[T]) Stop() { _ = w.stop(context.Background()) }
 func (w *Watcher[T]) stop(ctx context.Context) error {
 	w.stopOnce.Do(func() {
 		w.f.stop()
-		w.w.Stop()
 		w.evMu.Lock()
 		w.stopped = true
 		cancel := w.evCancel
@@ -299,7 +299,7 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 			cancel()
 		}
 	})
-	err := w.f.halt(ctx)
+	<-w.f.quiet // the feed hands out nothing more (it stopped reading)
 	// No pump starts once stopped is set, so evDone is final.
 	w.evMu.Lock()
 	evDone := w.evDone
@@ -307,10 +307,32 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 	if evDone != nil {
 		<-evDone
 	}
-	// Nothing is delivered to a stopped watcher, so this returns at once.
-	_ = w.b.Shutdown(context.Background())
+	w.closeQueue()
+	err := w.f.halt(ctx) // the deletion of the consumer
 	w.t.forget(w)
 	return err
+}
+
+// closeQueue shuts the private broadcaster down without waiting for the
+// reader: the values the feed handed it that fit in the watcher's queue
+// are placed there (and stay readable), and those that do not are counted
+// in Dropped, with a log line. The feed has stopped.
+func (w *Watcher[T]) closeQueue() {
+	before := w.w.Dropped()
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = w.b.Shutdown(now) // ErrClosed again on a later call: nothing to report
+	if cut := w.w.Dropped() - before; cut > 0 {
+		w.f.log.Warn("natsbridge: values read from the stream but not queued when the watcher stopped (a watcher resumed from Seq()+1 reads them)",
+			slog.Uint64("values", cut), slog.Uint64("seq", w.Seq()))
+	}
+}
+
+// isStopped reports whether Stop has been called.
+func (w *Watcher[T]) isStopped() bool {
+	w.evMu.Lock()
+	defer w.evMu.Unlock()
+	return w.stopped
 }
 
 // Flush returns once every value the stream held when Flush was called is
@@ -320,13 +342,24 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 // while Flush waits (a purge, MaxAge): Flush looks at the stream again
 // every TopicOptions.Heartbeat while it waits. Under Block it waits
 // for the reader to make room. It returns ctx.Err() if ctx ends first, and
-// ErrClosed (or Err) if the watcher ended first. It panics on a nil ctx.
+// ErrClosed (or Err) if the watcher was stopped, or ended, before Flush
+// returned. It panics on a nil ctx.
 func (w *Watcher[T]) Flush(ctx context.Context) error {
 	mustContext(ctx)
 	if err := w.f.catchUp(ctx); err != nil {
 		return err
 	}
-	return w.b.Flush(ctx)
+	if err := w.b.Flush(ctx); err != nil {
+		if w.isStopped() || w.f.failure() != nil {
+			return w.f.endErr()
+		}
+		return err
+	}
+	if w.isStopped() || w.f.failure() != nil {
+		// What Flush waited for may never have been queued.
+		return w.f.endErr()
+	}
+	return nil
 }
 
 // Start returns the stream sequence of the first value the watcher is
@@ -345,8 +378,10 @@ func (w *Watcher[T]) Seq() uint64 { return w.seq.Load() }
 // the stream, when Flush is called.
 func (w *Watcher[T]) Gaps() uint64 { return w.f.gaps.Load() }
 
-// Dropped returns how many values the watcher's policy dropped from its
-// queue (DropNewest, DropOldest), as broadcast.Watcher.Dropped.
+// Dropped returns how many values owed to the watcher were dropped: by its
+// policy (DropNewest, DropOldest), as broadcast.Watcher.Dropped, or read
+// from the stream but not yet in its queue when Stop came (those are
+// logged; a watcher resumed from Seq()+1 reads them).
 func (w *Watcher[T]) Dropped() uint64 { return w.w.Dropped() }
 
 // Delivered returns how many values were placed in the watcher's queue (a

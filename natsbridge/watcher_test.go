@@ -726,3 +726,38 @@ func TestIdleCheckWaitsForAMessageOnItsWay(t *testing.T) {
 		t.Errorf("Restarts = %d with nothing lost; log:\n%s", r, log.String())
 	}
 }
+
+// TestFlushEndsWithTheWatcher: a Flush waiting for a full Block watcher
+// returns ErrClosed when the watcher is stopped, or its topic shut down,
+// while it waits: the values it waited for were never queued, so it must
+// not report success.
+func TestFlushEndsWithTheWatcher(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(*natsbridge.Topic[Order], *natsbridge.Watcher[Order])
+	}{
+		{"Stop", func(_ *natsbridge.Topic[Order], w *natsbridge.Watcher[Order]) { w.Stop() }},
+		{"topic Shutdown", func(topic *natsbridge.Topic[Order], _ *natsbridge.Watcher[Order]) {
+			_ = topic.Shutdown(context.Background())
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, embedded.Options{})
+			_, js := connect(t, s)
+			topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+			w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1, From: 1})
+			publishAll(t, topic, 1, 10)
+			take(t, w, 3)
+			flushed := make(chan error, 1)
+			go func() { flushed <- w.Flush(testCtx(t)) }()
+			eventually(t, "Flush waits", func() bool {
+				return parkedIn(").waitPos(", "natsbridge.(*Watcher") || parkedIn(").waitFlushed(", "natsbridge.(*Watcher")
+			})
+			tc.end(topic, w)
+			if err := <-flushed; !errors.Is(err, natsbridge.ErrClosed) {
+				t.Fatalf("Flush when the watcher ended while it waited = %v, want ErrClosed", err)
+			}
+		})
+	}
+}

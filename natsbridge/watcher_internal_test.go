@@ -1,0 +1,90 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// TestStopCountsValuesNotQueued: a Block watcher stopped while the values
+// its feed read sit in its private broadcaster, not yet in its queue,
+// counts them in Dropped: after Stop, what was read, dropped or counted as
+// a gap is every value the feed took from the stream.
+func TestStopCountsValuesNotQueued(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Shutdown(ctx)
+	p := topic.Publisher(PublisherOptions{})
+	for i := range 500 {
+		if err := p.Publish(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(ctx, WatchOptions{QueueLength: 4, Full: broadcast.Block, From: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The feed fills the queue and the broadcaster's incoming queue, then
+	// waits for room.
+	for w.f.pos.Load() < 4+broadcast.DefaultIncomingQueueLength {
+		if ctx.Err() != nil {
+			t.Fatal("the feed did not fill the queues")
+		}
+		time.Sleep(time.Millisecond) // polling the feed's position
+	}
+	read := 0
+	for range 2 {
+		if _, err := w.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		read++
+	}
+	w.Stop()
+	for {
+		_, err := w.Next(ctx)
+		if errors.Is(err, ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		read++
+	}
+	taken := w.f.pos.Load() - w.Start() + 1
+	if got := uint64(read) + w.Dropped() + w.Gaps(); got != taken {
+		t.Fatalf("read %d + dropped %d + gaps %d = %d, want the %d values the feed took", read, w.Dropped(), w.Gaps(), got, taken)
+	}
+	if w.Dropped() == 0 {
+		t.Fatal("Dropped() = 0: nothing was waiting outside the queue, the test proves nothing")
+	}
+}
