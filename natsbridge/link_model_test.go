@@ -33,12 +33,12 @@ import (
 type model struct {
 	t        *testing.T
 	interval uint64
-	stored   []string            // message ids, in stream order
-	held     map[string]bool     // message ids the stream holds
-	batches  map[string]*mbatch  // open batches
-	wire     []send              // sent, not yet taken by the server (one connection: in order)
-	replies  []reply             // answers on their way back
-	values   map[*entry]string   // each value's message id
+	stored   []string           // message ids, in stream order
+	held     map[string]bool    // message ids the stream holds
+	batches  map[string]*mbatch // open batches
+	wire     []send             // sent, not yet taken by the server (one connection: in order)
+	replies  []reply            // answers on their way back
+	values   map[*entry]string  // each value's message id
 	noLeader bool
 }
 
