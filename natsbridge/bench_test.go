@@ -11,19 +11,25 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
+	"github.com/heraldgo/herald/natsbridge/natstest"
 )
 
-// The benchmarks run against a real server in the process, reached over
-// loopback TCP, storing in a temporary directory (file storage, the
-// default): the engine in these numbers is the one users run. Each
-// sub-benchmark has a stream of its own, deleted when it ends.
+// The benchmarks run against real servers reached over loopback TCP, storing
+// in temporary directories (file storage, the default): one server in the
+// process (server=single), and a cluster of three nats-server processes
+// with every stream replicated three times (server=cluster). The engine in
+// these numbers is the one users run. Each sub-benchmark has a stream of
+// its own, deleted when it ends; sub-benchmarks alternate within a run, so
+// compare them with benchstat in one table:
 //
-//	go test -run '^$' -bench Publish -benchtime 100000x -count 6 . > pub.txt
-//	benchstat -row /storage -col /impl pub.txt
+//	go test -run '^$' -bench 'Publish|Read' -benchtime 100000x -count 10 . > pr.txt
+//	benchstat -row /server -col /impl pr.txt
+//	go test -run '^$' -bench Failover -benchtime 1x -count 5 . > fo.txt
 //	go test -run '^$' -bench EndToEnd -benchtime 20000x -count 6 . > e2e.txt
 //	go test -run '^$' -bench Latency -benchtime 5000x -count 6 . > lat.txt
 //	benchstat -row /watchers -col /via e2e.txt lat.txt
@@ -35,107 +41,229 @@ import (
 
 var benchTopics atomic.Int64
 
-// benchEnv is a server and a TCP connection shared by one benchmark's
-// sub-benchmarks.
+// benchEnv is a server (or cluster) and a TCP connection to it, shared by
+// one benchmark's sub-benchmarks.
 type benchEnv struct {
-	srv *embedded.Server
-	js  jetstream.JetStream
+	js       jetstream.JetStream
+	replicas int
+	cluster  *natstest.Cluster // nil for one server
 }
 
 func newBenchEnv(b *testing.B) benchEnv {
 	s := startServer(b, embedded.Options{Listen: "127.0.0.1:0"})
 	_, js := dial(b, s.URL())
-	return benchEnv{srv: s, js: js}
+	return benchEnv{js: js, replicas: 1}
+}
+
+// benchEnvs returns one server in the process, and a cluster of three
+// processes with Replicas: 3.
+func benchEnvs(b *testing.B) map[string]benchEnv {
+	c := natstest.StartCluster(b, 3, natstest.Options{})
+	_, js := dial(b, c.URL())
+	return map[string]benchEnv{
+		"single":  newBenchEnv(b),
+		"cluster": {js: js, replicas: 3, cluster: c},
+	}
 }
 
 // benchTopic returns a fresh topic on a file-backed stream, deleted when b
 // ends.
-func benchTopic[T any](b *testing.B, js jetstream.JetStream) *natsbridge.Topic[T] {
-	return benchTopicStored[T](b, js, jetstream.FileStorage)
-}
-
-func benchTopicStored[T any](b *testing.B, js jetstream.JetStream, storage jetstream.StorageType) *natsbridge.Topic[T] {
+func benchTopic[T any](b *testing.B, env benchEnv) *natsbridge.Topic[T] {
 	name := "bench" + strconv.FormatInt(benchTopics.Add(1), 10)
-	t := newTopicOf(b, js, name, natsbridge.JSON[T](), natsbridge.TopicOptions{Storage: storage})
-	b.Cleanup(func() { _ = js.DeleteStream(context.Background(), t.Stream()) })
+	t := newTopicOf(b, env.js, name, natsbridge.JSON[T](), natsbridge.TopicOptions{Replicas: env.replicas})
+	b.Cleanup(func() { _ = env.js.DeleteStream(context.Background(), t.Stream()) })
 	return t
 }
 
 // BenchmarkPublish publishes small values and waits for every ack:
 // natsbridge's Publisher against a bare jetstream PublishAsync loop with the
-// same codec, with and without message ids (the Publisher sets one on every
-// value, for retries; the stream's deduplication costs the server a
-// little), on a file-backed stream (the default) and on a memory one (where
-// the engine is faster, so the client's own costs weigh more).
+// same codec and a message id on every value (as the Publisher sets, for
+// retries; the stream's deduplication costs the server a little). The
+// Publisher keeps each publisher's values in order across failures (fast
+// batches); the bare loop does not.
 func BenchmarkPublish(b *testing.B) {
-	env := newBenchEnv(b)
-	for _, storage := range []jetstream.StorageType{jetstream.FileStorage, jetstream.MemoryStorage} {
-		b.Run("storage="+storage.String(), func(b *testing.B) { benchPublish(b, env, storage) })
+	envs := benchEnvs(b)
+	for _, server := range []string{"single", "cluster"} {
+		env := envs[server]
+		b.Run("server="+server+"/impl=natsbridge", func(b *testing.B) { benchPublish(b, env) })
+		b.Run("server="+server+"/impl=jetstream-msgid", func(b *testing.B) { benchBarePublish(b, env) })
 	}
 }
 
-func benchPublish(b *testing.B, env benchEnv, storage jetstream.StorageType) {
+func benchPublish(b *testing.B, env benchEnv) {
 	ctx := context.Background()
-	codec := natsbridge.JSON[Order]()
-
-	b.Run("impl=natsbridge", func(b *testing.B) {
-		topic := benchTopicStored[Order](b, env.js, storage)
-		p := topic.Publisher(natsbridge.PublisherOptions{})
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if err := p.Publish(ctx, Order{ID: i, Item: "book"}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := p.Shutdown(ctx); err != nil {
+	topic := benchTopic[Order](b, env)
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := p.Publish(ctx, Order{ID: i, Item: "book"}); err != nil {
 			b.Fatal(err)
 		}
-		b.StopTimer()
-		if st := p.Stats(); st.Confirmed != uint64(b.N) {
-			b.Fatalf("%s", describe(st))
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
-	})
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if st := p.Stats(); st.Confirmed != uint64(b.N) {
+		b.Fatalf("%s", describe(st))
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
 
-	// The bare loop lets PublishAsync wait as long as it takes when its
-	// own limit of acks in flight (4000) is reached: with the default
-	// stall wait (200ms) a loaded machine makes it fail.
+// benchBarePublish is the bare loop. It lets PublishAsync wait as long as
+// it takes when its own limit of acks in flight (4000) is reached: with the
+// default stall wait (200ms) a loaded machine makes it fail.
+func benchBarePublish(b *testing.B, env benchEnv) {
+	ctx := context.Background()
+	codec := natsbridge.JSON[Order]()
+	topic := benchTopic[Order](b, env)
+	subject, prefix := topic.Name(), nuid.Next()+"-"
 	stall := jetstream.WithStallWait(time.Minute)
-	bare := func(withID bool) func(b *testing.B) {
-		return func(b *testing.B) {
-			topic := benchTopicStored[Order](b, env.js, storage)
-			subject := topic.Name()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				data, err := codec.Marshal(Order{ID: i, Item: "book"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if withID {
-					_, err = env.js.PublishAsync(subject, data, stall, jetstream.WithMsgID(strconv.Itoa(i)))
-				} else {
-					_, err = env.js.PublishAsync(subject, data, stall)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			<-env.js.PublishAsyncComplete()
-			b.StopTimer()
-			info, err := env.js.Stream(ctx, topic.Stream())
-			if err != nil {
-				b.Fatal(err)
-			}
-			if got := info.CachedInfo().State.Msgs; got != uint64(b.N) {
-				b.Fatalf("stream holds %d values, want %d", got, b.N)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		data, err := codec.Marshal(Order{ID: i, Item: "book"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := env.js.PublishAsync(subject, data, stall, jetstream.WithMsgID(prefix+strconv.Itoa(i))); err != nil {
+			b.Fatal(err)
 		}
 	}
-	b.Run("impl=jetstream", bare(false))
-	b.Run("impl=jetstream-msgid", bare(true))
+	<-env.js.PublishAsyncComplete()
+	b.StopTimer()
+	info, err := env.js.Stream(ctx, topic.Stream())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got := info.CachedInfo().State.Msgs; got != uint64(b.N) {
+		b.Fatalf("stream holds %d values, want %d", got, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
+
+// BenchmarkRead reads b.N values stored before the timer starts: a Block
+// watcher from the first sequence (Watch, All) against a bare jetstream
+// ordered consumer that decodes with the same codec.
+func BenchmarkRead(b *testing.B) {
+	envs := benchEnvs(b)
+	for _, server := range []string{"single", "cluster"} {
+		env := envs[server]
+		b.Run("server="+server+"/impl=natsbridge", func(b *testing.B) { benchRead(b, env, false) })
+		b.Run("server="+server+"/impl=jetstream-ordered", func(b *testing.B) { benchRead(b, env, true) })
+	}
+}
+
+func benchRead(b *testing.B, env benchEnv, bare bool) {
+	ctx := context.Background()
+	topic := benchTopic[Order](b, env)
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	for i := range b.N {
+		if err := p.Publish(ctx, Order{ID: i, Item: "book"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if bare {
+		bareRead(b, env, topic.Stream())
+	} else {
+		w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(w.Stop)
+		next := 0
+		for o := range w.All() {
+			if o.ID != next {
+				b.Fatalf("value %d when %d was due", o.ID, next)
+			}
+			if next++; next == b.N {
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
+
+func bareRead(b *testing.B, env benchEnv, stream string) {
+	ctx := context.Background()
+	codec := natsbridge.JSON[Order]()
+	s, err := env.js.Stream(ctx, stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := c.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Stop()
+	for i := range b.N {
+		m, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := codec.Unmarshal(m.Data())
+		if err != nil || o.ID != i {
+			b.Fatalf("value %d (%v) when %d was due", o.ID, err, i)
+		}
+	}
+}
+
+// BenchmarkFailover publishes without pause to a stream replicated on three
+// nats-server processes and kills its leader (SIGKILL) once the publisher
+// is at full speed: elect-ms is how long the cluster took to elect a new
+// leader, resume-ms how long after the election the publisher confirmed
+// values again, full-ms how long after the election it confirmed them at
+// least at 80% of its rate before the kill (both over 100ms windows), and
+// values/s that rate. One op is one kill; run it with -benchtime 1x.
+func BenchmarkFailover(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		c := natstest.StartCluster(b, 3, natstest.Options{})
+		_, js := dial(b, c.URL())
+		_, admin := dial(b, c.URL())
+		env := benchEnv{js: js, replicas: 3, cluster: c}
+		topic := benchTopic[Order](b, env)
+		p := topic.Publisher(natsbridge.PublisherOptions{})
+		pr := watchProgress(p)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ctx.Err() == nil; i++ {
+				_ = p.Publish(ctx, Order{ID: i, Item: "book"})
+			}
+		}()
+		time.Sleep(2 * time.Second) // at full speed for a while: the load itself, not a synchronisation
+		b.StartTimer()
+		old := c.StreamLeader(admin, topic.Stream())
+		killed := time.Now()
+		old.Kill()
+		c.WaitStreamLeader(admin, topic.Stream(), old)
+		elected := time.Now()
+		b.StopTimer()
+		time.Sleep(3 * time.Second) // the recovery to measure
+		cancel()
+		<-done
+		_ = p.Shutdown(context.Background())
+		pr.end()
+		resume, full := pr.recoveryTo(killed, elected, 0.8)
+		base := pr.rate(killed, 500*time.Millisecond)
+		b.ReportMetric(float64(elected.Sub(killed).Milliseconds()), "elect-ms")
+		b.ReportMetric(float64(resume.Milliseconds()), "resume-ms")
+		b.ReportMetric(float64(full.Milliseconds()), "full-ms")
+		b.ReportMetric(base, "values/s")
+	}
 }
 
 // stamped is a value that carries when it was published.
@@ -251,7 +379,7 @@ func readers(b *testing.B, topic *natsbridge.Topic[stamped], mode string, n int)
 
 func endToEnd(b *testing.B, env benchEnv, mode string, n int) {
 	ctx := context.Background()
-	topic := benchTopic[stamped](b, env.js)
+	topic := benchTopic[stamped](b, env)
 	samplers, done := readers(b, topic, mode, n)
 	p := topic.Publisher(natsbridge.PublisherOptions{})
 	b.ReportAllocs()
@@ -272,7 +400,7 @@ func endToEnd(b *testing.B, env benchEnv, mode string, n int) {
 
 func bareEndToEnd(b *testing.B, env benchEnv) {
 	ctx := context.Background()
-	topic := benchTopic[stamped](b, env.js)
+	topic := benchTopic[stamped](b, env)
 	st, err := env.js.Stream(ctx, topic.Stream())
 	if err != nil {
 		b.Fatal(err)
@@ -340,7 +468,7 @@ func BenchmarkLatency(b *testing.B) {
 
 func latency(b *testing.B, env benchEnv, mode string, n int) {
 	ctx := context.Background()
-	topic := benchTopic[stamped](b, env.js)
+	topic := benchTopic[stamped](b, env)
 	var seqs []func(func(stamped) bool)
 	switch mode {
 	case "Watch":

@@ -86,11 +86,18 @@ func (pr *progress) rate(t time.Time, window time.Duration) float64 {
 
 // recovery returns how long after from the publisher confirmed its first
 // value, and how long until it confirmed values at half the rate it had
-// before (the rate over the 200ms window ending at before, against 100ms
-// windows that begin after from).
+// before (see recoveryTo).
 func (pr *progress) recovery(before, from time.Time) (first, full time.Duration) {
+	return pr.recoveryTo(before, from, 0.5)
+}
+
+// recoveryTo returns how long after from the publisher confirmed its first
+// value, and how long until it confirmed values at the share of the rate
+// it had before (the rate over the 500ms window ending at before, against
+// 100ms windows that begin after from).
+func (pr *progress) recoveryTo(before, from time.Time, share float64) (first, full time.Duration) {
 	const window = 100 * time.Millisecond
-	base := pr.rate(before, 2*window)
+	base := pr.rate(before, 5*window)
 	pr.mu.Lock()
 	samples := slices.Clone(pr.samples)
 	pr.mu.Unlock()
@@ -109,7 +116,7 @@ func (pr *progress) recovery(before, from time.Time) (first, full time.Duration)
 		if first < 0 && s.confirmed > at {
 			first = s.at.Sub(from)
 		}
-		if full < 0 && !s.at.Add(-window).Before(from) && pr.rate(s.at, window) >= base/2 {
+		if full < 0 && !s.at.Add(-window).Before(from) && pr.rate(s.at, window) >= base*share {
 			full = s.at.Add(-window).Sub(from)
 		}
 	}

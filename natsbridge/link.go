@@ -113,6 +113,21 @@ func (l *link) accept(e *entry) {
 // pending returns how many accepted values are unsettled.
 func (l *link) pending() int { return l.ring.len() }
 
+// done reports whether a publisher shutting down may stop: every value is
+// settled, and the batch's end (which tells the stream sequence of its last
+// value, PublisherStats.LastSeq) is not awaited, or was awaited for a probe
+// timeout already.
+func (l *link) done() bool {
+	if l.ring.len() > 0 {
+		return false
+	}
+	switch l.phase {
+	case phaseIdle, phaseWaiting, phasePinging:
+		return true
+	}
+	return l.closed
+}
+
 // plan appends to out what to send now, in order, as if sent: the
 // publisher sends it, or reports what it could not with unsend.
 func (l *link) plan(now time.Time, out []send) []send {

@@ -415,17 +415,17 @@ func publishN(t testing.TB, p *natsbridge.Publisher[Order], first, last int) {
 	}
 }
 
-// TestRetriesStoreOnce drops the connection while acks are on their way:
-// values the stream stored but whose ack was lost are sent again under the
-// same message id, and the stream stores each value once.
-func TestRetriesStoreOnce(t *testing.T) {
+// TestReconnectsStoreOnceInOrder drops the connection ten times while
+// values and acks are on their way: each value is stored once, in the
+// order published, whatever was lost and sent again.
+func TestReconnectsStoreOnceInOrder(t *testing.T) {
 	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 	nc, js := dial(t, s.URL())
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
 	p := topic.Publisher(natsbridge.PublisherOptions{})
 	const batch = 200
 	n := 0
-	for round := 0; round < 20 && p.Stats().Retries == 0; round++ {
+	for range 10 {
 		publishN(t, p, n+1, n+batch)
 		n += batch
 		if err := nc.ForceReconnect(); err != nil {
@@ -436,13 +436,11 @@ func TestRetriesStoreOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := p.Stats()
-	if st.Retries == 0 || st.Confirmed != uint64(n) {
-		t.Fatalf("Stats() = %s, retries %d; want retries and all %d confirmed", describe(st), st.Retries, n)
+	if st.Confirmed != uint64(n) {
+		t.Fatalf("Stats() = %s; want all %d confirmed", describe(st), n)
 	}
-	// A value sent again may land after later ones (see the package doc);
-	// each is stored once.
-	if got := sorted(storedIDs(t, js, topic)); !cmp.Equal(got, span(1, n)) {
-		t.Fatalf("stream does not hold 1..%d once each: %s", n, firstDiff(got, span(1, n)))
+	if got := storedIDs(t, js, topic); !cmp.Equal(got, span(1, n)) {
+		t.Fatalf("stream does not hold 1..%d once each, in order: %s", n, firstDiff(got, span(1, n)))
 	}
 	t.Logf("%d values, %d sent again", n, st.Retries)
 }
@@ -573,4 +571,37 @@ func TestPublishLargestValue(t *testing.T) {
 	if err != nil || len(v) != limit {
 		t.Fatalf("stored value: %d bytes, %v; want %d bytes", len(v), err, limit)
 	}
+}
+
+// TestPublisherStatsSnapshot: every snapshot Stats takes while values flow
+// from four goroutines keeps its sum (Published = Confirmed + Failed +
+// Unconfirmed + Pending) and never shows more Pending than the window.
+func TestPublisherStatsSnapshot(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
+	const window = 8
+	p := topic.Publisher(natsbridge.PublisherOptions{Window: window})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() { publishN(t, p, g*1000+1, g*1000+500) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	snapshots := 0
+	for running := true; running; snapshots++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		st := p.Stats()
+		if st.Published != st.Confirmed+st.Failed+st.Unconfirmed+uint64(st.Pending) || st.Pending > window {
+			t.Fatalf("snapshot %d: %s; want the sum to hold and Pending ≤ %d", snapshots, describe(st), window)
+		}
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d snapshots", snapshots)
 }

@@ -236,7 +236,7 @@ func (p *Publisher[T]) step() (next time.Time, exit, check bool) {
 		next = minTime(next, now.Add(25*time.Millisecond))
 	}
 	check, p.link.checkStream = p.link.checkStream, false
-	exit = p.closed && p.link.pending() == 0
+	exit = p.closed && p.link.done()
 	freed, failures := p.takeSettledLocked()
 	lost := p.link.stats.unconfirmed
 	p.mu.Unlock()
