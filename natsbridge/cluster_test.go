@@ -2,6 +2,7 @@ package natsbridge_test
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -125,18 +126,25 @@ func (pr *progress) recoveryTo(before, from time.Time, share float64) (first, fu
 
 // reader reads a watcher to its end, noting when each value came.
 type reader struct {
-	w     *natsbridge.Watcher[Order]
-	mu    sync.Mutex // guards got, times
+	w     *natsbridge.Watcher[Order] // nil for a watcher of a mirror
+	mu    sync.Mutex                 // guards got, times
 	got   []int
 	times []time.Time
 	done  chan struct{}
 }
 
 func startReader(w *natsbridge.Watcher[Order]) *reader {
-	r := &reader{w: w, done: make(chan struct{})}
+	r := readAllOf(w.All())
+	r.w = w
+	return r
+}
+
+// readAllOf reads all to its end in a goroutine of its own.
+func readAllOf(all iter.Seq[Order]) *reader {
+	r := &reader{done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		for o := range w.All() {
+		for o := range all {
 			r.mu.Lock()
 			r.got = append(r.got, o.ID)
 			r.times = append(r.times, time.Now())
@@ -144,6 +152,13 @@ func startReader(w *natsbridge.Watcher[Order]) *reader {
 		}
 	}()
 	return r
+}
+
+// read returns what the reader read so far.
+func (r *reader) read() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
 }
 
 // longestStall returns the longest time between two values the reader
@@ -234,10 +249,14 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, next
 
 // TestClusterLeaderKilled publishes 20 000 values to a stream replicated on
 // three nodes while its leader is killed (SIGKILL) twice, each time
-// restarted once a new leader is elected, with two Block watchers reading.
-// Every value is confirmed and stored once, in the order published; the
-// retries the publisher counts are the sends on the wire after the first;
-// both watchers read exactly the stream, in its order.
+// restarted once a new leader is elected. Every value is confirmed and
+// stored once, in the order published; the retries the publisher counts
+// are the sends on the wire after the first. Meanwhile every kind of reader
+// keeps its promise: two Block watchers and a mirror's Block watcher read
+// exactly the stream, in its order; a DropOldest watcher reads part of it,
+// in order, and counts the rest as dropped; a watcher stopped after the
+// first kill and resumed from Seq()+1 reads, with its successor, exactly
+// the stream.
 func TestClusterLeaderKilled(t *testing.T) {
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	relay := natstest.NewRelay(t, c.URLs()...)
@@ -247,15 +266,28 @@ func TestClusterLeaderKilled(t *testing.T) {
 	topic := clusterTopic(t, pubJS, "cluster.orders")
 	subTopic := clusterTopic(t, subJS, "cluster.orders")
 	ctx := testCtx(t)
-
-	var readers []*reader
-	for _, q := range []int{16, 1000} {
-		w, err := subTopic.Watch(ctx, natsbridge.WatchOptions{QueueLength: q, Full: broadcast.Block})
+	watch := func(o natsbridge.WatchOptions) *reader {
+		w, err := subTopic.Watch(ctx, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		readers = append(readers, startReader(w))
+		return startReader(w)
 	}
+	exact := map[string]*reader{
+		"Block, queue 16":   watch(natsbridge.WatchOptions{QueueLength: 16, Full: broadcast.Block}),
+		"Block, queue 1000": watch(natsbridge.WatchOptions{QueueLength: 1000, Full: broadcast.Block}),
+	}
+	dropping := watch(natsbridge.WatchOptions{QueueLength: 64, Full: broadcast.DropOldest})
+	resumed := watch(natsbridge.WatchOptions{Full: broadcast.Block})
+	m, err := subTopic.Mirror(ctx, broadcast.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := m.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact["mirror's Block watcher"] = readAllOf(local.All())
 
 	const n = 20000
 	p := topic.Publisher(natsbridge.PublisherOptions{})
@@ -271,6 +303,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 		published <- p.Shutdown(ctx)
 	}()
 
+	var first *reader // the resumed watcher before its Stop
 	for k, at := range []uint64{n / 3, 2 * n / 3} {
 		eventually(t, "the publisher is far enough", func() bool { return p.Stats().Confirmed >= at })
 		old := c.StreamLeader(adminJS, topic.Stream())
@@ -279,9 +312,15 @@ func TestClusterLeaderKilled(t *testing.T) {
 		leader := c.WaitStreamLeader(adminJS, topic.Stream(), old)
 		elected := time.Now()
 		old.Restart()
-		first, full := pr.recovery(killed, elected)
-		t.Logf("kill %d: leader %s killed, %s elected after %v; publisher confirming again %v after the election, at half its former rate after %v",
-			k+1, old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), first.Round(time.Millisecond), full.Round(time.Millisecond))
+		resume, full := pr.recovery(killed, elected)
+		t.Logf("fault: kill %d: leader %s killed, %s elected after %v; publisher confirming again %v after the election, at half its former rate after %v",
+			k+1, old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), resume.Round(time.Millisecond), full.Round(time.Millisecond))
+		if k == 0 {
+			first = resumed
+			first.w.Stop()
+			<-first.done
+			resumed = watch(natsbridge.WatchOptions{Full: broadcast.Block, From: first.w.Seq() + 1})
+		}
 	}
 	if err := <-published; err != nil {
 		t.Fatalf("publisher: %v (%s)", err, describe(p.Stats()))
@@ -296,17 +335,30 @@ func TestClusterLeaderKilled(t *testing.T) {
 	if diff := cmp.Diff(span(1, n), stored); diff != "" {
 		t.Fatalf("the stream does not hold 1..%d once each, in order (-want +got):\n%s", n, diff)
 	}
-	for i, r := range readers {
-		eventually(t, "the watcher read the whole stream", func() bool { return r.w.Seq() >= uint64(n) })
+	for _, r := range []*reader{exact["Block, queue 16"], exact["Block, queue 1000"], dropping, resumed} {
+		eventually(t, "the watcher read the whole stream", func() bool { return r.w.Seq() >= n })
 		r.w.Stop()
 		<-r.done
+	}
+	eventually(t, "the mirror read the whole stream", func() bool { return len(exact["mirror's Block watcher"].read()) == n })
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-exact["mirror's Block watcher"].done
+	for name, r := range exact {
 		if diff := cmp.Diff(stored, r.got); diff != "" {
-			t.Errorf("watcher %d did not read the stream in its order (-stream +read):\n%s", i, diff)
+			t.Errorf("%s did not read the stream in its order (-stream +read):\n%s", name, diff)
 		}
-		if r.w.Gaps() != 0 || r.w.Dropped() != 0 {
-			t.Errorf("watcher %d: Gaps %d, Dropped %d; want 0, 0", i, r.w.Gaps(), r.w.Dropped())
+		if r.w != nil && (r.w.Gaps() != 0 || r.w.Dropped() != 0) {
+			t.Errorf("%s: Gaps %d, Dropped %d; want 0, 0", name, r.w.Gaps(), r.w.Dropped())
 		}
-		t.Logf("watcher %d (queue %d): %d consumer restarts, longest stall %v", i, []int{16, 1000}[i], r.w.Restarts(), r.longestStall(time.Time{}).Round(time.Millisecond))
+		t.Logf("fault: %s: longest stall %v", name, r.longestStall(time.Time{}).Round(time.Millisecond))
+	}
+	if got := dropping.got; !slices.IsSorted(got) || uint64(len(got))+dropping.w.Dropped() != n {
+		t.Errorf("the DropOldest watcher read %d values (in order: %v) and dropped %d; want them to add up to %d", len(got), slices.IsSorted(got), dropping.w.Dropped(), n)
+	}
+	if diff := cmp.Diff(stored, append(slices.Clone(first.got), resumed.got...)); diff != "" {
+		t.Errorf("a watcher resumed from Seq()+1 did not read, with its predecessor, the stream (-stream +read):\n%s", diff)
 	}
 	t.Logf("publisher: %d values, %d sent again", n, st.Retries)
 }
@@ -329,6 +381,12 @@ func TestClusterQuorumLost(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	ctx := testCtx(t)
+	_, subJS := dial(t, c.URL())
+	w, err := clusterTopic(t, subJS, "quorum.orders").Watch(ctx, natsbridge.WatchOptions{Full: broadcast.Block})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startReader(w)
 
 	const n = 10000
 	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second})
@@ -368,7 +426,7 @@ func TestClusterQuorumLost(t *testing.T) {
 	now := c.WaitStreamLeader(adminJS, topic.Stream(), nil)
 	elected := time.Now()
 	first, full := pr.recovery(lost, elected)
-	t.Logf("quorum lost for %v (accepted meanwhile: %d values, %d pending); %s elected %v after the restarts; publisher confirming again %v after the election, at half its former rate after %v",
+	t.Logf("fault: quorum lost for %v (accepted meanwhile: %d values, %d pending); %s elected %v after the restarts; publisher confirming again %v after the election, at half its former rate after %v",
 		back.Sub(lost).Round(time.Millisecond), count.Load(), stalled.Pending, now.Name(), elected.Sub(back).Round(time.Millisecond), first.Round(time.Millisecond), full.Round(time.Millisecond))
 
 	if err := <-published; err != nil {
@@ -380,9 +438,17 @@ func TestClusterQuorumLost(t *testing.T) {
 		t.Fatalf("publisher Stats(): %s; want all %d confirmed", describe(st), n)
 	}
 	checkWire(t, relay.Published(topic.Name()), st)
-	if diff := cmp.Diff(span(1, n), streamOrder(t, adminJS, topic.Stream())); diff != "" {
+	stored := streamOrder(t, adminJS, topic.Stream())
+	if diff := cmp.Diff(span(1, n), stored); diff != "" {
 		t.Fatalf("the stream does not hold 1..%d once each, in order (-want +got):\n%s", n, diff)
 	}
+	eventually(t, "the watcher read the whole stream", func() bool { return w.Seq() >= n })
+	w.Stop()
+	<-r.done
+	if diff := cmp.Diff(stored, r.got); diff != "" {
+		t.Errorf("the Block watcher did not read the stream in its order (-stream +read):\n%s", diff)
+	}
+	t.Logf("fault: quorum: Block watcher: longest stall %v", r.longestStall(time.Time{}).Round(time.Millisecond))
 	t.Logf("publisher: %d values, %d sent again", n, st.Retries)
 }
 
