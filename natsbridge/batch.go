@@ -27,10 +27,11 @@ import (
 // Operations of a batch message, as the server reads them from its reply
 // subject.
 const (
-	opStart  = 0 // the first message of a batch
-	opAppend = 1 // a message after it
-	opCommit = 3 // end the batch, without a message of its own
-	opPing   = 4 // ask where the batch stands, without a message
+	opStart       = 0 // the first message of a batch
+	opAppend      = 1 // a message after it
+	opCommitValue = 2 // the last message: a batch of one value is acked as a plain publish
+	opCommit      = 3 // end the batch, without a message of its own
+	opPing        = 4 // ask where the batch stands, without a message
 )
 
 // Error codes of the server that the publisher branches on.

@@ -116,7 +116,8 @@
 // each went on the wire (nothing is sent again behind the publisher's
 // back). The stream acks a batch every few hundred values and when it
 // ends; a publisher ends its batch whenever it has nothing more to send
-// for a moment (5ms), and in Shutdown.
+// for a moment (5ms), and in Shutdown. A value with none behind it goes
+// alone, as a batch of one that the stream acks at once.
 //
 // # Resuming
 //

@@ -137,8 +137,14 @@ func (l *link) plan(now time.Time, out []send) []send {
 	switch l.phase {
 	case phaseIdle:
 		if l.ring.len() > 0 {
+			// A value alone is a batch of its own, acked at once; with
+			// more behind it, it opens a batch for them.
+			op := opStart
+			if l.ring.len() == 1 {
+				op = opCommitValue
+			}
 			l.begin(now)
-			out = append(out, l.sendValue(now, opStart))
+			out = append(out, l.sendValue(now, op))
 			l.enter(phaseStarting, now)
 		}
 	case phaseOpen:

@@ -70,7 +70,7 @@ func TestLinkStartWaitsForTheFirstAnswer(t *testing.T) {
 	planned(t, l, t0, "v05/01", "v06/01")
 }
 
-// TestLinkWaitsAfterNoResponders: a first value nothing took is sent again
+// TestLinkWaitsAfterNoResponders: a value nothing took is sent again
 // in a new batch after a wait that doubles from 25ms up to maxBackoff, and
 // counts as a retry.
 func TestLinkWaitsAfterNoResponders(t *testing.T) {
@@ -79,7 +79,7 @@ func TestLinkWaitsAfterNoResponders(t *testing.T) {
 	now := t0
 	var waits []time.Duration
 	for range 5 {
-		planned(t, l, now, "v01/00")
+		planned(t, l, now, "v01/02") // alone: a batch of one
 		l.reply(reply{batch: l.batch, kind: replyNoResponders}, now)
 		next := l.tick(now)
 		planned(t, l, now) // waiting
@@ -114,7 +114,7 @@ func TestLinkCommitsWhenIdle(t *testing.T) {
 	if l.stats.confirmed != 3 || l.stats.lastSeq != 42 || l.phase != phaseIdle {
 		t.Fatalf("confirmed %d, lastSeq %d, phase %d; want 3, 42, idle", l.stats.confirmed, l.stats.lastSeq, l.phase)
 	}
-	acceptN(l, 1, t0)
+	acceptN(l, 2, t0)
 	planned(t, l, t0, "v01/00")
 }
 
@@ -141,7 +141,7 @@ func TestLinkPingsWhenAcksAreLate(t *testing.T) {
 	old := l.batch
 	l.reply(reply{batch: old, op: opPing, kind: replyGap}, later)
 	l.reply(reply{batch: old, op: opPing, kind: replyPubAck, count: 3}, later)
-	planned(t, l, later, "v01/00")
+	planned(t, l, later, "v01/02")
 	if l.stats.confirmed != 3 || l.stats.retries != 1 || l.batch == old {
 		t.Fatalf("confirmed %d, retries %d; want 3, 1, in a new batch", l.stats.confirmed, l.stats.retries)
 	}
@@ -161,7 +161,7 @@ func TestLinkFailsRefusedValue(t *testing.T) {
 	if l.stats.confirmed != 1 || l.stats.failed != 1 || len(l.failures) != 1 || !errors.Is(l.failures[0].err, refused) {
 		t.Fatalf("confirmed %d, failed %d, failures %v; want 1, 1, the server's error", l.stats.confirmed, l.stats.failed, l.failures)
 	}
-	planned(t, l, t0, "v01/00") // the third value, in a new batch
+	planned(t, l, t0, "v01/02") // the third value, alone in a new batch
 }
 
 // TestLinkStartRefusedOrHeld: a first value the stream holds already ends
@@ -174,7 +174,7 @@ func TestLinkStartRefusedOrHeld(t *testing.T) {
 	l.reply(reply{batch: l.batch, kind: replyPubAck, count: 1, streamSeq: 7}, t0) // a duplicate
 	planned(t, l, t0, "v01/00")
 	l.reply(reply{batch: l.batch, kind: replyError, err: &jetstream.APIError{Code: 400, ErrorCode: 10060, Description: "expected stream does not match"}}, t0)
-	planned(t, l, t0, "v01/00")
+	planned(t, l, t0, "v01/02")
 	l.reply(reply{batch: l.batch, kind: replyError, err: &jetstream.APIError{Code: 404, ErrorCode: errCodeStreamNotFound}}, t0)
 	if l.stats.confirmed != 1 || l.stats.failed != 2 || l.pending() != 0 {
 		t.Fatalf("confirmed %d, failed %d, pending %d; want 1, 2, 0", l.stats.confirmed, l.stats.failed, l.pending())
@@ -211,4 +211,20 @@ func TestLinkUnsend(t *testing.T) {
 		t.Fatalf("seq %d, sent %d, retries %d after taking back one send; want 2, 2, 0", l.seq, l.sent, l.stats.retries)
 	}
 	planned(t, l, t0, "v03/01")
+}
+
+// TestLinkLoneValue: a value with none behind it is a batch of its own,
+// confirmed by one ack with its stream sequence; values accepted while it
+// is in flight wait for that ack, then go in a batch together.
+func TestLinkLoneValue(t *testing.T) {
+	l := testLink()
+	acceptN(l, 1, t0)
+	planned(t, l, t0, "v01/02")
+	acceptN(l, 2, t0)
+	planned(t, l, t0) // the lone value's batch is not over
+	l.reply(reply{batch: l.batch, kind: replyPubAck, count: 1, streamSeq: 9}, t0)
+	if l.stats.confirmed != 1 || l.stats.lastSeq != 9 {
+		t.Fatalf("confirmed %d, lastSeq %d; want 1, 9", l.stats.confirmed, l.stats.lastSeq)
+	}
+	planned(t, l, t0, "v01/00")
 }

@@ -23,8 +23,8 @@ import (
 //   - a value whose message id the stream holds is skipped, not stored (a
 //     batch that begins with one ends at once with a pub ack of 1);
 //   - a flow ack comes every interval values stored, and in answer to a
-//     ping that finds no gap; a commit, or a ping that finds a gap, ends
-//     the batch with a pub ack;
+//     ping that finds no gap; a commit (with a last value or without), or
+//     a ping that finds a gap, ends the batch with a pub ack;
 //   - an unknown batch (ended, expired, never begun) answers with an
 //     error; without a leader nothing answers but "no responders";
 //   - a new leader keeps every batch's position and sends each a flow ack;
@@ -73,7 +73,7 @@ func (m *model) take(lost bool) {
 	}
 	b := m.batches[batch]
 	if b == nil {
-		if op != opStart || seq != 1 {
+		if (op != opStart && op != opCommitValue) || seq != 1 {
 			ans(reply{kind: replyError, err: &jetstream.APIError{Code: 400, ErrorCode: errCodeUnknownBatch}})
 			return
 		}
@@ -112,6 +112,10 @@ func (m *model) take(lost bool) {
 	}
 	m.held[id] = true
 	m.stored = append(m.stored, id)
+	if op == opCommitValue {
+		end()
+		return
+	}
 	if b.lseq == 1 {
 		ans(reply{kind: replyFlowAck, ackSeq: 0, interval: m.interval})
 	}
