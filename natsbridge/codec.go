@@ -10,6 +10,12 @@ import (
 // Codec turns values of T into message payloads and back. Watchers receive
 // what Unmarshal returns: a copy, never the publisher's value.
 //
+// A codec's name is recorded in the topic's stream, and a process whose
+// codec has another name is refused (ErrTypeMismatch), so that no value is
+// decoded by a codec it was not written with. A codec names itself with a
+// method Name() string ("json" for JSON); one without it is named by its Go
+// type.
+//
 // A Codec must be safe for concurrent use. An error (or a panic) from
 // Marshal is returned to the publisher wrapped in ErrCodec; one from
 // Unmarshal makes the message a poison message, counted and logged by the
@@ -25,6 +31,9 @@ type Codec[T any] interface {
 func JSON[T any]() Codec[T] { return jsonCodec[T]{} }
 
 type jsonCodec[T any] struct{}
+
+// Name is the codec's name, recorded in the stream.
+func (jsonCodec[T]) Name() string { return "json" }
 
 func (jsonCodec[T]) Marshal(v T) ([]byte, error) { return json.Marshal(v) }
 

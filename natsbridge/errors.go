@@ -20,9 +20,16 @@ var (
 	// '-' and '_'.
 	ErrInvalidName = errors.New("natsbridge: invalid topic name")
 
-	// ErrTypeMismatch is returned by NewTopic when the stream already
-	// carries a topic of another Go type.
+	// ErrTypeMismatch is returned by NewTopic when the stream records
+	// another schema or codec than the caller's (see TopicOptions.Schema
+	// and Codec).
 	ErrTypeMismatch = errors.New("natsbridge: stream holds another type")
+
+	// ErrConfigDiffers is returned by NewTopic when the caller's
+	// TopicOptions differ from the existing stream's configuration, and do
+	// not ask for the change (TopicOptions.Update); the error names each
+	// difference. The stream is left as it is.
+	ErrConfigDiffers = errors.New("natsbridge: stream configured otherwise")
 
 	// ErrNameConflict is returned by NewTopic when a stream of the same
 	// name exists but serves other subjects (another topic whose name maps

@@ -53,17 +53,23 @@ const (
 
 // TopicOptions configures the stream behind a Topic. The zero value gives a
 // file-backed stream, one replica, kept forever, with a two-minute window for
-// dropping retried publishes (DefaultDuplicates).
+// dropping publishes sent again (DefaultDuplicates), when NewTopic creates
+// the stream; on a stream that exists, the zero value (of the stream's
+// fields: MaxAge, MaxMsgs, MaxBytes, Storage, Replicas, Duplicates) opens
+// it as it is.
 //
-// NewTopic applies the options to the stream each time it is called, so
-// the last caller's options hold, except for changes the server refuses:
-// it never changes the Storage of a stream it holds. It also refuses,
-// when it creates a stream and when it updates one, options beyond its
-// limits or its account's (Replicas above one without a cluster, or
-// above the cluster's size; a MaxBytes above the account's storage; a
-// Duplicates longer than MaxAge). NewTopic then returns the server's
-// error (wrapping a *jetstream.APIError), and the stream keeps the
-// configuration it had.
+// One owner configures a topic. NewTopic creates a missing stream with
+// these options; on a stream that exists, options that are not zero must
+// agree with its configuration, field by field (a zero field meaning what
+// it means at creation: no limit, one replica), or NewTopic returns
+// ErrConfigDiffers naming each difference and leaves the stream as it is.
+// Set Update to change the stream to these options instead. The server
+// refuses some changes, and some options beyond its limits or its
+// account's (Storage of a stream it holds; Replicas above one without a
+// cluster, or above the cluster's size; a MaxBytes above the account's
+// storage; a Duplicates longer than MaxAge): NewTopic then returns the
+// server's error (wrapping a *jetstream.APIError), and the stream keeps
+// its configuration.
 type TopicOptions struct {
 	// MaxAge drops values older than this. Zero keeps them regardless of
 	// age.
@@ -98,6 +104,24 @@ type TopicOptions struct {
 	// at a time. Zero means DefaultReadAhead; it must not exceed
 	// MaxReadAhead.
 	ReadAhead int
+	// Schema names the values the topic carries, the same in every process
+	// that opens it: "shop.Order/v1", say. It is recorded in the stream
+	// with the codec's name, and a process with another schema or codec is
+	// refused (ErrTypeMismatch), so that two services with their own Go
+	// types (in two packages, two repositories) share a topic by sharing
+	// its schema's name, and nothing decodes values written for another.
+	// Empty means a name derived from T: its package path and name, with a
+	// digest of its shape (a struct's field names, types and tags) checked
+	// beside it, because reflection cannot tell apart two types that share
+	// a name and a package (types local to two functions): two such types
+	// share a topic only if their shapes match. A derived schema suits one
+	// program; name the schema when several programs, or several versions
+	// of a type, share the topic. At most 256 bytes.
+	Schema string
+	// Update lets NewTopic change an existing stream's configuration to
+	// these options (zero fields meaning what they mean at creation)
+	// rather than return ErrConfigDiffers. It is for the topic's owner.
+	Update bool
 	// Logger receives a warning for each kind of problem (poison
 	// messages, gaps, lost consumers; values a publisher refused; values
 	// it failed or lost, and values a Forward abandoned), at most one

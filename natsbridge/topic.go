@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,16 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Stream metadata keys herald sets, so that a second process can tell
-// whether a stream it finds holds its topic.
-const (
-	metaType  = "herald.type"
-	metaTopic = "herald.topic"
-)
-
 // maxNameLength bounds a topic name, well below the server's limits on
-// subjects and stream names.
-const maxNameLength = 200
+// subjects and stream names; maxSchemaLength a schema name.
+const (
+	maxNameLength   = 200
+	maxSchemaLength = 256
+)
 
 // Topic is a typed stream of values of T on NATS JetStream, shared by every
 // process that opens it by the same name. It is safe for concurrent use. Its
@@ -44,6 +38,7 @@ type Topic[T any] struct {
 	// holds already: a publisher's default delivery timeout.
 	duplicates time.Duration
 	codec      Codec[T]
+	id         identity // what the stream records of the values it carries
 	heartbeat  time.Duration
 	readAhead  int
 	log        *slog.Logger
@@ -121,6 +116,7 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 		name:      name,
 		streamID:  strings.ReplaceAll(name, ".", "_"),
 		codec:     c,
+		id:        identityOf(c, o.Schema),
 		heartbeat: o.Heartbeat,
 		readAhead: o.ReadAhead,
 		log:       o.Logger,
@@ -137,27 +133,12 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	}
 	t.log = t.log.With(slog.String("topic", name))
 	cfg := t.streamConfig(o)
-
-	s, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		// It exists with another configuration: check that it is this
-		// topic, then apply o.
-		s, err = js.Stream(ctx, cfg.Name)
-		if err != nil {
-			return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
-		}
-		if err := t.checkStream(s.CachedInfo()); err != nil {
+	s, err := t.openStream(ctx, o, cfg)
+	if err != nil {
+		if errors.Is(err, ErrTypeMismatch) || errors.Is(err, ErrNameConflict) || errors.Is(err, ErrConfigDiffers) {
 			return nil, err
 		}
-		s, err = js.UpdateStream(ctx, cfg)
-	}
-	if err != nil {
 		return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
-	}
-	// CreateStream returns an existing stream with the same configuration
-	// as it is, so check it in every case.
-	if err := t.checkStream(s.CachedInfo()); err != nil {
-		return nil, err
 	}
 	if !s.CachedInfo().Config.AllowBatchPublish {
 		// A server that does not know the setting drops it.
@@ -189,6 +170,8 @@ func validTopicOptions(o TopicOptions) error {
 		return fmt.Errorf("natsbridge: TopicOptions.Heartbeat %v outside 500ms..10s", o.Heartbeat)
 	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
 		return fmt.Errorf("natsbridge: unknown TopicOptions.Storage %d", o.Storage)
+	case len(o.Schema) > maxSchemaLength:
+		return fmt.Errorf("natsbridge: TopicOptions.Schema longer than %d bytes", maxSchemaLength)
 	}
 	return nil
 }
@@ -214,36 +197,11 @@ func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
 		// Zero asks for the server's default window, which it shortens
 		// to MaxAge (a window longer than MaxAge is refused).
 		Duplicates: o.Duplicates,
-		Metadata:   map[string]string{metaType: typeName[T](), metaTopic: t.name},
+		Metadata:   t.id.metadata(t.name),
 		// Publishers send fast batches (see batch.go).
 		AllowBatchPublish: true,
 	}
 	return cfg
-}
-
-// checkStream reports whether the stream described by info can carry this
-// topic.
-func (t *Topic[T]) checkStream(info *jetstream.StreamInfo) error {
-	if info == nil {
-		return fmt.Errorf("natsbridge: topic %q: no stream information", t.name)
-	}
-	if !slices.Equal(info.Config.Subjects, []string{t.name}) {
-		return fmt.Errorf("%w: stream %q serves subjects %q, not topic %q", ErrNameConflict, info.Config.Name, info.Config.Subjects, t.name)
-	}
-	if got, want := info.Config.Metadata[metaType], typeName[T](); got != "" && got != want {
-		return fmt.Errorf("%w: stream %q carries %s, not %s", ErrTypeMismatch, info.Config.Name, got, want)
-	}
-	return nil
-}
-
-// typeName names T for the stream's metadata: the package path and name of
-// a named type, the type's spelling otherwise.
-func typeName[T any]() string {
-	t := reflect.TypeFor[T]()
-	if t.Name() != "" && t.PkgPath() != "" {
-		return t.PkgPath() + "." + t.Name()
-	}
-	return t.String()
 }
 
 // validName checks a topic name: dot-separated, non-empty tokens of ASCII

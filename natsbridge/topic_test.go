@@ -13,6 +13,7 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
+	"github.com/heraldgo/herald/natsbridge/internal/shop"
 )
 
 func TestNewTopicNames(t *testing.T) {
@@ -91,25 +92,138 @@ func TestNewTopicBadArguments(t *testing.T) {
 
 // TestNewTopicIdempotent opens one topic twice, as two processes would: the
 // second call finds the stream and applies its own options to it.
-func TestNewTopicIdempotent(t *testing.T) {
+// TestNewTopicOneOwner: the topic's owner configures its stream; another
+// process that opens it with zero options takes it as it is (a watcher
+// never rewrites the owner's retention), one whose options differ gets an
+// error naming each difference and changes nothing, and only Update
+// changes the stream.
+func TestNewTopicOneOwner(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	first := newTopic(t, js, "shop.orders", natsbridge.TopicOptions{MaxMsgs: 100})
+	owner := natsbridge.TopicOptions{MaxMsgs: 1000, MaxAge: time.Hour}
+	first := newTopic(t, js, "shop.orders", owner)
 	publishAll(t, first, 1, 3)
-	second := newTopic(t, js, "shop.orders", natsbridge.TopicOptions{MaxMsgs: 50, MaxAge: time.Hour})
-	if first.Stream() != "shop_orders" || second.Stream() != "shop_orders" {
-		t.Fatalf("streams %q and %q, want shop_orders", first.Stream(), second.Stream())
+	config := func() jetstream.StreamConfig {
+		st, err := js.Stream(context.Background(), "shop_orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := st.CachedInfo().State.Msgs; n != 3 {
+			t.Fatalf("stream holds %d messages, want 3", n)
+		}
+		return st.CachedInfo().Config
 	}
-	st, err := js.Stream(context.Background(), "shop_orders")
+	unchanged := func(when string) {
+		t.Helper()
+		if c := config(); c.MaxMsgs != 1000 || c.MaxAge != time.Hour {
+			t.Fatalf("%s: stream MaxMsgs %d, MaxAge %v; want the owner's 1000, 1h", when, c.MaxMsgs, c.MaxAge)
+		}
+	}
+
+	newTopic(t, js, "shop.orders", natsbridge.TopicOptions{}) // a watcher's process
+	unchanged("after NewTopic with zero options")
+	newTopic(t, js, "shop.orders", owner) // the owner again
+	unchanged("after NewTopic with the same options")
+
+	_, err := natsbridge.NewTopic(context.Background(), js, "shop.orders", natsbridge.JSON[Order](), natsbridge.TopicOptions{MaxAge: 30 * time.Minute})
+	if !errors.Is(err, natsbridge.ErrConfigDiffers) {
+		t.Fatalf("NewTopic with other options = %v, want ErrConfigDiffers", err)
+	}
+	for _, want := range []string{"MaxAge: 30m0s asked, 1h0m0s on the stream", "MaxMsgs: no limit asked, 1000 on the stream", "TopicOptions.Update"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	unchanged("after NewTopic with other options")
+
+	newTopic(t, js, "shop.orders", natsbridge.TopicOptions{MaxAge: 30 * time.Minute, Update: true})
+	if c := config(); c.MaxMsgs != -1 || c.MaxAge != 30*time.Minute {
+		t.Errorf("after Update: stream MaxMsgs %d, MaxAge %v; want -1 (no limit), 30m", c.MaxMsgs, c.MaxAge)
+	}
+	if first.Stream() != "shop_orders" {
+		t.Fatalf("stream %q, want shop_orders", first.Stream())
+	}
+}
+
+// TestNewTopicSchemaByName: two services declare their own order types, in
+// packages of their own; naming the schema lets them share a topic, and
+// each reads the other's values. With the schema derived from the Go type,
+// the other package's type is refused, and so is another codec.
+func TestNewTopicSchemaByName(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := testCtx(t)
+	named := natsbridge.TopicOptions{Schema: "shop.Order/v1", Logger: quiet}
+	mine := newTopic(t, js, "named.orders", named)
+	theirs, err := natsbridge.NewTopic(ctx, js, "named.orders", natsbridge.JSON[shop.Order](), named)
 	if err != nil {
+		t.Fatalf("NewTopic with the same schema name, another package's type = %v, want nil", err)
+	}
+	t.Cleanup(func() { _ = theirs.Shutdown(context.Background()) })
+	w := watchTopic(t, theirs, natsbridge.WatchOptions{From: 1})
+	publishAll(t, mine, 7, 7)
+	if got, err := w.Next(ctx); err != nil || got != (shop.Order{ID: 7}) {
+		t.Fatalf("the other service read %+v, %v; want order 7", got, err)
+	}
+
+	newTopic(t, js, "derived.orders", natsbridge.TopicOptions{})
+	_, err = natsbridge.NewTopic(ctx, js, "derived.orders", natsbridge.JSON[shop.Order](), natsbridge.TopicOptions{})
+	if !errors.Is(err, natsbridge.ErrTypeMismatch) || !strings.Contains(err.Error(), "natsbridge/internal/shop.Order") || !strings.Contains(err.Error(), "TopicOptions.Schema") {
+		t.Fatalf("NewTopic of another package's type on a derived schema = %v, want ErrTypeMismatch naming both and the way out", err)
+	}
+	_, err = natsbridge.NewTopic(ctx, js, "named.orders", natsbridge.JSON[Order](), natsbridge.TopicOptions{})
+	if !errors.Is(err, natsbridge.ErrTypeMismatch) || !strings.Contains(err.Error(), `"shop.Order/v1"`) {
+		t.Fatalf("NewTopic with a derived schema on a named one = %v, want ErrTypeMismatch naming the schema", err)
+	}
+	_, err = natsbridge.NewTopic(ctx, js, "named.orders", natsbridge.Codec[Order](namedCodec{natsbridge.JSON[Order]()}), named)
+	if !errors.Is(err, natsbridge.ErrTypeMismatch) || !strings.Contains(err.Error(), `codec "json"`) || !strings.Contains(err.Error(), `"gob-ish"`) {
+		t.Fatalf("NewTopic with another codec = %v, want ErrTypeMismatch naming both codecs", err)
+	}
+}
+
+// namedCodec is JSON under another name.
+type namedCodec struct{ natsbridge.Codec[Order] }
+
+func (namedCodec) Name() string { return "gob-ish" }
+
+// localOrders opens topic with a type local to this function, named Order,
+// of another shape than the package's Order.
+func localOrders(js jetstream.JetStream, topic string) error {
+	type Order struct {
+		Customer string `json:"customer"`
+	}
+	_, err := natsbridge.NewTopic(context.Background(), js, topic, natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+	return err
+}
+
+// sameShapeOrders opens topic with a type local to this function, named
+// Order, of the shape of the package's Order.
+func sameShapeOrders(js jetstream.JetStream, topic string) error {
+	type Order struct {
+		ID   int    `json:"id"`
+		Item string `json:"item"`
+	}
+	t, err := natsbridge.NewTopic(context.Background(), js, topic, natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+	if err == nil {
+		_ = t.Shutdown(context.Background())
+	}
+	return err
+}
+
+// TestNewTopicLocalTypes: two types local to functions share a package and
+// a name, which is all reflection tells of them; with a derived schema their
+// shapes are compared too, so that one is never decoded into the other.
+func TestNewTopicLocalTypes(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	if err := sameShapeOrders(js, "local.orders"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := st.CachedInfo().Config
-	if cfg.MaxMsgs != 50 || cfg.MaxAge != time.Hour {
-		t.Errorf("stream MaxMsgs %d, MaxAge %v; want 50, 1h (the last NewTopic's options)", cfg.MaxMsgs, cfg.MaxAge)
+	if err := localOrders(js, "local.orders"); !errors.Is(err, natsbridge.ErrTypeMismatch) || !strings.Contains(err.Error(), "another shape") {
+		t.Fatalf("NewTopic of a local type of another shape, under the same name = %v, want ErrTypeMismatch", err)
 	}
-	if n := st.CachedInfo().State.Msgs; n != 3 {
-		t.Errorf("stream holds %d messages after the second NewTopic, want 3", n)
+	if err := sameShapeOrders(js, "local.orders"); err != nil {
+		t.Fatalf("NewTopic of a local type of the same shape again = %v, want nil", err)
 	}
 }
 
@@ -163,7 +277,7 @@ func TestNewTopicDuplicatesDefault(t *testing.T) {
 		{"no MaxAge", nil, natsbridge.TopicOptions{}, natsbridge.DefaultDuplicates},
 		{"MaxAge longer", nil, natsbridge.TopicOptions{MaxAge: time.Hour}, natsbridge.DefaultDuplicates},
 		{"MaxAge shorter", nil, natsbridge.TopicOptions{MaxAge: 30 * time.Second}, 30 * time.Second},
-		{"MaxAge shortened by a second NewTopic", &natsbridge.TopicOptions{}, natsbridge.TopicOptions{MaxAge: 30 * time.Second}, 30 * time.Second},
+		{"MaxAge shortened by the owner's Update", &natsbridge.TopicOptions{}, natsbridge.TopicOptions{MaxAge: 30 * time.Second, Update: true}, 30 * time.Second},
 		{"explicit, within MaxAge", nil, natsbridge.TopicOptions{MaxAge: 30 * time.Second, Duplicates: 10 * time.Second}, 10 * time.Second},
 	}
 	for i, tc := range tests {
@@ -188,9 +302,9 @@ func TestNewTopicDuplicatesDefault(t *testing.T) {
 	}
 }
 
-// TestNewTopicRefusedChange: a second NewTopic asking for a change the
-// server refuses gets the server's error, and the stream keeps its
-// configuration and its values (none of the call's options is applied).
+// TestNewTopicRefusedChange: an Update the server refuses gets the
+// server's error, and the stream keeps its configuration and its values
+// (none of the call's options is applied).
 func TestNewTopicRefusedChange(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
@@ -198,8 +312,8 @@ func TestNewTopicRefusedChange(t *testing.T) {
 		name string
 		o    natsbridge.TopicOptions
 	}{
-		{"storage", natsbridge.TopicOptions{MaxMsgs: 10, Storage: jetstream.MemoryStorage}},
-		{"replicas without a cluster", natsbridge.TopicOptions{MaxMsgs: 10, Replicas: 3}},
+		{"storage", natsbridge.TopicOptions{MaxMsgs: 10, Storage: jetstream.MemoryStorage, Update: true}},
+		{"replicas without a cluster", natsbridge.TopicOptions{MaxMsgs: 10, Replicas: 3, Update: true}},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
