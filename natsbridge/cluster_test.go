@@ -466,3 +466,86 @@ func checkWire(t testing.TB, wire int, st natsbridge.PublisherStats) {
 	}
 	t.Logf("the wire carried %d values; the publisher counts %d + %d retries", wire, st.Published, st.Retries)
 }
+
+// TestClusterDurable: two processes' durable watchers share a position on
+// a stream replicated on three nodes while its leader is killed and
+// restarted. Every value is read at least once, each reader reads in
+// stream order, and a value read by both is counted in the one's
+// Redelivered that read it second. (A change of the consumer's leader
+// forgets whose turn it is: the next value may go to the other reader,
+// which takes over from the last acknowledged value; see the package doc.)
+func TestClusterDurable(t *testing.T) {
+	c := natstest.StartCluster(t, 3, natstest.Options{})
+	_, pubJS := dial(t, c.URL())
+	_, adminJS := dial(t, c.URL())
+	topic := clusterTopic(t, pubJS, "cluster.durable")
+	ctx := testCtx(t)
+	var readers []*reader
+	for range 2 {
+		_, js := dial(t, c.URL())
+		w, err := clusterTopic(t, js, "cluster.durable").Watch(ctx, natsbridge.WatchOptions{Durable: "billing"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, startReader(w))
+	}
+	const n = 10000
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	published := make(chan error, 1)
+	go func() {
+		for i := 1; i <= n; i++ {
+			if err := p.Publish(ctx, Order{ID: i}); err != nil {
+				published <- err
+				return
+			}
+		}
+		published <- p.Shutdown(ctx)
+	}()
+	eventually(t, "a third read", func() bool { return len(readers[0].read())+len(readers[1].read()) >= n/3 })
+	old := c.StreamLeader(adminJS, topic.Stream())
+	killed := time.Now()
+	old.Kill()
+	leader := c.WaitStreamLeader(adminJS, topic.Stream(), old)
+	elected := time.Now()
+	old.Restart()
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the durable position read to the end", func() bool {
+		for _, r := range readers {
+			if got := r.read(); len(got) > 0 && got[len(got)-1] == n {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range readers {
+		r.w.Stop()
+		<-r.done
+	}
+	seen := map[int]int{}
+	var redelivered uint64
+	for i, r := range readers {
+		if !slices.IsSorted(r.got) || len(slices.Compact(slices.Clone(r.got))) != len(r.got) {
+			t.Errorf("reader %d did not read in stream order, or read a value twice", i)
+		}
+		for _, id := range r.got {
+			seen[id]++
+		}
+		redelivered += r.w.Redelivered()
+	}
+	twice := 0
+	for id := 1; id <= n; id++ {
+		switch seen[id] {
+		case 0:
+			t.Fatalf("value %d was read by neither reader", id)
+		case 2:
+			twice++
+		}
+	}
+	if uint64(twice) > redelivered {
+		t.Errorf("%d values read by both readers, %d counted as redelivered", twice, redelivered)
+	}
+	t.Logf("fault: durable: leader %s killed, %s elected after %v; readers read %d and %d values, %d by both, %d redelivered",
+		old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), len(readers[0].got), len(readers[1].got), twice, redelivered)
+}

@@ -57,6 +57,10 @@ var (
 	// stored.
 	ErrUnconfirmed = errors.New("natsbridge: values left unconfirmed")
 
+	// ErrDurableGone is returned by Watcher.Err when a durable watcher's
+	// position was deleted (Topic.DeleteDurable) while it ran.
+	ErrDurableGone = errors.New("natsbridge: durable position deleted")
+
 	// ErrBadStart is returned by Watch for a WatchOptions.From beyond the
 	// sequence the stream will give its next value.
 	ErrBadStart = errors.New("natsbridge: start sequence beyond the stream's end")

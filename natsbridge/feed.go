@@ -51,8 +51,11 @@ var (
 // A stream sequence that is skipped by a consumer that lost nothing was
 // removed from the stream: it is counted as a gap.
 type feed[T any] struct {
-	t   *Topic[T]
-	out func(ctx context.Context, seq uint64, v T) error
+	t *Topic[T]
+	// durable, if set, makes the feed read a durable consumer shared with
+	// other processes (see durable.go) rather than an ephemeral one.
+	durable *durable
+	out     func(ctx context.Context, seq uint64, v T, mark *readMark) error
 	// stopOn, if set, is the destination's Done channel: the feed stops
 	// as soon as it is closed.
 	stopOn <-chan struct{}
@@ -135,6 +138,13 @@ func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
 // goroutine with f.ctx. If it fails (or panics) once the consumer exists,
 // it deletes the consumer.
 func (f *feed[T]) open(ctx context.Context) error {
+	if f.durable != nil {
+		cons, it, err := f.openDurable(ctx)
+		if err != nil {
+			return err
+		}
+		return f.reading(cons, it)
+	}
 	name := "herald_" + nuid.Next()
 	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		Name:              name,
@@ -170,15 +180,23 @@ func (f *feed[T]) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("natsbridge: topic %q: read consumer: %w", f.t.name, err)
 	}
+	if err := f.reading(cons, it); err != nil {
+		return err
+	}
+	kept = true
+	return nil
+}
+
+// reading records the consumer the feed reads, unless the feed was stopped
+// meanwhile.
+func (f *feed[T]) reading(cons jetstream.Consumer, it jetstream.MessagesContext) error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.stopped {
-		f.mu.Unlock()
 		it.Stop()
 		return ErrClosed
 	}
 	f.it, f.cons = it, cons
-	f.mu.Unlock()
-	kept = true
 	return nil
 }
 
@@ -201,7 +219,12 @@ func (f *feed[T]) run() {
 		f.mu.Lock()
 		it, cons := f.it, f.cons
 		f.mu.Unlock()
-		err := f.consume(it, cons)
+		var err error
+		if f.durable != nil {
+			err = f.consumeDurable(it, cons)
+		} else {
+			err = f.consume(it, cons)
+		}
 		stopping := f.ctx.Err() != nil || errors.Is(err, errDestClosed)
 		if stopping {
 			f.silence() // before the deletion, which may take a while
@@ -281,7 +304,7 @@ func (f *feed[T]) reopen() error {
 			return nil
 		case f.ctx.Err() != nil:
 			return ErrClosed
-		case errors.Is(err, ErrStreamGone), errors.Is(err, ErrClosed), errors.Is(err, nats.ErrConnectionClosed):
+		case errors.Is(err, ErrStreamGone), errors.Is(err, ErrDurableGone), errors.Is(err, ErrClosed), errors.Is(err, nats.ErrConnectionClosed):
 			return err
 		}
 		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next.Load()), errAttr(err))
@@ -339,7 +362,7 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 			f.advance(seq)
 			continue
 		}
-		if err := f.out(f.ctx, seq, v); err != nil {
+		if err := f.out(f.ctx, seq, v, nil); err != nil {
 			return err
 		}
 		f.advance(seq)
@@ -520,7 +543,7 @@ func (f *feed[T]) closeConsumer() {
 	if it != nil {
 		it.Stop()
 	}
-	if cons != nil {
+	if cons != nil && f.durable == nil { // a durable position stays on the server
 		f.deleteConsumer(cons)
 	}
 }

@@ -49,7 +49,7 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	}
 	m := &mirror[T]{t: t, b: broadcast.New[T](o)}
 	m.f = newFeed(t, "mirror", info.State.LastSeq+1)
-	m.f.out = func(ctx context.Context, _ uint64, v T) error {
+	m.f.out = func(ctx context.Context, _ uint64, v T, _ *readMark) error {
 		err := m.b.Publish(ctx, v)
 		if errors.Is(err, broadcast.ErrClosed) {
 			return errDestClosed

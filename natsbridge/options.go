@@ -32,6 +32,10 @@ const (
 	// server about values in flight before it asks where their batch
 	// stands (and sends again what the stream did not store).
 	DefaultAckTimeout = 5 * time.Second
+	// DefaultTakeover is how long a standby durable watcher waits, after
+	// the active reader's last request, before it takes over (see
+	// WatchOptions.Takeover).
+	DefaultTakeover = 5 * time.Second
 	// DefaultReadAhead is how many messages a consumer asks the server for
 	// at a time, besides what its watcher's queue holds.
 	DefaultReadAhead = 256
@@ -180,6 +184,21 @@ type WatchOptions struct {
 	// Zero means the sequence after the last value stored when Watch is
 	// called: the watcher gets what follows. To resume a watcher, pass its
 	// Seq()+1. A From older than what the stream retains counts the
-	// missing values as gaps.
+	// missing values as gaps. With Durable, From is used only when the
+	// durable position is created.
 	From uint64
+	// Durable names a position the server keeps for this watcher (ASCII
+	// letters, digits, '-' and '_'): the value after the last one its
+	// application read and acknowledged. Every process that watches the
+	// topic with the same name shares the position, and one of them at a
+	// time reads from it, in stream order: the active reader; the others
+	// stand by. See the package doc, "Durable watchers". Empty means the
+	// watcher's position lives in the process only (Seq).
+	Durable string
+	// Takeover is, for a durable watcher, how long the server waits for
+	// the active reader's next request before it gives the next value to a
+	// standby: the time a standby takes to take over from a reader that
+	// died (one that stops hands over at once). It is set when the durable
+	// position is created. Zero means DefaultTakeover; at least 2s.
+	Takeover time.Duration
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,18 +27,21 @@ const (
 	urlEnv   = "HERALD_NATSBRIDGE_URL"
 	nameEnv  = "HERALD_NATSBRIDGE_NAME"  // a publisher's name, stored in Order.Item
 	countEnv = "HERALD_NATSBRIDGE_COUNT" // values to publish, or to read
+	topicEnv = "HERALD_NATSBRIDGE_TOPIC" // the topic, if not crossTopic
+	paceEnv  = "HERALD_NATSBRIDGE_PACE"  // a durable reader's time per value, as a duration
 )
 
 const crossTopic = "crossproc.orders"
 
 // report is what a helper process prints as its last line.
 type report struct {
-	Start     uint64                    `json:"start,omitempty"`
-	Seqs      []uint64                  `json:"seqs,omitempty"`
-	Orders    []Order                   `json:"orders,omitempty"`
-	Gaps      uint64                    `json:"gaps"`
-	Dropped   uint64                    `json:"dropped"`
-	Publisher natsbridge.PublisherStats `json:"publisher"`
+	Start       uint64                    `json:"start,omitempty"`
+	Redelivered uint64                    `json:"redelivered,omitempty"`
+	Seqs        []uint64                  `json:"seqs,omitempty"`
+	Orders      []Order                   `json:"orders,omitempty"`
+	Gaps        uint64                    `json:"gaps"`
+	Dropped     uint64                    `json:"dropped"`
+	Publisher   natsbridge.PublisherStats `json:"publisher"`
 }
 
 // TestCrossProcess runs two publishers and two watchers in four processes of
@@ -100,22 +104,28 @@ type helper struct {
 	cmd  *exec.Cmd
 	role string
 	out  *bufio.Scanner
+	in   io.WriteCloser // closing it asks a durable helper to stop
 }
 
-func startHelper(t *testing.T, ctx context.Context, role, url, name string, count int) *helper {
+func startHelper(t *testing.T, ctx context.Context, role, url, name string, count int, env ...string) *helper {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		roleEnv+"="+role, urlEnv+"="+url, nameEnv+"="+name, countEnv+"="+strconv.Itoa(count))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &helper{cmd: cmd, role: role + " " + name, out: bufio.NewScanner(stdout)}
+	h := &helper{cmd: cmd, role: role + " " + name, out: bufio.NewScanner(stdout), in: stdin}
 	h.out.Buffer(nil, 16<<20)
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
@@ -173,7 +183,11 @@ func playRole(role string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topic, err := natsbridge.NewTopic(ctx, js, crossTopic, natsbridge.JSON[Order](), natsbridge.TopicOptions{})
+	name := crossTopic
+	if n := os.Getenv(topicEnv); n != "" {
+		name = n
+	}
+	topic, err := natsbridge.NewTopic(ctx, js, name, natsbridge.JSON[Order](), natsbridge.TopicOptions{})
 	if err != nil {
 		return err
 	}
@@ -209,6 +223,10 @@ func playRole(role string) error {
 		}
 		w.Stop()
 		r.Gaps, r.Dropped = w.Gaps(), w.Dropped()
+	case "durable":
+		if r, err = readDurable(ctx, topic); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
@@ -218,4 +236,36 @@ func playRole(role string) error {
 	}
 	fmt.Println(string(out))
 	return nil
+}
+
+// readDurable is the durable role: it watches the topic with the durable
+// name the helper was given, says "ready", then prints "read <id> <seq>" for
+// each value it reads until its standard input closes; then it stops the
+// watcher and reports.
+func readDurable(ctx context.Context, topic *natsbridge.Topic[Order]) (report, error) {
+	var r report
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{Durable: os.Getenv(nameEnv), Takeover: 2 * time.Second})
+	if err != nil {
+		return r, err
+	}
+	pace, _ := time.ParseDuration(os.Getenv(paceEnv))
+	fmt.Println("ready")
+	stop, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // until the test closes it
+		cancel()
+	}()
+	for stop.Err() == nil {
+		o, err := w.Next(stop)
+		if err != nil {
+			break
+		}
+		r.Orders = append(r.Orders, o)
+		fmt.Printf("read %d %d\n", o.ID, w.Seq())
+		time.Sleep(pace) // the application's work on the value
+	}
+	w.Stop()
+	r.Redelivered = w.Redelivered()
+	return r, nil
 }

@@ -12,10 +12,12 @@ import (
 )
 
 // item is a value with the stream sequence it was stored at; prefix values
-// given to Watch have sequence 0.
+// given to Watch have sequence 0. A durable watcher's values carry their
+// message, to acknowledge them once read.
 type item[T any] struct {
-	seq uint64
-	v   T
+	seq  uint64
+	v    T
+	mark *readMark
 }
 
 // Watcher receives the values of a topic stored from its start sequence on,
@@ -81,6 +83,9 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 	if err := checkQueue("WatchOptions", o.QueueLength, 0, o.Full); err != nil {
 		return nil, err
 	}
+	if err := checkDurable(o); err != nil {
+		return nil, err
+	}
 	if t.isClosed() {
 		return nil, ErrClosed
 	}
@@ -94,7 +99,17 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 	case start == 0:
 		start = next
 	case start > next:
-		return nil, fmt.Errorf("%w: From %d, next sequence %d", ErrBadStart, start, next)
+		return nil, fmt.Errorf("%w: From %d, but the stream's next value will be %d: pass 0 for what follows, or a sequence the stream has used (Seq()+1 of a watcher)", ErrBadStart, start, next)
+	}
+	var d *durable
+	if o.Durable != "" {
+		d = &durable{name: o.Durable, takeover: o.Takeover}
+		if d.takeover == 0 {
+			d.takeover = DefaultTakeover
+		}
+		if _, start, err = t.bindDurable(ctx, o, d.takeover); err != nil {
+			return nil, err
+		}
 	}
 
 	w := &Watcher[T]{t: t, start: start}
@@ -110,8 +125,9 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 		return nil, err
 	}
 	w.f = newFeed(t, "watcher", start)
-	w.f.out = func(ctx context.Context, seq uint64, v T) error {
-		return w.b.Publish(ctx, item[T]{seq: seq, v: v})
+	w.f.durable = d
+	w.f.out = func(ctx context.Context, seq uint64, v T, mark *readMark) error {
+		return w.b.Publish(ctx, item[T]{seq: seq, v: v, mark: mark})
 	}
 	w.f.end = func(ctx context.Context, _ error) {
 		// The stream is gone: the watcher has ended (before its reader
@@ -160,13 +176,13 @@ func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.stop(ctx) }
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		if it, ok := w.takeHeld(); ok {
-			w.read(it.seq)
+			w.read(it)
 			if !yield(it.v) {
 				return
 			}
 		}
 		for it := range w.w.All() {
-			w.read(it.seq)
+			w.read(it)
 			if !yield(it.v) {
 				return
 			}
@@ -174,7 +190,7 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 		// An Events pump stopped while this loop ran may have put its
 		// value back.
 		if it, ok := w.takeHeld(); ok {
-			w.read(it.seq)
+			w.read(it)
 			yield(it.v)
 		}
 	}
@@ -187,7 +203,7 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 	mustContext(ctx)
 	if it, ok := w.takeHeld(); ok {
-		w.read(it.seq)
+		w.read(it)
 		return it.v, nil
 	}
 	it, err := w.w.Next(ctx)
@@ -195,7 +211,7 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 		var zero T
 		return zero, err
 	}
-	w.read(it.seq)
+	w.read(it)
 	return it.v, nil
 }
 
@@ -238,7 +254,7 @@ func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) 
 		}
 		select {
 		case ch <- it.v:
-			w.read(it.seq)
+			w.read(it)
 		case <-ctx.Done():
 			w.putBack(it)
 			return
@@ -270,10 +286,14 @@ func (w *Watcher[T]) takeHeld() (item[T], bool) {
 	return it, true
 }
 
-// read records that the value at seq was handed to the reader.
-func (w *Watcher[T]) read(seq uint64) {
-	if seq != 0 {
-		w.seq.Store(seq)
+// read records that the value it was handed to the reader: its sequence,
+// and for a durable watcher the value to acknowledge.
+func (w *Watcher[T]) read(it item[T]) {
+	if it.seq != 0 {
+		w.seq.Store(it.seq)
+	}
+	if it.mark != nil {
+		w.f.durable.lastRead.Store(it.mark)
 	}
 }
 
@@ -309,6 +329,11 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 	}
 	w.closeQueue()
 	err := w.f.halt(ctx) // the deletion of the consumer
+	if w.f.durable != nil {
+		dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+		w.f.finishDurable(dctx)
+		cancel()
+	}
 	w.t.forget(w)
 	return err
 }
@@ -323,7 +348,11 @@ func (w *Watcher[T]) closeQueue() {
 	cancel()
 	_ = w.b.Shutdown(now) // ErrClosed again on a later call: nothing to report
 	if cut := w.w.Dropped() - before; cut > 0 {
-		w.f.log.Warn("natsbridge: values read from the stream but not queued when the watcher stopped (a watcher resumed from Seq()+1 reads them)",
+		next := "a watcher resumed from Seq()+1 reads them"
+		if w.f.durable != nil {
+			next = "the durable position's next reader reads them"
+		}
+		w.f.log.Warn("natsbridge: values read from the stream but not queued when the watcher stopped ("+next+")",
 			slog.Uint64("values", cut), slog.Uint64("seq", w.Seq()))
 	}
 }
@@ -387,6 +416,19 @@ func (w *Watcher[T]) Dropped() uint64 { return w.w.Dropped() }
 // Delivered returns how many values were placed in the watcher's queue (a
 // prefix is not counted), as broadcast.Watcher.Delivered.
 func (w *Watcher[T]) Delivered() uint64 { return w.w.Delivered() }
+
+// Redelivered returns how many values a durable watcher received that the
+// server had delivered before, to a reader that did not acknowledge them:
+// a reader that crashed or was killed (it may have read them, or only
+// fetched them ahead), or one whose application read them after its Stop
+// began. Seq identifies each. It is zero for a watcher that is not
+// durable.
+func (w *Watcher[T]) Redelivered() uint64 {
+	if w.f.durable == nil {
+		return 0
+	}
+	return w.f.durable.redelivered.Load()
+}
 
 // Poisoned returns how many messages the codec could not decode. Each was
 // skipped and counted, and logged with the others of its burst (see
