@@ -1,15 +1,21 @@
 // Command nats shows herald across processes: typed domain events published
-// to a NATS JetStream topic and read by watchers in other processes, each
-// with its own policy, in one order, with every loss counted.
+// to a NATS JetStream topic and read by processes that each keep a promise
+// of their own.
 //
 //	cd examples/nats && go run .                           # an embedded server
 //	cd examples/nats && go run . -server nats://host:4222  # an existing one
 //
 // It starts a NATS server with JetStream inside this process (listening on
-// loopback only, storing in a temporary directory), starts worker processes
-// (this program again) that watch the topic, publishes order events, and
-// prints what each worker received, what its policy dropped, the gaps
-// retention made, and what the publisher had confirmed.
+// loopback only, storing in a temporary directory) and opens the topic as
+// its owner, the orders service, which publishes order events. First,
+// worker processes (this program again) watch the topic with the three
+// policies and a late start: the table shows what each received, what its
+// policy dropped and the gaps retention made. Then two services, billing
+// and shipping, read the topic with two replicas each, sharing a durable
+// position: midway billing's reading replica is killed (SIGKILL) and
+// shipping's is stopped cleanly, the standbys take over, and the table
+// shows every event handled at least once, the redeliveries counted,
+// nothing lost.
 package main
 
 import (
@@ -56,6 +62,9 @@ type config struct {
 func main() {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
+	}
+	if spec := os.Getenv(replicaEnv); spec != "" {
+		os.Exit(replicaMain(spec, os.Stdin, os.Stdout))
 	}
 	var c config
 	flag.StringVar(&c.server, "server", "", "URL of an existing NATS server with JetStream (default: start one in this process)")
@@ -173,12 +182,10 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	// outrun even a fast reader, which would then count gaps too. Each
 	// chunk has its publisher, whose Shutdown waits for every ack.
 	var total natsbridge.PublisherStats
-	kinds := []string{"created", "paid", "shipped"}
 	for first := 1; first <= c.events; first += chunk {
 		pub := topic.Publisher(natsbridge.PublisherOptions{})
 		for n := first; n < first+chunk && n <= c.events; n++ {
-			e := Event{N: n, Order: fmt.Sprintf("o-%04d", (n+2)/3), Kind: kinds[(n-1)%3], Cents: 100 * (n%7 + 1)}
-			if err := pub.Publish(ctx, e); err != nil {
+			if err := pub.Publish(ctx, newEvent(n)); err != nil {
 				return err
 			}
 		}
@@ -239,7 +246,17 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	} else {
 		fmt.Fprintf(out, "late started at sequence 1 after retention removed the oldest events, and counted them as gaps.\n")
 	}
-	return nil
+	if c.events < 2 {
+		return nil // too few events to stop a replica midway
+	}
+	return services(ctx, out, topic, replicaSpec{Server: serverURL, Creds: c.creds, Topic: name}, c.events+1, 2*c.events)
+}
+
+// newEvent returns the n-th event: order o-0001 created, paid, shipped,
+// then o-0002, and so on.
+func newEvent(n int) Event {
+	kinds := []string{"created", "paid", "shipped"}
+	return Event{N: n, Order: fmt.Sprintf("o-%04d", (n+2)/3), Kind: kinds[(n-1)%3], Cents: 100 * (n%7 + 1)}
 }
 
 func merge(base, w worker) worker {

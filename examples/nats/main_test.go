@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,9 @@ import (
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
+	}
+	if spec := os.Getenv(replicaEnv); spec != "" {
+		os.Exit(replicaMain(spec, os.Stdin, os.Stdout))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -40,10 +46,27 @@ func TestRun(t *testing.T) {
 		"dashboard  DropOldest  8      1      8         293..300  yes       292      0",
 		"sampler    DropNewest  8      1      8         1..8      yes       292      0",
 		"late       Block       64     1      200       101..300  yes       0        100",
+		"billing   1        killed (SIGKILL) midway  150      301..450    -",
+		"shipping  1        stopped cleanly midway   150      301..450    0",
 	} {
 		if !strings.Contains(squash(out.String()), squash(want)) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	checkServices(t, out.String(), 300)
+}
+
+// checkServices checks the services' summary: billing handled every event
+// at least once, those handled twice counted as redelivered; shipping
+// handled every event once.
+func checkServices(t *testing.T, out string, n int) {
+	t.Helper()
+	m := regexp.MustCompile(`billing handled (\d+) of the (\d+) events at least once, (\d+) of them twice(?s:.*)its redelivered count: (\d+)\)`).FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.Itoa(n) || m[2] != strconv.Itoa(n) || m[3] != m[4] {
+		t.Errorf("billing's summary %q: want all %d handled, those handled twice as many as redelivered:\n%s", m, n, out)
+	}
+	if want := fmt.Sprintf("shipping handled\n%d of %d, 0 twice", n, n); !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
 
