@@ -42,8 +42,8 @@ type replicaSpec struct {
 
 // replica is a running replica process, followed as it handles events.
 type replica struct {
-	spec  replicaSpec
-	cmd   *exec.Cmd
+	spec   replicaSpec
+	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	fate   string
 	killed bool
