@@ -13,10 +13,16 @@
 //
 //	c := natstest.StartCluster(t, 3, natstest.Options{})
 //	nc, _ := nats.Connect(c.URL(), nats.MaxReconnects(-1))
+//	js, _ := jetstream.New(nc)
 //	… create a stream with Replicas: 3 …
-//	c.Kill(c.StreamLeader(t, js, "ORDERS")) // SIGKILL, mid-stream
-//	c.WaitStreamLeader(t, js, "ORDERS")      // a new leader is elected
-//	c.Restart(old)                           // same ports, same store
+//	old := c.StreamLeader(js, "ORDERS")
+//	old.Kill()                               // SIGKILL, mid-stream
+//	c.WaitStreamLeader(js, "ORDERS", old)    // a new leader is elected
+//	old.Restart()                            // same ports, same store
+//
+//	r := natstest.NewRelay(t, c.URLs()...)   // connect through r.URL()
+//	r.Cut()                                  // every connection reset
+//	n := r.Published("orders")               // publishes on the wire so far
 //
 // Every server, relay and goroutine is stopped by t.Cleanup, so tests stay
 // clean under goleak. Tests that use this package need nats-server's
