@@ -151,20 +151,12 @@ func differences(o TopicOptions, cfg jetstream.StreamConfig) []string {
 	diff("MaxBytes", limit(o.MaxBytes), limit(cfg.MaxBytes))
 	diff("Storage", o.Storage.String(), cfg.Storage.String())
 	diff("Replicas", strconv.Itoa(max(o.Replicas, 1)), strconv.Itoa(cfg.Replicas))
-	diff("Duplicates", duplicatesFor(o).String(), cfg.Duplicates.String())
-	return out
-}
-
-// duplicatesFor is the duplicates window the server gives a stream made
-// with o: Duplicates, or by default DefaultDuplicates, shortened to MaxAge.
-func duplicatesFor(o TopicOptions) time.Duration {
 	if o.Duplicates != 0 {
-		return o.Duplicates
+		// A zero Duplicates is the server's default, which its limits may
+		// shorten: whatever the stream got agrees with it.
+		diff("Duplicates", o.Duplicates.String(), cfg.Duplicates.String())
 	}
-	if o.MaxAge > 0 && o.MaxAge < DefaultDuplicates {
-		return o.MaxAge
-	}
-	return DefaultDuplicates
+	return out
 }
 
 // openStream finds or makes the topic's stream: it creates it with cfg

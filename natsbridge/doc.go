@@ -206,12 +206,17 @@
 // nats-server's defaults, measured on a three-node cluster on one machine)
 // nothing is stored: Publish accepts values into the window (Window), then
 // waits for room; Block watchers wait. The new leader tells each publisher
-// where its batch stands, and a publisher that hears nothing asks itself
-// (a ping after AckTimeout, and a first value sent again at most every
-// second, at once after "no responders"): the backlog goes out in order in
-// a new batch, and the publisher was confirming values at full rate within
-// 100ms of the election in every measured case (TestClusterLeaderKilled,
-// BenchmarkFailover). A watcher's consumer on the killed node is created
+// where its batch stands, and a publisher that hears nothing asks (after
+// AckTimeout, and again at most every second; after "no responders", with
+// a wait from 25ms growing to 500ms). It never sends a copy of a value
+// before the server has said that the batch carrying it ended or is
+// unknown: a copy sent while the first is still being written (a leader
+// that lost its quorum) would be skipped as a duplicate and acked, and
+// lost if that leader then died. The backlog goes out in order in a new
+// batch: the publisher confirmed values again within 30ms of the election
+// when the new leader told it (TestClusterLeaderKilled), and within a
+// second when its values got no answer at all (TestClusterQuorumLost,
+// TestHostileLoneValueNoAnswer). A watcher's consumer on the killed node is created
 // again on another once the cluster answers: Block watchers stalled for the
 // election plus up to a second. A quorum lost and regained is the same, for
 // as long as it lasts (TestClusterQuorumLost: ten seconds, a plain

@@ -165,8 +165,12 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 	case err != nil:
 		return nil, nil, fmt.Errorf("natsbridge: topic %q: durable %q: %w", f.t.name, d.name, err)
 	}
-	// An active reader asks at least twice per takeover time, so that an
-	// idle one keeps its turn.
+	// An active reader asks at least twice per takeover time (the
+	// position's, set when it was made), so that an idle one keeps its
+	// turn.
+	if ttl := cons.CachedInfo().Config.PinnedTTL; ttl > 0 {
+		d.takeover = ttl
+	}
 	expiry := max(d.takeover/2, time.Second)
 	it, err := cons.Messages(
 		jetstream.PullPriorityGroup(durableGroup),

@@ -89,6 +89,7 @@ type link struct {
 	progress time.Time // the last answer or ack that moved things on
 	lastSend time.Time
 	ctl      int    // a control message to send: opCommit, opPing, or -1
+	lone     bool   // the batch is one value, sent with its commit
 	refusedS uint64 // a value of the batch the stream refused, or 0
 	refusedE error
 
@@ -140,10 +141,10 @@ func (l *link) plan(now time.Time, out []send) []send {
 			// A value alone is a batch of its own, acked at once; with
 			// more behind it, it opens a batch for them.
 			op := opStart
-			if l.ring.len() == 1 {
-				op = opCommitValue
-			}
 			l.begin(now)
+			if l.ring.len() == 1 {
+				op, l.lone = opCommitValue, true
+			}
 			out = append(out, l.sendValue(now, op))
 			l.enter(phaseStarting, now)
 		}
@@ -169,7 +170,7 @@ func (l *link) begin(now time.Time) {
 	l.batches++
 	l.batch = fmt.Sprintf("%s%d", l.cfg.batchPrefix, l.batches)
 	l.replies = newReplySubjects(l.cfg.inbox, l.batch, l.cfg.interval)
-	l.seq, l.acked, l.interval, l.refusedS = 0, 0, 1, 0
+	l.seq, l.acked, l.interval, l.refusedS, l.lone = 0, 0, 1, 0, false
 	l.progress = now
 }
 
@@ -307,6 +308,9 @@ func (l *link) flowAck(r reply, now time.Time) {
 	l.confirm(r.ackSeq, now)
 	l.progress = now
 	switch {
+	case l.phase == phaseStarting && l.lone, l.phase == phasePinging && r.op == opPing && l.lone:
+		// The batch of one is received; its ack comes when it is stored.
+		l.enter(phaseEnding, now)
 	case l.phase == phaseStarting:
 		l.enter(phaseOpen, now)
 	case l.phase == phasePinging && r.op == opPing:
@@ -373,7 +377,12 @@ func (l *link) tick(now time.Time) time.Time {
 	switch l.phase {
 	case phaseStarting:
 		if !now.Before(l.since.Add(l.cfg.probeTimeout)) {
-			l.reset() // no answer: start again
+			// No answer: ask whether the server has the batch, rather
+			// than send its first value again at once: a copy sent while
+			// the first is still being written (a leader without its
+			// quorum) would be skipped and acked as stored, and lost if
+			// that leader dies.
+			l.ping(now)
 		}
 	case phaseOpen:
 		l.tickOpen(now)
@@ -454,11 +463,9 @@ func (l *link) expire(now time.Time) {
 // at once, rather than wait for the ack timeout.
 func (l *link) reconnected(now time.Time) {
 	switch l.phase {
-	case phaseStarting:
-		l.reset() // its first value may be lost: start again
-	case phaseOpen, phaseEnding, phasePinging:
+	case phaseStarting, phaseOpen, phaseEnding, phasePinging:
 		if l.sent > 0 {
-			l.ping(now)
+			l.ping(now) // see tick: never a copy before the server says
 		}
 	}
 }

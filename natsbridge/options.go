@@ -90,11 +90,14 @@ type TopicOptions struct {
 	// Replicas is the number of copies in a cluster. Zero means 1.
 	Replicas int
 	// Duplicates is how long the stream remembers message ids, so that a
-	// publish retried within it is stored once. Zero means the server's
+	// value sent again within it is stored once. Zero means the server's
 	// default: DefaultDuplicates, or MaxAge if that is shorter (or a
-	// lower limit set for the account). The server refuses a window
-	// longer than MaxAge, so a non-zero Duplicates must not exceed a
-	// non-zero MaxAge. Keep it longer than a publisher's retries last.
+	// lower limit set for the server or the account); on an existing
+	// stream, a zero Duplicates agrees with whatever window it has. The
+	// server refuses a window longer than MaxAge, so a non-zero Duplicates
+	// must not exceed a non-zero MaxAge. A publisher sends a value again
+	// for as long as this window by default
+	// (PublisherOptions.DeliveryTimeout).
 	Duplicates time.Duration
 	// Heartbeat is how often a watcher or mirror of this topic that
 	// received nothing asks the server about its consumer (one small
@@ -148,11 +151,11 @@ type PublisherOptions struct {
 	// it is full. Zero means DefaultWindow; it must not exceed MaxWindow.
 	Window int
 	// AckTimeout is how long the publisher waits for an answer of the
-	// server about values in flight before it asks where they stand, and
-	// the longest it waits for the answer to a batch's first value, or to
-	// that question, before it asks again (at most a second). Values the
-	// stream did not store are sent again, in order, under their message
-	// ids. Zero means DefaultAckTimeout.
+	// server about values in flight before it asks where their batch
+	// stands (and again at most every second, for as long as nothing
+	// answers). Values the stream did not store are sent again, in order,
+	// under their message ids, once the server has said so. Zero means
+	// DefaultAckTimeout.
 	AckTimeout time.Duration
 	// DeliveryTimeout is how long a value may stay unconfirmed before it
 	// is counted as Failed (it may still have been stored, its acks lost).

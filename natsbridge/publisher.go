@@ -52,7 +52,8 @@ type Publisher[T any] struct {
 	// pumping reports whether a goroutine is sending what the link
 	// planned; only that one sends, so messages leave in planned order.
 	pumping bool
-	plan    []send // the pumping goroutine's list, reused
+	plan    []send    // the pumping goroutine's list, reused
+	wakeAt  time.Time // when the loop's timer fires: pump wakes the loop for an earlier deadline
 }
 
 // PublisherStats is a snapshot of a Publisher's counters, taken at one
@@ -230,6 +231,12 @@ func (p *Publisher[T]) accept(data []byte) error {
 		p.mu.Unlock()
 		<-p.slots
 		return ErrClosed
+	}
+	if p.link.closed || p.nc.IsClosed() {
+		// The connection closed while the caller waited for room.
+		p.mu.Unlock()
+		<-p.slots
+		return fmt.Errorf("natsbridge: publish to %q: %w", p.t.name, nats.ErrConnectionClosed)
 	}
 	p.counter++
 	p.link.accept(&entry{msg: p.message(data, p.counter), added: time.Now()})

@@ -87,9 +87,17 @@ func (p *Publisher[T]) pump() {
 	}
 	p.pumping = true
 	for {
-		p.plan = p.link.plan(time.Now(), p.plan[:0])
+		now := time.Now()
+		p.plan = p.link.plan(now, p.plan[:0])
 		if len(p.plan) == 0 {
 			break
+		}
+		// The loop's timer is for the link's next deadline: wake it if
+		// what was planned brought that deadline forward (a batch begun
+		// waits for its first answer).
+		if next := p.link.next(now); next.Before(p.wakeAt) {
+			p.wakeAt = next
+			p.signal()
 		}
 		p.mu.Unlock()
 		n, err := p.transmit(p.plan)
@@ -204,6 +212,9 @@ func (p *Publisher[T]) run() {
 			p.checkStream()
 		}
 		p.pump()
+		p.mu.Lock()
+		p.wakeAt = next
+		p.mu.Unlock()
 		timer.Reset(time.Until(next))
 		select {
 		case <-p.wake:

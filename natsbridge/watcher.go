@@ -370,9 +370,10 @@ func (w *Watcher[T]) isStopped() bool {
 // the watcher read them are counted as gaps by then, also those removed
 // while Flush waits (a purge, MaxAge): Flush looks at the stream again
 // every TopicOptions.Heartbeat while it waits. Under Block it waits
-// for the reader to make room. It returns ctx.Err() if ctx ends first, and
-// ErrClosed (or Err) if the watcher was stopped, or ended, before Flush
-// returned. It panics on a nil ctx.
+// for the reader to make room. A durable watcher that stands by receives
+// nothing: its Flush waits until it is the active reader. It returns
+// ctx.Err() if ctx ends first, and ErrClosed (or Err) if the watcher was
+// stopped, or ended, before Flush returned. It panics on a nil ctx.
 func (w *Watcher[T]) Flush(ctx context.Context) error {
 	mustContext(ctx)
 	if err := w.f.catchUp(ctx); err != nil {

@@ -1,0 +1,371 @@
+package natsbridge_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// durableReader reads a watcher in a goroutine, keeping what it read.
+type durableReader struct {
+	w    *natsbridge.Watcher[Order]
+	mu   sync.Mutex
+	got  []int
+	seqs []uint64
+	done chan struct{}
+}
+
+func readDurableWatcher(w *natsbridge.Watcher[Order], pace time.Duration) *durableReader {
+	r := &durableReader{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for o := range w.All() {
+			r.mu.Lock()
+			r.got = append(r.got, o.ID)
+			r.seqs = append(r.seqs, w.Seq())
+			r.mu.Unlock()
+			if pace > 0 {
+				time.Sleep(pace) // the application's work on the value
+			}
+		}
+	}()
+	return r
+}
+
+func (r *durableReader) read() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+// TestHostileDurableSameProcess: two durable watchers with one name in the
+// same process, on the same connection. One reads, the other stands by;
+// a clean Stop of the active one hands over at once and nothing is read
+// twice (Redelivered stays 0); together they read 1..n once, in order.
+func TestHostileDurableSameProcess(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "hostile.samedurable", natsbridge.TopicOptions{})
+	opts := natsbridge.WatchOptions{Durable: "billing", Takeover: 2 * time.Second}
+	a := readDurableWatcher(watch(t, topic, opts), 0)
+	b := readDurableWatcher(watch(t, topic, opts), 0)
+	const n = 2000
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	publishN(t, p, 1, n/2)
+	eventually(t, "the first half read", func() bool { return len(a.read())+len(b.read()) >= n/2 })
+	active, standby := a, b
+	if len(b.read()) > 0 {
+		active, standby = b, a
+	}
+	if len(standby.read()) != 0 {
+		t.Fatalf("both read while one was active: %d and %d", len(active.read()), len(standby.read()))
+	}
+	publishN(t, p, n/2+1, n)
+	time.Sleep(20 * time.Millisecond) // stop mid-stream
+	active.w.Stop()
+	<-active.done
+	stoppedAt := time.Now()
+	eventually(t, "the standby read to the end", func() bool {
+		r := standby.read()
+		return len(r) > 0 && r[len(r)-1] == n
+	})
+	first := active.read()
+	second := standby.read()
+	t.Logf("active read %d, stopped at %d; standby read %d from %v; took over in %v; Redelivered %d", len(first), first[len(first)-1], len(second), second[:min(3, len(second))], time.Since(stoppedAt).Round(time.Millisecond), standby.w.Redelivered())
+	if all := append(slices.Clone(first), second...); !slices.Equal(all, span(1, n)) {
+		t.Errorf("together they read %s, not 1..%d once each in order", firstDiff(all, span(1, n)), n)
+	}
+	if standby.w.Redelivered() != 0 {
+		t.Errorf("after a clean Stop, Redelivered() = %d, want 0", standby.w.Redelivered())
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileDeleteDurableWhileReading: DeleteDurable while a watcher reads
+// the position: the watcher ends, its Err wraps ErrDurableGone, and a
+// later Watch with that name begins again at its From.
+func TestHostileDeleteDurableWhileReading(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "hostile.deletedurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	w := watch(t, topic, natsbridge.WatchOptions{Durable: "billing", Takeover: 2 * time.Second})
+	r := readDurableWatcher(w, time.Millisecond)
+	p := topic.Publisher(natsbridge.PublisherOptions{})
+	publishN(t, p, 1, 500)
+	eventually(t, "some read", func() bool { return len(r.read()) >= 50 })
+	if err := topic.DeleteDurable(testCtx(t), "billing"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the watcher still reads 15s after its position was deleted (read %d)", len(r.read()))
+	}
+	t.Logf("ended %v after the deletion, read %d, Err %v", time.Since(deleted).Round(time.Millisecond), len(r.read()), w.Err())
+	if !errors.Is(w.Err(), natsbridge.ErrDurableGone) {
+		t.Errorf("Err() = %v, want ErrDurableGone", w.Err())
+	}
+	if got := r.read(); !slices.Equal(got, span(1, len(got))) {
+		t.Errorf("read %s", firstDiff(got, span(1, len(got))))
+	}
+	w2 := watch(t, topic, natsbridge.WatchOptions{Durable: "billing", From: 100})
+	if w2.Start() != 100 {
+		t.Errorf("a new position with From 100: Start() = %d", w2.Start())
+	}
+	if got := take(t, w2, 3); !slices.Equal(ids(got), []int{100, 101, 102}) {
+		t.Errorf("the new position read %v, want 100, 101, 102", ids(got))
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileDurableFromAndStart: a durable position made with From reads
+// from there; Start() reports where the position stands; a later Watch's
+// From is ignored (the position is kept).
+func TestHostileDurableFromAndStart(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "hostile.durablefrom", natsbridge.TopicOptions{})
+	publishAll(t, topic, 1, 10)
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{Durable: "d", From: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Start() != 5 {
+		t.Errorf("Start() = %d, want 5", w.Start())
+	}
+	if got := ids(take(t, w, 6)); !slices.Equal(got, span(5, 10)) {
+		t.Errorf("read %v, want 5..10", got)
+	}
+	w.Stop()
+	publishAll(t, topic, 11, 15)
+	w2 := watch(t, topic, natsbridge.WatchOptions{Durable: "d", From: 1})
+	if w2.Start() != 11 {
+		t.Errorf("rejoined position: Start() = %d, want 11", w2.Start())
+	}
+	if got := ids(take(t, w2, 5)); !slices.Equal(got, span(11, 15)) {
+		t.Errorf("rejoined position read %v, want 11..15", got)
+	}
+	if w2.Redelivered() != 0 {
+		t.Errorf("Redelivered() = %d", w2.Redelivered())
+	}
+	// A fresh position without From on a stream with values: what follows.
+	w3 := watch(t, topic, natsbridge.WatchOptions{Durable: "e"})
+	if w3.Start() != 16 {
+		t.Errorf("new position without From: Start() = %d, want 16", w3.Start())
+	}
+}
+
+// TestHostileTakeoverValidation: Takeover below 2s, negative, or without
+// Durable is an error; a durable name with a wildcard is ErrInvalidName.
+func TestHostileTakeoverValidation(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "hostile.takeover", natsbridge.TopicOptions{})
+	for _, o := range []natsbridge.WatchOptions{
+		{Durable: "d", Takeover: time.Second},
+		{Durable: "d", Takeover: 2*time.Second - 1},
+		{Durable: "d", Takeover: -time.Second},
+		{Takeover: 3 * time.Second},
+		{Durable: "a.b"},
+		{Durable: "a*"},
+		{Durable: "a b"},
+	} {
+		w, err := topic.Watch(testCtx(t), o)
+		if err == nil {
+			w.Stop()
+			t.Errorf("Watch(%+v) = nil error", o)
+		}
+	}
+	if n := consumers(t, js, topic.Stream()); n != 0 {
+		t.Errorf("%d consumers left by refused watches", n)
+	}
+}
+
+// TestHostileDurableSlowReader: the active durable reader's application
+// reads nothing for longer than Takeover (its Block queue stays full); a
+// standby takes over. The doc: at least once, each reader in stream
+// order, values read by both counted in Redelivered.
+func TestHostileDurableSlowReader(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js1 := connect(t, s)
+	_, js2 := connect(t, s)
+	t1 := newTopic(t, js1, "hostile.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	t2 := newTopic(t, js2, "hostile.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	opts := natsbridge.WatchOptions{Durable: "slow", Takeover: 2 * time.Second, QueueLength: 16, Full: broadcast.Block}
+	slowW := watch(t, t1, opts)
+	// The first watcher is the active one: it asked first.
+	time.Sleep(200 * time.Millisecond) // let its request reach the server first
+	fastW := watch(t, t2, opts)
+	const n = 3000
+	p := t1.Publisher(natsbridge.PublisherOptions{})
+	publishN(t, p, 1, n)
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// The slow reader reads 10 values, then nothing for 5s.
+	var slow []int
+	ctx := testCtx(t)
+	for range 10 {
+		v, err := slowW.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow = append(slow, v.ID)
+	}
+	fast := readDurableWatcher(fastW, 0)
+	time.Sleep(5 * time.Second) // the stall itself
+	// Then it reads on, for a while.
+	for {
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		v, err := slowW.Next(short)
+		cancel()
+		if err != nil {
+			break
+		}
+		slow = append(slow, v.ID)
+	}
+	eventually(t, "the position read to the end", func() bool {
+		r := fast.read()
+		return (len(r) > 0 && r[len(r)-1] == n) || (len(slow) > 0 && slow[len(slow)-1] == n)
+	})
+	fastW.Stop()
+	<-fast.done
+	got := fast.read()
+	seen := map[int]int{}
+	for _, id := range slow {
+		seen[id]++
+	}
+	for _, id := range got {
+		seen[id]++
+	}
+	twice := 0
+	for i := 1; i <= n; i++ {
+		switch seen[i] {
+		case 0:
+			t.Errorf("value %d read by neither", i)
+		case 1:
+		default:
+			twice++
+		}
+	}
+	t.Logf("slow read %d (%v…%v), fast read %d (from %v), %d by both; Redelivered slow %d fast %d", len(slow), slow[:min(3, len(slow))], slow[max(0, len(slow)-3):], len(got), got[:min(3, len(got))], twice, slowW.Redelivered(), fastW.Redelivered())
+	if !slices.IsSorted(slow) || !slices.IsSorted(got) {
+		t.Errorf("a reader read out of stream order")
+	}
+	if uint64(twice) > slowW.Redelivered()+fastW.Redelivered() {
+		t.Errorf("%d values read by both, %d counted as redelivered", twice, slowW.Redelivered()+fastW.Redelivered())
+	}
+}
+
+// TestHostileFlushStoppedWhileWaiting: Flush waits (a Block watcher whose
+// queue is full and nobody reads); Stop is called; Flush returns ErrClosed.
+// The values read from the stream but not queued are counted in Dropped.
+func TestHostileFlushStoppedWhileWaiting(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "hostile.flushstop", natsbridge.TopicOptions{ReadAhead: 64})
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: 4, Full: broadcast.Block})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	publishAll(t, topic, 1, n)
+	flushed := make(chan error, 1)
+	go func() { flushed <- w.Flush(testCtx(t)) }()
+	time.Sleep(300 * time.Millisecond) // Flush is waiting for room
+	w.Stop()
+	select {
+	case err := <-flushed:
+		if !errors.Is(err, natsbridge.ErrClosed) {
+			t.Errorf("Flush = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Flush still waiting 5s after Stop")
+	}
+	got := drain(t, w)
+	t.Logf("after Stop: %d readable, Delivered %d, Dropped %d, Seq %d", len(got), w.Delivered(), w.Dropped(), w.Seq())
+	if !slices.Equal(ids(got), span(1, len(got))) {
+		t.Errorf("read %v", ids(got))
+	}
+	if uint64(len(got)) != w.Delivered() {
+		t.Errorf("read %d after Stop, Delivered %d", len(got), w.Delivered())
+	}
+}
+
+var _ = context.Background
+
+// TestHostileDurableTakeoverMismatch: the position is made with Takeover
+// 2s; two later watchers join it with the default Takeover (5s), which the
+// doc says is used only when the position is created. Both stay alive and
+// read; values come one every 3s. The doc: one reader at a time is
+// active, the others stand by and receive nothing, until the active one
+// stops, dies or stops reading. So one watcher must read every value.
+func TestHostileDurableTakeoverMismatch(t *testing.T) {
+	for _, joined := range []time.Duration{0, 2 * time.Second} {
+		t.Run("joined with Takeover "+joined.String(), func(t *testing.T) { durableTakeoverMismatch(t, joined) })
+	}
+}
+
+func durableTakeoverMismatch(t *testing.T, joined time.Duration) {
+	s := startServer(t, embedded.Options{})
+	_, js1 := connect(t, s)
+	_, js2 := connect(t, s)
+	t1 := newTopic(t, js1, "hostile.mismatch", natsbridge.TopicOptions{})
+	t2 := newTopic(t, js2, "hostile.mismatch", natsbridge.TopicOptions{})
+	maker, err := t1.Watch(testCtx(t), natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maker.Stop()
+	a := readDurableWatcher(watch(t, t1, natsbridge.WatchOptions{Durable: "d", Takeover: joined}), 0)
+	b := readDurableWatcher(watch(t, t2, natsbridge.WatchOptions{Durable: "d", Takeover: joined}), 0)
+	p := t1.Publisher(natsbridge.PublisherOptions{})
+	const n = 5
+	for i := 1; i <= n; i++ {
+		publishN(t, p, i, i)
+		time.Sleep(3 * time.Second) // the pace of the values
+	}
+	ra, rb := a.read(), b.read()
+	t.Logf("a read %v, b read %v", ra, rb)
+	if len(ra) != 0 && len(rb) != 0 {
+		t.Errorf("both live readers read values: a %v, b %v; the doc: one active reader, the other stands by", ra, rb)
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileFlushOnStandby: Flush on a durable watcher that stands by (the
+// other one reads) waits, as its doc says, until the watcher is active:
+// here until its context ends.
+func TestHostileFlushOnStandby(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "hostile.flushstandby", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	opts := natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second}
+	a := readDurableWatcher(watch(t, topic, opts), 0)
+	b := readDurableWatcher(watch(t, topic, opts), 0)
+	publishAll(t, topic, 1, 10)
+	eventually(t, "the active reader read them", func() bool { return len(a.read())+len(b.read()) == 10 })
+	standby := b
+	if len(b.read()) == 10 {
+		standby = a
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := standby.w.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Flush on a standby durable watcher = %v, want context.DeadlineExceeded: it waits until the watcher is active", err)
+	}
+}
