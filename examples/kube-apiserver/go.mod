@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
-	github.com/heraldgo/herald v0.0.0-00010101000000-000000000000
-	github.com/heraldgo/herald/k8sadapter/ctrlruntime v0.0.0-00010101000000-000000000000
+	github.com/heraldgo/herald v0.1.0
+	github.com/heraldgo/herald/k8sadapter/ctrlruntime v0.1.0
 	go.etcd.io/etcd/server/v3 v3.6.8
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.27.1
@@ -155,11 +155,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-replace (
-	github.com/heraldgo/herald => ../..
-	github.com/heraldgo/herald/k8sadapter/ctrlruntime => ../../k8sadapter/ctrlruntime
 )
 
 // k8s.io/kubernetes points its staging modules at ./staging/...; these

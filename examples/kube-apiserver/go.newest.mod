@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
-	github.com/heraldgo/herald v0.0.0-00010101000000-000000000000
-	github.com/heraldgo/herald/k8sadapter/ctrlruntime v0.0.0-00010101000000-000000000000
+	github.com/heraldgo/herald v0.1.0
+	github.com/heraldgo/herald/k8sadapter/ctrlruntime v0.1.0
 	go.etcd.io/etcd/server/v3 v3.7.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.27.1
@@ -162,11 +162,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace (
-	github.com/heraldgo/herald => ../..
-	github.com/heraldgo/herald/k8sadapter/ctrlruntime => ../../k8sadapter/ctrlruntime
-)
-
 // k8s.io/kubernetes points its staging modules at ./staging/...; these
 // lines point them at the released modules of the same release.
 replace (
@@ -203,4 +198,10 @@ replace (
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.37.2
 	k8s.io/sample-controller => k8s.io/sample-controller v0.37.2
 	k8s.io/streaming => k8s.io/streaming v0.37.2
+)
+
+// herald's modules from the checkout (.ci/modfiles).
+replace (
+	github.com/heraldgo/herald => ../..
+	github.com/heraldgo/herald/k8sadapter/ctrlruntime => ../../k8sadapter/ctrlruntime
 )
