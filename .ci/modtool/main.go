@@ -107,15 +107,6 @@ type mod struct {
 	file *modfile.File
 }
 
-// tagPrefix returns the prefix of the module's tags: "" for the root,
-// "<dir>/" for a nested module.
-func (m *mod) tagPrefix() string {
-	if m.dir == "." {
-		return ""
-	}
-	return m.dir + "/"
-}
-
 // goMod returns the name of the module's go.mod file.
 func (m *mod) goMod() string { return path.Join(m.dir, "go.mod") }
 
