@@ -10,14 +10,7 @@ import (
 )
 
 func bump(args []string) error {
-	if len(args) != 1 {
-		usage()
-	}
-	v := args[0]
-	if err := validRelease(v); err != nil {
-		return err
-	}
-	r, err := load()
+	v, r, err := versionAndRepo(args)
 	if err != nil {
 		return err
 	}

@@ -172,6 +172,20 @@ func load() (*repo, error) {
 	return r, errors.Join(errs...)
 }
 
+// versionAndRepo takes the one argument of a subcommand, a release
+// version, and loads the repository.
+func versionAndRepo(args []string) (string, *repo, error) {
+	if len(args) != 1 {
+		usage()
+	}
+	v := args[0]
+	if err := validRelease(v); err != nil {
+		return "", nil, err
+	}
+	r, err := load()
+	return v, r, err
+}
+
 func parseMod(name string) (*modfile.File, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {

@@ -16,14 +16,7 @@ import (
 // versions. The release scripts call it for a version no tag has made yet,
 // so that a copy left by a dry run never stands in for the real one.
 func purge(args []string) error {
-	if len(args) != 1 {
-		usage()
-	}
-	v := args[0]
-	if err := validRelease(v); err != nil {
-		return err
-	}
-	r, err := load()
+	v, r, err := versionAndRepo(args)
 	if err != nil {
 		return err
 	}
