@@ -3,8 +3,8 @@ module github.com/heraldgo/herald/examples/nats
 go 1.26.0
 
 require (
-	github.com/heraldgo/herald v0.0.0-00010101000000-000000000000
-	github.com/heraldgo/herald/natsbridge v0.0.0-00010101000000-000000000000
+	github.com/heraldgo/herald v0.1.0
+	github.com/heraldgo/herald/natsbridge v0.1.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nuid v1.0.1
 	go.uber.org/goleak v1.3.0
@@ -21,9 +21,4 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-)
-
-replace (
-	github.com/heraldgo/herald => ../..
-	github.com/heraldgo/herald/natsbridge => ../../natsbridge
 )

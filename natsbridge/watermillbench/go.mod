@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
 	github.com/ThreeDotsLabs/watermill-nats/v2 v2.1.3
-	github.com/heraldgo/herald v0.0.0-00010101000000-000000000000
-	github.com/heraldgo/herald/natsbridge v0.0.0-00010101000000-000000000000
+	github.com/heraldgo/herald v0.1.0
+	github.com/heraldgo/herald/natsbridge v0.1.0
 	github.com/nats-io/nats.go v1.55.0
 	go.uber.org/goleak v1.3.0
 )
@@ -27,9 +27,4 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-)
-
-replace (
-	github.com/heraldgo/herald => ../..
-	github.com/heraldgo/herald/natsbridge => ..
 )
