@@ -313,7 +313,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 		elected := time.Now()
 		old.Restart()
 		resume, full := pr.recovery(killed, elected)
-		t.Logf("fault: kill %d: leader %s killed, %s elected after %v; publisher confirming again %v after the election, at half its former rate after %v",
+		logFault(t, "kill %d: leader %s killed, %s elected after %v; publisher confirming again %v after the election, at half its former rate after %v",
 			k+1, old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), resume.Round(time.Millisecond), full.Round(time.Millisecond))
 		if k == 0 {
 			first = resumed
@@ -352,7 +352,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 		if r.w != nil && (r.w.Gaps() != 0 || r.w.Dropped() != 0) {
 			t.Errorf("%s: Gaps %d, Dropped %d; want 0, 0", name, r.w.Gaps(), r.w.Dropped())
 		}
-		t.Logf("fault: %s: longest stall %v", name, r.longestStall(time.Time{}).Round(time.Millisecond))
+		logFault(t, "%s: longest stall %v", name, r.longestStall(time.Time{}).Round(time.Millisecond))
 	}
 	if got := dropping.got; !slices.IsSorted(got) || uint64(len(got))+dropping.w.Dropped() != n {
 		t.Errorf("the DropOldest watcher read %d values (in order: %v) and dropped %d; want them to add up to %d", len(got), slices.IsSorted(got), dropping.w.Dropped(), n)
@@ -426,7 +426,7 @@ func TestClusterQuorumLost(t *testing.T) {
 	now := c.WaitStreamLeader(adminJS, topic.Stream(), nil)
 	elected := time.Now()
 	first, full := pr.recovery(lost, elected)
-	t.Logf("fault: quorum lost for %v (accepted meanwhile: %d values, %d pending); %s elected %v after the restarts; publisher confirming again %v after the election, at half its former rate after %v",
+	logFault(t, "quorum lost for %v (accepted meanwhile: %d values, %d pending); %s elected %v after the restarts; publisher confirming again %v after the election, at half its former rate after %v",
 		back.Sub(lost).Round(time.Millisecond), count.Load(), stalled.Pending, now.Name(), elected.Sub(back).Round(time.Millisecond), first.Round(time.Millisecond), full.Round(time.Millisecond))
 
 	if err := <-published; err != nil {
@@ -448,7 +448,7 @@ func TestClusterQuorumLost(t *testing.T) {
 	if diff := cmp.Diff(stored, r.got); diff != "" {
 		t.Errorf("the Block watcher did not read the stream in its order (-stream +read):\n%s", diff)
 	}
-	t.Logf("fault: quorum: Block watcher: longest stall %v", r.longestStall(time.Time{}).Round(time.Millisecond))
+	logFault(t, "quorum: Block watcher: longest stall %v", r.longestStall(time.Time{}).Round(time.Millisecond))
 	t.Logf("publisher: %d values, %d sent again", n, st.Retries)
 }
 
@@ -546,6 +546,6 @@ func TestClusterDurable(t *testing.T) {
 	if uint64(twice) > redelivered {
 		t.Errorf("%d values read by both readers, %d counted as redelivered", twice, redelivered)
 	}
-	t.Logf("fault: durable: leader %s killed, %s elected after %v; readers read %d and %d values, %d by both, %d redelivered",
+	logFault(t, "durable: leader %s killed, %s elected after %v; readers read %d and %d values, %d by both, %d redelivered",
 		old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), len(readers[0].got), len(readers[1].got), twice, redelivered)
 }

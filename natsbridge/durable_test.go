@@ -238,6 +238,6 @@ func TestDurableTakeover(t *testing.T) {
 	if r.Redelivered != 0 {
 		t.Errorf("after a clean Stop the next reader's Redelivered() = %d, want 0", r.Redelivered)
 	}
-	t.Logf("fault: durable: killed reader read %d, acknowledged %d, had %d delivered; standby took over %v after the kill (Takeover 2s), %d redelivered; clean hand-over in %v",
+	logFault(t, "durable: killed reader read %d, acknowledged %d, had %d delivered; standby took over %v after the kill (Takeover 2s), %d redelivered; clean hand-over in %v",
 		len(dead), acked, delivered, takeover.Round(time.Millisecond), stopped.Redelivered, handover.Round(time.Millisecond))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -429,4 +430,32 @@ next:
 		return true
 	}
 	return false
+}
+
+// faultLogEnv names a file that tests append their fault timings to
+// (failover times, stalls, takeovers), one line each: .ci/run sets it and
+// prints the file, so that the figures show without -v.
+const faultLogEnv = "HERALD_FAULT_LOG"
+
+var faultLogMu sync.Mutex
+
+// logFault logs a fault timing, and appends it to the file faultLogEnv
+// names, if set.
+func logFault(t testing.TB, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	t.Log("fault: " + line)
+	path := os.Getenv(faultLogEnv)
+	if path == "" {
+		return
+	}
+	faultLogMu.Lock()
+	defer faultLogMu.Unlock()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Errorf("fault log: %v", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s: %s\n", t.Name(), line)
 }

@@ -161,7 +161,7 @@ func TestServerKilledMidStream(t *testing.T) {
 			pr.end()
 			for i, killed := range kills {
 				first, full := pr.recovery(killed, killed)
-				t.Logf("fault: single server, SyncAlways=%v, kill %d: publisher confirming again %v after the kill, at half its former rate after %v", always, i+1, first.Round(time.Millisecond), full.Round(time.Millisecond))
+				logFault(t, "single server, SyncAlways=%v, kill %d: publisher confirming again %v after the kill, at half its former rate after %v", always, i+1, first.Round(time.Millisecond), full.Round(time.Millisecond))
 			}
 			st := p.Stats()
 			if st.Confirmed != n {
@@ -178,7 +178,7 @@ func TestServerKilledMidStream(t *testing.T) {
 			if diff := cmp.Diff(stored, r.got); diff != "" {
 				t.Errorf("the watcher did not read the stream in its order (-stream +read):\n%s", diff)
 			}
-			t.Logf("fault: single server, SyncAlways=%v: publisher: %d sent again; watcher: %d consumer restarts, longest stall %v", always, st.Retries, w.Restarts(), r.longestStall(time.Time{}).Round(time.Millisecond))
+			logFault(t, "single server, SyncAlways=%v: publisher: %d sent again; watcher: %d consumer restarts, longest stall %v", always, st.Retries, w.Restarts(), r.longestStall(time.Time{}).Round(time.Millisecond))
 		})
 	}
 }
