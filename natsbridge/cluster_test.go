@@ -258,6 +258,7 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, next
 // first kill and resumed from Seq()+1 reads, with its successor, exactly
 // the stream.
 func TestClusterLeaderKilled(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	relay := natstest.NewRelay(t, c.URLs()...)
 	_, pubJS := dial(t, relay.URL())
@@ -370,6 +371,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 // elected, the publisher sends again on its live connection and every value
 // is confirmed, stored once, in order.
 func TestClusterQuorumLost(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	relay := natstest.NewRelay(t, c.URLs()...)
 	_, pubJS := dial(t, relay.URL())
@@ -475,6 +477,7 @@ func checkWire(t testing.TB, wire int, st natsbridge.PublisherStats) {
 // forgets whose turn it is: the next value may go to the other reader,
 // which takes over from the last acknowledged value; see the package doc.)
 func TestClusterDurable(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	_, pubJS := dial(t, c.URL())
 	_, adminJS := dial(t, c.URL())

@@ -122,6 +122,7 @@ func (f *follower) kill() {
 // over at once and reads on from the value after the last one read before
 // the Stop, nothing repeated.
 func TestDurableTakeover(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 	_, js := connect(t, s)
 	const name = "durable.takeover"

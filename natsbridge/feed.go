@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,15 +321,16 @@ func (f *feed[T]) reopen() error {
 
 // consume hands out the messages of one consumer until it fails.
 func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer) error {
-	var delivered uint64                                              // the consumer's delivery sequence
-	wait := []jetstream.NextOpt{jetstream.NextMaxWait(f.t.heartbeat)} // made once, not per message
+	var delivered uint64 // the consumer's delivery sequence
 	// behind: an idle check found the server ahead of delivered, as it
 	// was then. A message may be on its way: it is lost only if the next
 	// idle check finds the feed no further.
 	behind, behindAt := false, uint64(0)
+	idle := newIdleClock(f.ctx, f.t.heartbeat)
+	defer idle.stop()
 	for {
-		msg, err := it.Next(wait...)
-		if errors.Is(err, nats.ErrTimeout) {
+		msg, err := it.Next(idle.wait...)
+		if idle.passed(err) {
 			err := f.check(cons, delivered)
 			switch {
 			case errors.Is(err, errLostInTransit) && (!behind || behindAt != delivered):
@@ -342,15 +345,15 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		if err != nil {
 			return err
 		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return err
+		idle.tick()
+		seq, dseq, ok := ackSequences(msg.Reply())
+		if !ok {
+			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
-		if md.Sequence.Consumer != delivered+1 {
+		if dseq != delivered+1 {
 			return errLostInTransit
 		}
-		delivered = md.Sequence.Consumer
-		seq := md.Sequence.Stream
+		delivered = dseq
 		if !f.take(seq) {
 			continue // handled already; a fresh consumer never sends it
 		}
@@ -687,4 +690,95 @@ func (f *feed[T]) dropWaiter(w posWaiter) {
 		}
 	}
 	f.hasWaiters.Store(len(f.waiters) > 0)
+}
+
+// idleClock tells a feed's read loop when a heartbeat has passed with no
+// message, without a timer per message: Next waits on a context that a
+// timer ends once a whole heartbeat went by without a tick; each message
+// ticks (one atomic add).
+type idleClock struct {
+	parent context.Context
+	every  time.Duration
+	ticks  atomic.Uint64
+	seen   uint64 // ticks when the timer last looked (the timer's goroutine)
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  *time.Timer
+	wait   []jetstream.NextOpt // Next's options for the current period
+}
+
+func newIdleClock(parent context.Context, every time.Duration) *idleClock {
+	c := &idleClock{parent: parent, every: every}
+	c.period()
+	return c
+}
+
+// period starts waiting for an idle heartbeat anew.
+func (c *idleClock) period() {
+	c.ctx, c.cancel = context.WithCancel(c.parent)
+	c.wait = []jetstream.NextOpt{jetstream.NextContext(c.ctx)}
+	c.seen = c.ticks.Load()
+	cancel := c.cancel
+	c.timer = time.AfterFunc(c.every, func() { c.look(cancel) })
+}
+
+// look ends the period if no message came since the last look, and looks
+// again a heartbeat later otherwise.
+func (c *idleClock) look(cancel context.CancelFunc) {
+	if n := c.ticks.Load(); n != c.seen {
+		c.seen = n
+		c.timer.Reset(c.every)
+		return
+	}
+	cancel()
+}
+
+func (c *idleClock) tick() { c.ticks.Add(1) }
+
+// passed reports whether err, what Next returned, says that a heartbeat
+// passed with no message (and starts the next period), rather than that
+// the feed stopped or the read failed.
+func (c *idleClock) passed(err error) bool {
+	if err == nil || c.parent.Err() != nil || !errors.Is(err, context.Canceled) {
+		return false
+	}
+	c.period()
+	return true
+}
+
+func (c *idleClock) stop() {
+	c.timer.Stop()
+	c.cancel()
+}
+
+// ackSequences reads the stream sequence and the consumer's delivery
+// sequence of a message from its reply subject, as the server writes it:
+// $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<time>.<pending>,
+// or with a domain and an account hash after $JS.ACK (and a last token of
+// its own). It is jetstream.Msg.Metadata without the allocations, for the
+// read loop.
+func ackSequences(reply string) (sseq, dseq uint64, ok bool) {
+	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
+	if !ok {
+		return 0, 0, false
+	}
+	skip := 3 // stream, consumer, delivered
+	switch n := strings.Count(rest, ".") + 1; {
+	case n == 7:
+	case n >= 9:
+		skip = 5 // domain, account hash too
+	default:
+		return 0, 0, false
+	}
+	for range skip {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	s, rest, _ := strings.Cut(rest, ".")
+	d, _, _ := strings.Cut(rest, ".")
+	sseq, err1 := strconv.ParseUint(s, 10, 64)
+	dseq, err2 := strconv.ParseUint(d, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return sseq, dseq, true
 }

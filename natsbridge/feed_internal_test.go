@@ -70,3 +70,28 @@ func TestOpenFailureDeletesConsumer(t *testing.T) {
 		})
 	}
 }
+
+// TestAckSequences reads the stream and delivery sequences from the reply
+// subjects the server writes, both forms, as jetstream's Metadata does,
+// and refuses anything else.
+func TestAckSequences(t *testing.T) {
+	tests := []struct {
+		reply      string
+		sseq, dseq uint64
+		ok         bool
+	}{
+		{"$JS.ACK.ORDERS.c1.1.42.7.1700000000000000000.3", 42, 7, true},
+		{"$JS.ACK._.hash123.ORDERS.c1.2.42.7.1700000000000000000.3.rnd", 42, 7, true},
+		{"$JS.ACK.dom.hash123.ORDERS.c1.2.42.7.1700000000000000000.3", 42, 7, true},
+		{"$JS.ACK.ORDERS.c1.1.x.7.1700000000000000000.3", 0, 0, false},
+		{"$JS.ACK.ORDERS.c1.1.42", 0, 0, false},
+		{"_INBOX.abc.def", 0, 0, false},
+		{"", 0, 0, false},
+	}
+	for _, tc := range tests {
+		s, d, ok := ackSequences(tc.reply)
+		if s != tc.sseq || d != tc.dseq || ok != tc.ok {
+			t.Errorf("ackSequences(%q) = %d, %d, %v; want %d, %d, %v", tc.reply, s, d, ok, tc.sseq, tc.dseq, tc.ok)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 // (two minutes here). So every value must end Confirmed, and the stream
 // must hold 1..n once each, in order.
 func TestHostileFollowersDown(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	for _, pace := range []time.Duration{20 * time.Millisecond, 0} {
 		t.Run(fmt.Sprintf("pace=%v", pace), func(t *testing.T) {
 			c := natstest.StartCluster(t, 3, natstest.Options{})
@@ -36,7 +37,7 @@ func TestHostileFollowersDown(t *testing.T) {
 			ctx := boundedCtx(t, 2*time.Minute)
 			n := 1000
 			if pace == 0 {
-				n = 20000
+				n = 10000
 			}
 			p := topic.Publisher(natsbridge.PublisherOptions{})
 			published := make(chan error, 1)
@@ -95,6 +96,7 @@ func TestHostileFollowersDown(t *testing.T) {
 // the stream's leader is killed twice. Each publisher's values must be
 // stored once each, in that publisher's order, all confirmed.
 func TestHostileManyPublishersLeaderKilled(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	relay := natstest.NewRelay(t, c.URLs()...)
 	_, adminJS := dial(t, c.URL())
@@ -246,6 +248,7 @@ func missing(ids []int, n int) []int {
 // their own; the old leader rejoins. Every value is confirmed only once
 // stored, and stored once, in order.
 func TestHostileConfirmedThenLost(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	_, adminJS := dial(t, c.URL())
 	topic0 := newTopic(t, adminJS, "hostile.lost", natsbridge.TopicOptions{Replicas: 3})
@@ -303,6 +306,7 @@ func TestHostileConfirmedThenLost(t *testing.T) {
 // leader is elected, the value (and those published after it) must be
 // confirmed within seconds.
 func TestHostileLoneValueNoAnswer(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	_, adminJS := dial(t, c.URL())
 	topic0 := newTopic(t, adminJS, "hostile.noanswer", natsbridge.TopicOptions{Replicas: 3})

@@ -198,6 +198,7 @@ func TestHostileTakeoverValidation(t *testing.T) {
 // standby takes over. The doc: at least once, each reader in stream
 // order, values read by both counted in Redelivered.
 func TestHostileDurableSlowReader(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := startServer(t, embedded.Options{})
 	_, js1 := connect(t, s)
 	_, js2 := connect(t, s)
@@ -313,8 +314,12 @@ var _ = context.Background
 // active, the others stand by and receive nothing, until the active one
 // stops, dies or stops reading. So one watcher must read every value.
 func TestHostileDurableTakeoverMismatch(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	for _, joined := range []time.Duration{0, 2 * time.Second} {
-		t.Run("joined with Takeover "+joined.String(), func(t *testing.T) { durableTakeoverMismatch(t, joined) })
+		t.Run("joined with Takeover "+joined.String(), func(t *testing.T) {
+			t.Parallel()
+			durableTakeoverMismatch(t, joined)
+		})
 	}
 }
 
@@ -332,7 +337,7 @@ func durableTakeoverMismatch(t *testing.T, joined time.Duration) {
 	a := readDurableWatcher(watch(t, t1, natsbridge.WatchOptions{Durable: "d", Takeover: joined}), 0)
 	b := readDurableWatcher(watch(t, t2, natsbridge.WatchOptions{Durable: "d", Takeover: joined}), 0)
 	p := t1.Publisher(natsbridge.PublisherOptions{})
-	const n = 5
+	const n = 4
 	for i := 1; i <= n; i++ {
 		publishN(t, p, i, i)
 		time.Sleep(3 * time.Second) // the pace of the values

@@ -190,6 +190,7 @@ func TestHostileManyGoroutinesWindow(t *testing.T) {
 // value must be confirmed and stored once in order; the wire carries no
 // send the publisher did not count.
 func TestHostileDoubleKill(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	_, pubJS := dial(t, relay.URL())
@@ -269,6 +270,7 @@ func TestHostileTooLargeLongName(t *testing.T) {
 // asks where its batch stands, sends no copy, and after its DeliveryTimeout
 // (1s) counts the value Failed.
 func TestHostileLoneValueHeld(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	_, js := dial(t, relay.URL())
@@ -297,6 +299,7 @@ func TestHostileLoneValueHeld(t *testing.T) {
 // stream holds a suffix of 1..n once each in order, and the watcher counts
 // each value owed to it exactly once, as read or as a gap.
 func TestHostilePurgeMidStream(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "hostile.purge", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})

@@ -122,6 +122,7 @@ func sorted(in []int) []int {
 // the order published; the wire carried no send the publisher did not
 // count; the watcher reads exactly the stream.
 func TestServerKilledMidStream(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	for _, always := range []bool{false, true} {
 		t.Run(fmt.Sprintf("SyncAlways=%v", always), func(t *testing.T) {
 			s := natstest.StartServer(t, natstest.Options{SyncAlways: always})
@@ -187,6 +188,7 @@ func TestServerKilledMidStream(t *testing.T) {
 // connections, then holds every byte both ways for four seconds (a silent
 // path, no reset): nothing is lost or stored twice, and order holds.
 func TestConnectionCutThenSilent(t *testing.T) {
+	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	_, js := dial(t, relay.URL())

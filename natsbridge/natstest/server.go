@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -211,14 +212,40 @@ func waitJetStream(t testing.TB, url string, timeout time.Duration, log func() s
 	}
 }
 
-// freePort returns a TCP port on loopback that nothing listened on a
-// moment ago.
+// Ports for servers are drawn below Linux's range of ephemeral ports
+// (32768 and up), so that no outgoing connection takes the port of a
+// server that was killed while it is down, and each is handed out once per
+// test binary, so that no two servers (of tests that run in parallel) are
+// given one port.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+var (
+	portsMu sync.Mutex
+	ports   = map[int]bool{} // handed out
+)
+
+// freePort returns a TCP port on loopback that nothing listens on and that
+// no other server of this test binary was given.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		p := portLow + rand.IntN(portHigh-portLow)
+		if ports[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		ports[p] = true
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("natstest: no free port")
+	return 0
 }
