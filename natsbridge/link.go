@@ -305,9 +305,15 @@ func (l *link) noResponders(now time.Time) {
 func (l *link) flowAck(r reply, now time.Time) {
 	l.noLeader, l.backoff = 0, 0
 	l.interval = r.interval
+	moved := r.ackSeq > l.acked
 	l.confirm(r.ackSeq, now)
 	l.progress = now
 	switch {
+	case l.phase == phaseOpen && r.op != opPing && !moved && l.sent > 0:
+		// An ack that says nothing new, with values in flight: a new
+		// leader saying where the batch stands, which may be short of
+		// what was sent. Ask now rather than after AckTimeout.
+		l.ping(now)
 	case l.phase == phaseStarting && l.lone, l.phase == phasePinging && r.op == opPing && l.lone:
 		// The batch of one is received; its ack comes when it is stored.
 		l.enter(phaseEnding, now)

@@ -54,6 +54,7 @@ type Publisher[T any] struct {
 	pumping bool
 	plan    []send    // the pumping goroutine's list, reused
 	wakeAt  time.Time // when the loop's timer fires: pump wakes the loop for an earlier deadline
+	checked time.Time // when the loop last asked whether the stream exists
 }
 
 // PublisherStats is a snapshot of a Publisher's counters, taken at one

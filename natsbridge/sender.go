@@ -27,6 +27,11 @@ const (
 	// linger is how long an open batch with nothing more to send waits
 	// before the publisher ends it, so that the server acks its tail.
 	linger = 5 * time.Millisecond
+	// streamCheckTimeout bounds the question whether the stream still
+	// exists, asked after "no responders"; streamCheckEvery how often it
+	// is asked, at most.
+	streamCheckTimeout = 250 * time.Millisecond
+	streamCheckEvery   = time.Second
 )
 
 // publisherConfig is PublisherOptions with the defaults filled in.
@@ -246,7 +251,10 @@ func (p *Publisher[T]) step() (next time.Time, exit, check bool) {
 		p.link.stalled = false
 		next = minTime(next, now.Add(25*time.Millisecond))
 	}
-	check, p.link.checkStream = p.link.checkStream, false
+	check, p.link.checkStream = p.link.checkStream && now.Sub(p.checked) >= streamCheckEvery, false
+	if check {
+		p.checked = now
+	}
 	exit = p.closed && p.link.done()
 	freed, failures := p.takeSettledLocked()
 	lost := p.link.stats.unconfirmed
@@ -263,7 +271,10 @@ func (p *Publisher[T]) step() (next time.Time, exit, check bool) {
 // than keep them until their delivery timeout. Any other answer (no
 // leader yet, the server unreachable) leaves them.
 func (p *Publisher[T]) checkStream() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// A deleted stream is answered at once, by the cluster's meta leader;
+	// a stream electing its leader not at all: a short wait, so that the
+	// loop goes on probing meanwhile.
+	ctx, cancel := context.WithTimeout(context.Background(), streamCheckTimeout)
 	defer cancel()
 	_, err := p.t.stream.Info(ctx)
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
