@@ -1,7 +1,10 @@
-// Package lifecycle counts the goroutines of one owner and tracks the
-// phases of its shutdown: running; stopping (no goroutine may start any
-// more, work in progress finishes); aborted (a shutdown deadline passed:
-// what is left is abandoned); done (every goroutine has ended).
+// Package lifecycle is the one way herald's types shut their goroutines
+// down. A Group counts one owner's goroutines and carries the two moments
+// that end them, each a context: Stopping, done once the shutdown begins
+// (start nothing new, finish what is queued), and Aborting, done once a
+// shutdown's deadline passed (abandon what is left, count it, return).
+// Shutdown is the sequence every owner needs: stop, wait for the
+// goroutines or the deadline, abort, join.
 package lifecycle
 
 import (
@@ -9,32 +12,48 @@ import (
 	"sync"
 )
 
-// Group counts goroutines and the phases of their owner's shutdown. Its
-// zero value is not usable; create one with New. It is safe for
-// concurrent use.
+// Group is the goroutines of one owner. Its zero value is not usable;
+// create one with New. It is safe for concurrent use.
 type Group struct {
-	stopping  chan struct{} // closed by Begin
-	abort     chan struct{} // closed by Abort
-	abortOnce sync.Once     // closes abort
-	done      chan struct{} // closed once stopping and no goroutine is left
-
-	mu       sync.Mutex // guards closing, live, doneSent
-	closing  bool
-	live     int
-	doneSent bool
+	stopping   context.Context
+	stop       context.CancelFunc
+	aborting   context.Context
+	abort      context.CancelFunc
+	exited     chan struct{} // closed once stopped and no goroutine is left
+	mu         sync.Mutex    // guards stopped, live and exitedSent
+	stopped    bool
+	live       int
+	exitedSent bool
 }
 
 // New returns a running Group.
 func New() *Group {
-	return &Group{stopping: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
+	g := &Group{exited: make(chan struct{})}
+	g.stopping, g.stop = context.WithCancel(context.Background())
+	g.aborting, g.abort = context.WithCancel(context.Background())
+	return g
 }
 
-// Add counts one more goroutine about to start. It reports false, counting
-// nothing, once the shutdown has begun.
+// Go runs f on a goroutine of the group and reports true, or reports
+// false, running nothing, once the shutdown has begun.
+func (g *Group) Go(f func()) bool {
+	if !g.Add() {
+		return false
+	}
+	go func() {
+		defer g.Done()
+		f()
+	}()
+	return true
+}
+
+// Add counts one more goroutine about to start, for an owner that starts
+// it itself. It reports false, counting nothing, once the shutdown has
+// begun.
 func (g *Group) Add() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closing {
+	if g.stopped {
 		return false
 	}
 	g.live++
@@ -46,44 +65,41 @@ func (g *Group) Done() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.live--
-	g.closeDoneLocked()
+	g.closeExitedLocked()
 }
 
-// closeDoneLocked closes done once the shutdown has begun and the last
-// goroutine has ended.
-func (g *Group) closeDoneLocked() {
-	if g.closing && g.live == 0 && !g.doneSent {
-		g.doneSent = true
-		close(g.done)
+func (g *Group) closeExitedLocked() {
+	if g.stopped && g.live == 0 && !g.exitedSent {
+		g.exitedSent = true
+		close(g.exited)
 	}
 }
 
-// Begin starts the shutdown: Add refuses from now on and Stopping is
-// closed. It reports whether this call began it.
-func (g *Group) Begin() bool {
+// Stop begins the shutdown: Add and Go refuse from now on and Stopping is
+// done. It reports whether this call began it.
+func (g *Group) Stop() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closing {
+	if g.stopped {
 		return false
 	}
-	g.closing = true
-	close(g.stopping)
-	g.closeDoneLocked()
+	g.stopped = true
+	g.stop()
+	g.closeExitedLocked()
 	return true
 }
 
-// Wait waits, after Begin, until every goroutine has ended. If ctx ends
-// first, it aborts (Aborted reports true from then on) and returns
-// ctx.Err() without waiting further: a goroutine stuck in a call that
-// never returns must not hold the caller.
+// Wait waits, after Stop, until every goroutine has ended. If ctx ends
+// first, it aborts and returns ctx.Err() without waiting further: for an
+// owner whose goroutines may be stuck in a caller's code.
 func (g *Group) Wait(ctx context.Context) error {
 	select {
-	case <-g.done:
+	case <-g.exited:
 		return nil
 	case <-ctx.Done():
 	}
 	select {
-	case <-g.done: // both were ready
+	case <-g.exited: // both were ready
 		return nil
 	default:
 	}
@@ -91,26 +107,38 @@ func (g *Group) Wait(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Live returns the number of goroutines counted by Add that have not
+// Shutdown stops the group and waits until every goroutine has ended. If
+// ctx ends first, it aborts and then still waits: every goroutine of an
+// owner that uses it must end promptly once Aborting is done. It returns
+// nil, or ctx.Err() if it had to abort.
+func (g *Group) Shutdown(ctx context.Context) error {
+	g.Stop()
+	err := g.Wait(ctx)
+	<-g.exited
+	return err
+}
+
+// Abort cuts the shutdown short: Aborting is done from now on. It is
+// idempotent.
+func (g *Group) Abort() { g.abort() }
+
+// Stopping is done once the shutdown has begun.
+func (g *Group) Stopping() context.Context { return g.stopping }
+
+// Aborting is done once the shutdown was cut short. A goroutine passes it
+// to calls that may wait, or selects on its Done, rather than polling.
+func (g *Group) Aborting() context.Context { return g.aborting }
+
+// Aborted reports whether the shutdown was cut short.
+func (g *Group) Aborted() bool { return g.aborting.Err() != nil }
+
+// Exited is closed once the shutdown has begun and every goroutine has
 // ended.
+func (g *Group) Exited() <-chan struct{} { return g.exited }
+
+// Live returns the number of goroutines counted that have not ended.
 func (g *Group) Live() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.live
-}
-
-// Abort marks the shutdown as cut short. It is idempotent.
-func (g *Group) Abort() { g.abortOnce.Do(func() { close(g.abort) }) }
-
-// Stopping is closed once the shutdown has begun.
-func (g *Group) Stopping() <-chan struct{} { return g.stopping }
-
-// Aborted reports whether the shutdown was cut short.
-func (g *Group) Aborted() bool {
-	select {
-	case <-g.abort:
-		return true
-	default:
-		return false
-	}
 }

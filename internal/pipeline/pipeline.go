@@ -124,7 +124,7 @@ func New[E Event](o Options) *Pipeline[E] {
 }
 
 // Stopping is closed once the shutdown has begun.
-func (p *Pipeline[E]) Stopping() <-chan struct{} { return p.life.Stopping() }
+func (p *Pipeline[E]) Stopping() <-chan struct{} { return p.life.Stopping().Done() }
 
 // Aborted reports whether a shutdown deadline has passed: what is still
 // queued is then abandoned.
@@ -609,7 +609,7 @@ func (p *Pipeline[E]) Flush(ctx context.Context) error {
 // panics on a nil ctx.
 func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	p.mustContext(ctx)
-	p.life.Begin()
+	p.life.Stop()
 	// From here on Publish refuses; the Folds take no more events, and
 	// their goroutines end once they have dealt with what waits.
 	p.gate.Lock()

@@ -1,0 +1,102 @@
+package wait_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/heraldgo/herald/internal/wait"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestCounterReleasesWaitersAtTheirTargets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c wait.Counter
+		got := make([]error, 3)
+		var wg sync.WaitGroup
+		for i, target := range []uint64{2, 5, 9} {
+			wg.Go(func() { got[i] = c.Wait(context.Background(), target) })
+		}
+		synctest.Wait()
+		c.Add(2)
+		c.Advance(5)
+		c.Advance(3) // never lowers the count
+		synctest.Wait()
+		if got[0] != nil || got[1] != nil || c.Load() != 5 {
+			t.Fatalf("after the count reached 5: %v, count %d", got, c.Load())
+		}
+		c.End()
+		wg.Wait()
+		if !errors.Is(got[2], wait.ErrEnded) {
+			t.Errorf("Wait(9) on an ended counter at 5 = %v, want ErrEnded", got[2])
+		}
+		if err := c.Wait(context.Background(), 7); !errors.Is(err, wait.ErrEnded) {
+			t.Errorf("Wait after End = %v, want ErrEnded at once", err)
+		}
+		if err := c.Wait(context.Background(), 4); err != nil {
+			t.Errorf("Wait for a reached target after End = %v, want nil", err)
+		}
+		c.Reopen()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := c.Wait(ctx, 7); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Wait after Reopen = %v, want it to wait until ctx ends", err)
+		}
+	})
+}
+
+func TestCounterRace(t *testing.T) {
+	var c wait.Counter
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if err := c.Wait(context.Background(), uint64(100*i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for range 800 {
+		c.Add(1)
+	}
+	wg.Wait()
+}
+
+func TestQueueHandsOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		q := wait.NewQueue()
+		tokens := 0
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				for tokens == 0 {
+					ch := q.ParkLocked()
+					mu.Unlock()
+					<-ch
+					mu.Lock()
+					q.UnparkLocked()
+				}
+				tokens--
+				wait.Signal(q.WakeLocked()) // leave the condition to the next
+			})
+		}
+		synctest.Wait()
+		mu.Lock()
+		if q.Parked() != 3 {
+			t.Errorf("Parked() = %d, want 3", q.Parked())
+		}
+		tokens = 3
+		c := q.WakeLocked()
+		mu.Unlock()
+		wait.Signal(c)
+		wg.Wait()
+	})
+}
