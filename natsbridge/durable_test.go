@@ -210,8 +210,8 @@ func TestDurableTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the active reader read on", func() bool { return len(standby.read()) >= n-int(acked)+200 })
+	handed := time.Now() // the Stop begins when the process reads the end of its input
 	stopped := standby.stop(t)
-	handed := time.Now()
 	before := standby.read()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
