@@ -202,7 +202,7 @@
 // back.
 //
 // A leader change in a cluster (the leader killed, or stepping down) needs
-// nothing of the caller. While no leader is elected (5 to 8 seconds with
+// nothing of the caller. While no leader is elected (5 to 9 seconds with
 // nats-server's defaults, measured on a three-node cluster on one machine)
 // nothing is stored: Publish accepts values into the window (Window), then
 // waits for room; Block watchers wait. The new leader tells each publisher
