@@ -99,22 +99,7 @@ type Stats struct {
 // number in opts is negative or opts.Rate is NaN: those are programming
 // errors.
 func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, K] {
-	switch {
-	case key == nil:
-		panic("correlate: nil key function")
-	case opts.CacheSize < 0:
-		panic("correlate: negative Options.CacheSize")
-	case opts.MaxMembers < 0:
-		panic("correlate: negative Options.MaxMembers")
-	case opts.Window < 0:
-		panic("correlate: negative Options.Window")
-	case opts.Burst < 0:
-		panic("correlate: negative Options.Burst")
-	case opts.Rate < 0:
-		panic("correlate: negative Options.Rate")
-	case math.IsNaN(float64(opts.Rate)):
-		panic("correlate: NaN Options.Rate")
-	}
+	mustBeValid(key, opts)
 	c := &Correlator[T, K]{seed: maphash.MakeSeed()}
 	o := correlation.Options[T, K, K, T]{
 		Key: correlation.Keyer[T, K]{
@@ -151,6 +136,27 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 	}
 	c.engine = correlation.New(o)
 	return c
+}
+
+// mustBeValid panics, as New documents, on a nil key or an impossible
+// number in opts.
+func mustBeValid[T any, K comparable](key func(T) K, opts Options[T, K]) {
+	switch {
+	case key == nil:
+		panic("correlate: nil key function")
+	case opts.CacheSize < 0:
+		panic("correlate: negative Options.CacheSize")
+	case opts.MaxMembers < 0:
+		panic("correlate: negative Options.MaxMembers")
+	case opts.Window < 0:
+		panic("correlate: negative Options.Window")
+	case opts.Burst < 0:
+		panic("correlate: negative Options.Burst")
+	case opts.Rate < 0:
+		panic("correlate: negative Options.Rate")
+	case math.IsNaN(float64(opts.Rate)):
+		panic("correlate: NaN Options.Rate")
+	}
 }
 
 // cmpOr returns v, or def if v is zero.

@@ -1,4 +1,5 @@
-// Command modtool keeps herald's modules releasable: the root module and the
+// Command modtool keeps herald's modules releasable, and their code in
+// shape: the root module and the
 // modules nested in its directories (natsbridge, k8sadapter/ctrlruntime, the
 // examples), which are released together, at one version, with the tags
 // vX.Y.Z (the root) and <dir>/vX.Y.Z (the module in <dir>).
@@ -43,6 +44,10 @@
 //		Copies the checkout as it is into DIR: the files git tracks, with
 //		their uncommitted changes, and the untracked files it does not
 //		ignore.
+//	modtool shape
+//		Checks that no function outside tests runs past 50 lines and no
+//		file of an internal package or of natsbridge past 400, and lists
+//		what does.
 //	modtool replace DIR
 //		Prints the replace lines that point the herald modules the
 //		module in DIR requires at their directories in the checkout,
@@ -86,6 +91,8 @@ func main() {
 		err = purge(args)
 	case "copy":
 		err = copyCheckout(args)
+	case "shape":
+		err = shape(args)
 	default:
 		usage()
 	}
@@ -96,7 +103,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: modtool check|bump|order|pack|sums|purge|copy|replace [flags] (see the package documentation)")
+	fmt.Fprintln(os.Stderr, "usage: modtool check|bump|order|pack|sums|purge|copy|replace|shape [flags] (see the package documentation)")
 	os.Exit(2)
 }
 
