@@ -63,6 +63,8 @@ type result struct {
 	watchers        int
 }
 
+// run measures every workload, prints the table and writes the chart to
+// svgPath.
 func run(out io.Writer, benchtime, svgPath string) error {
 	testing.Init()
 	if err := flag.Set("test.benchtime", benchtime); err != nil {
@@ -116,6 +118,7 @@ func watchers(n int) string {
 	return fmt.Sprintf("%d watchers", n)
 }
 
+// ratio is how many times faster herald ran than the anchor.
 func ratio(anchor, herald testing.BenchmarkResult) float64 {
 	if herald.NsPerOp() == 0 {
 		return math.Inf(1)
@@ -170,6 +173,8 @@ func fanOutHerald(b *testing.B, n int, all bool) {
 	}
 }
 
+// fanOutAnchor: the same as fanOutHerald, through apimachinery's
+// watch.Broadcaster.
 func fanOutAnchor(b *testing.B, n int) {
 	b.ReportAllocs()
 	m := watch.NewBroadcaster(broadcast.DefaultQueueLength, watch.WaitIfChannelFull)
@@ -203,6 +208,7 @@ func fanOutAnchor(b *testing.B, n int) {
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// event returns a kubelet warning about pod obj with message msg.
 func event(obj, msg string) *v1.Event {
 	return &v1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: obj + ".18ea4cfade9b8953", Namespace: "default"},
@@ -257,24 +263,7 @@ func correlateBench(b *testing.B, path string, herald bool) {
 // title.
 func chart(results []result, setup string) string {
 	const w, h, left, bottom, top, right = 640, 420, 90, 50, 60, 160
-	type point struct{ x, y float64 }
-	series := []struct {
-		name, color string
-		pts         []point
-	}{{name: "apimachinery", color: "#c0392b"}, {name: "herald (Events)", color: "#7f8c8d"}, {name: "herald (All)", color: "#2471a3"}}
-	lo, hi := math.Inf(1), 0.0
-	for _, r := range results {
-		if r.watchers == 0 {
-			continue
-		}
-		ys := []float64{float64(r.anchor.NsPerOp()), float64(r.heraldAlt.NsPerOp()), float64(r.herald.NsPerOp())}
-		for i, y := range ys {
-			y = math.Max(y, 1)
-			series[i].pts = append(series[i].pts, point{float64(r.watchers), y})
-			lo, hi = math.Min(lo, y), math.Max(hi, y)
-		}
-	}
-	lo, hi = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+	series, lo, hi := fanOutSeries(results)
 	px := func(x float64) float64 { return left + math.Log10(x)/2*float64(w-left-right) }
 	py := func(y float64) float64 {
 		return float64(h-bottom) - (math.Log10(y)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*float64(h-bottom-top)
@@ -305,4 +294,34 @@ func chart(results []result, setup string) string {
 	}
 	sb.WriteString("</svg>\n")
 	return sb.String()
+}
+
+// chartSeries is one line of the chart: an implementation, its colour, and
+// its time per value (y, in ns) at each watcher count (x).
+type chartSeries struct {
+	name, color string
+	pts         []chartPoint
+}
+
+// chartPoint is one measurement on the chart.
+type chartPoint struct{ x, y float64 }
+
+// fanOutSeries takes the fan-out results (those with watchers) as three
+// series, apimachinery, herald read via Events and herald read via All, and
+// returns them with the powers of ten below and above every time.
+func fanOutSeries(results []result) (series []chartSeries, lo, hi float64) {
+	series = []chartSeries{{name: "apimachinery", color: "#c0392b"}, {name: "herald (Events)", color: "#7f8c8d"}, {name: "herald (All)", color: "#2471a3"}}
+	lo, hi = math.Inf(1), 0.0
+	for _, r := range results {
+		if r.watchers == 0 {
+			continue
+		}
+		ys := []float64{float64(r.anchor.NsPerOp()), float64(r.heraldAlt.NsPerOp()), float64(r.herald.NsPerOp())}
+		for i, y := range ys {
+			y = math.Max(y, 1)
+			series[i].pts = append(series[i].pts, chartPoint{float64(r.watchers), y})
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
+		}
+	}
+	return series, math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
 }

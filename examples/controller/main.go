@@ -42,6 +42,7 @@ type controller struct {
 	recorder record.EventRecorder
 }
 
+// reconcile handles one pod and records an event saying what it did.
 func (c *controller) reconcile(ctx context.Context, pod *v1.Pod, attempt int) {
 	switch {
 	case pod.Labels["image"] == "missing":
@@ -53,6 +54,8 @@ func (c *controller) reconcile(ctx context.Context, pod *v1.Pod, attempt int) {
 	}
 }
 
+// run records the events of a few reconciles through herald, then prints
+// what reached the apiserver and what became of every recorded event.
 func run(out io.Writer) error {
 	// A logger that prints what StartStructuredLogging logs, shortened.
 	var logLines []string
@@ -69,7 +72,23 @@ func run(out io.Writer) error {
 		client:   client,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "example-controller"}),
 	}
+	c.reconcileAll(ctx)
 
+	// Shutdown flushes: what was recorded reaches the apiserver before it
+	// returns (client-go's would drop what is still queued).
+	broadcaster.Shutdown()
+
+	if err := printEvents(out, client); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nStructured log: %d lines, the first:\n  %s\n", len(logLines), firstLine(logLines))
+	printStats(out, broadcaster.Stats())
+	return nil
+}
+
+// reconcileAll reconciles three pods four times each, one of them with an
+// image that cannot be pulled.
+func (c *controller) reconcileAll(ctx context.Context) {
 	pods := []*v1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", UID: "u0"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", UID: "u1"}},
@@ -80,11 +99,11 @@ func run(out io.Writer) error {
 			c.reconcile(ctx, p, attempt)
 		}
 	}
+}
 
-	// Shutdown flushes: what was recorded reaches the apiserver before it
-	// returns (client-go's would drop what is still queued).
-	broadcaster.Shutdown()
-
+// printEvents lists the events the apiserver stored in namespace shop, as a
+// table sorted by object, reason and message.
+func printEvents(out io.Writer, client kubernetes.Interface) error {
 	list, err := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -100,12 +119,14 @@ func run(out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\tpod/%s\t%d\t%s\n", e.Type, e.Reason, e.InvolvedObject.Name, e.Count, e.Message)
 	}
 	tw.Flush()
+	return nil
+}
 
-	fmt.Fprintf(out, "\nStructured log: %d lines, the first:\n  %s\n", len(logLines), firstLine(logLines))
-	// Each recorded event has one fate: written, skipped, dropped, failed
-	// or abandoned. The written ones are split two ways: created or
-	// patched, and first occurrence, repeat or combined event.
-	s := broadcaster.Stats()
+// printStats accounts for every recorded event. Each has one fate:
+// written, skipped, dropped, failed or abandoned. The written ones are
+// split two ways: created or patched, and first occurrence, repeat or
+// combined event.
+func printStats(out io.Writer, s k8sadapter.Stats) {
 	written := s.Created + s.Patched
 	fmt.Fprintf(out, "\nrecorded %d = written %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
 		s.Recorded, written, s.SpamSkipped,
@@ -113,9 +134,9 @@ func run(out io.Writer) error {
 		s.FailedConstruction+s.FailedRejected+s.FailedRetries+s.FailedShutdown+s.FailedPanic, s.Abandoned)
 	fmt.Fprintf(out, "written %d = created %d + patched %d = first occurrences %d + repeats %d + combined %d\n",
 		written, s.Created, s.Patched, written-s.Deduplicated-s.Aggregated, s.Deduplicated, s.Aggregated)
-	return nil
 }
 
+// firstLine returns the first log line, trimmed, or "(none)".
 func firstLine(lines []string) string {
 	if len(lines) == 0 {
 		return "(none)"

@@ -39,27 +39,15 @@ type JobEvent struct {
 	Seq    int    // position in the run, to show ordering
 }
 
+// run runs the jobs with the three consumers watching, then prints what
+// each consumer saw and the broadcaster's counters.
 func run(out io.Writer) error {
 	ctx := context.Background()
 
 	// One broadcaster for the service. The zero Options give a queue of 100
 	// per watcher and 25 between publishers and the distributor.
 	events := broadcast.New[JobEvent](broadcast.Options{})
-
-	// The audit log loses nothing: Block makes the runner wait if the audit
-	// consumer falls behind by more than its queue.
-	audit, err := events.WatchWith(broadcast.WatchOptions{Full: broadcast.Block})
-	if err != nil {
-		return err
-	}
-	// The dashboard shows the freshest state: with DropOldest a slow
-	// dashboard skips stale events instead of slowing anyone down.
-	dashboard, err := events.WatchWith(broadcast.WatchOptions{QueueLength: 4, Full: broadcast.DropOldest})
-	if err != nil {
-		return err
-	}
-	// The alerter reads every failure.
-	alerts, err := events.Watch()
+	w, err := subscribe(events)
 	if err != nil {
 		return err
 	}
@@ -68,15 +56,129 @@ func run(out io.Writer) error {
 	var wg sync.WaitGroup
 	var audited int
 	wg.Go(func() {
-		for range audit.All() { // All reads in batches: the fastest way to read
+		for range w.audit.All() { // All reads in batches: the fastest way to read
 			audited++
 		}
 	})
+	alerts := newAlerter()
+	wg.Go(func() { alerts.read(w.alerts) })
 
-	// Repeated failures of the same job with the same error are one alert
-	// with a count; many different errors of one job become one combined
-	// alert; a job that fails in a loop is rate limited.
-	type alertKey struct{ Job, Error string }
+	// The dashboard is slow: it reads only after the run, to show that it
+	// kept the newest events and dropped the oldest, counted.
+	published, err := runJobs(ctx, events)
+	if err != nil {
+		return err
+	}
+
+	// Shutdown delivers everything published, then ends every watcher's
+	// read loop; wait for the consumers to finish.
+	if err := events.Shutdown(ctx); err != nil {
+		return err
+	}
+	wg.Wait()
+
+	fmt.Fprintf(out, "published %d events; audit read %d (Block: none lost)\n", published, audited)
+	printDashboard(out, w.dashboard)
+	alerts.print(out)
+	s := events.Stats()
+	fmt.Fprintf(out, "broadcaster: published %d, delivered %d, dropped oldest %d\n", s.Published, s.Delivered, s.DroppedOldest)
+	return nil
+}
+
+// consumers are the service's three watchers, each with the full-queue
+// policy its job calls for.
+type consumers struct {
+	audit     *broadcast.Watcher[JobEvent] // every event, none lost
+	dashboard *broadcast.Watcher[JobEvent] // the latest few
+	alerts    *broadcast.Watcher[JobEvent] // every event, for the failures
+}
+
+// subscribe registers the audit log, the dashboard and the alerter with
+// events.
+func subscribe(events *broadcast.Broadcaster[JobEvent]) (consumers, error) {
+	var c consumers
+	var err error
+	// The audit log loses nothing: Block makes the runner wait if the audit
+	// consumer falls behind by more than its queue.
+	if c.audit, err = events.WatchWith(broadcast.WatchOptions{Full: broadcast.Block}); err != nil {
+		return c, err
+	}
+	// The dashboard shows the freshest state: with DropOldest a slow
+	// dashboard skips stale events instead of slowing anyone down.
+	if c.dashboard, err = events.WatchWith(broadcast.WatchOptions{QueueLength: 4, Full: broadcast.DropOldest}); err != nil {
+		return c, err
+	}
+	// The alerter reads every failure.
+	c.alerts, err = events.Watch()
+	return c, err
+}
+
+// runJobs plays a run of the service: three jobs for six rounds, then one
+// failing in a tight loop. Each event is published with the next sequence
+// number; it returns how many were published.
+func runJobs(ctx context.Context, events *broadcast.Broadcaster[JobEvent]) (int, error) {
+	seq := 0
+	publish := func(e JobEvent) error {
+		seq++
+		e.Seq = seq
+		return events.Publish(ctx, e)
+	}
+	for round := range 6 {
+		for _, e := range []JobEvent{
+			{Job: "backup", Status: "started"},
+			{Job: "backup", Status: "failed", Error: "disk full"}, // the same failure, 6 times
+			{Job: "report", Status: "started"},
+			{Job: "report", Status: "failed", Error: fmt.Sprintf("timeout after %ds", 30+round)}, // a new error each time
+			{Job: "cleanup", Status: "done"},
+		} {
+			if err := publish(e); err != nil {
+				return seq, err
+			}
+		}
+	}
+	for range 15 { // a job failing in a tight loop
+		if err := publish(JobEvent{Job: "sync", Status: "failed", Error: "connection refused"}); err != nil {
+			return seq, err
+		}
+	}
+	return seq, nil
+}
+
+// printDashboard reads what the dashboard's queue kept and prints it with
+// the count of what DropOldest dropped.
+func printDashboard(out io.Writer, dashboard *broadcast.Watcher[JobEvent]) {
+	var latest []int
+	for e := range dashboard.All() {
+		latest = append(latest, e.Seq)
+	}
+	fmt.Fprintf(out, "dashboard (queue 4, DropOldest) kept events %v and dropped %d older ones\n", latest, dashboard.Dropped())
+}
+
+// alertKey identifies an alert: a job and its error. The grouping and the
+// spam filter use it with one of the two fields left empty.
+type alertKey struct{ Job, Error string }
+
+// alert is one line of the alerter's report.
+type alert struct {
+	event    JobEvent
+	count    int
+	skipped  int
+	combined bool
+}
+
+// alerter folds failures into alerts and keeps them in the order they
+// first appeared.
+type alerter struct {
+	folder *correlate.Correlator[JobEvent, alertKey]
+	order  []alertKey
+	byKey  map[alertKey]*alert
+}
+
+// newAlerter returns an alerter with the service's folding rules.
+// Repeated failures of the same job with the same error are one alert
+// with a count; many different errors of one job become one combined
+// alert; a job that fails in a loop is rate limited.
+func newAlerter() *alerter {
 	folder := correlate.New(func(e JobEvent) alertKey { return alertKey{e.Job, e.Error} },
 		correlate.Options[JobEvent, alertKey]{
 			Group: func(e JobEvent) (alertKey, alertKey) { return alertKey{Job: e.Job}, alertKey{Error: e.Error} },
@@ -88,86 +190,38 @@ func run(out io.Writer) error {
 			Spam:       func(e JobEvent) alertKey { return alertKey{Job: e.Job} }, // per job
 			Burst:      10,
 		})
-	type alert struct {
-		event    JobEvent
-		count    int
-		skipped  int
-		combined bool
-	}
-	var alertOrder []alertKey
-	alertsByKey := map[alertKey]*alert{}
-	wg.Go(func() {
-		for e := range alerts.All() {
-			if e.Status != "failed" {
-				continue
-			}
-			r, err := folder.Correlate(e)
-			if err != nil {
-				continue // a key function panicked; nothing here can
-			}
-			a := alertsByKey[r.Key]
-			if a == nil {
-				a = &alert{combined: r.Combined}
-				alertsByKey[r.Key] = a
-				alertOrder = append(alertOrder, r.Key)
-			}
-			if r.Skip {
-				a.skipped++
-				continue
-			}
-			a.event, a.count = r.Event, r.Count
-		}
-	})
+	return &alerter{folder: folder, byKey: map[alertKey]*alert{}}
+}
 
-	// The dashboard is slow: it reads only after the run, to show that it
-	// kept the newest events and dropped the oldest, counted.
-	seq := 0
-	publish := func(job, status, errText string) error {
-		seq++
-		return events.Publish(ctx, JobEvent{Job: job, Status: status, Error: errText, Seq: seq})
+// read folds every failure w delivers, until w's events end.
+func (a *alerter) read(w *broadcast.Watcher[JobEvent]) {
+	for e := range w.All() {
+		if e.Status != "failed" {
+			continue
+		}
+		r, err := a.folder.Correlate(e)
+		if err != nil {
+			continue // a key function panicked; nothing here can
+		}
+		al := a.byKey[r.Key]
+		if al == nil {
+			al = &alert{combined: r.Combined}
+			a.byKey[r.Key] = al
+			a.order = append(a.order, r.Key)
+		}
+		if r.Skip {
+			al.skipped++
+			continue
+		}
+		al.event, al.count = r.Event, r.Count
 	}
-	for round := range 6 {
-		if err := publish("backup", "started", ""); err != nil {
-			return err
-		}
-		if err := publish("backup", "failed", "disk full"); err != nil { // the same failure, 6 times
-			return err
-		}
-		if err := publish("report", "started", ""); err != nil {
-			return err
-		}
-		if err := publish("report", "failed", fmt.Sprintf("timeout after %ds", 30+round)); err != nil { // a new error each time
-			return err
-		}
-		if err := publish("cleanup", "done", ""); err != nil {
-			return err
-		}
-	}
-	for range 15 { // a job failing in a tight loop
-		if err := publish("sync", "failed", "connection refused"); err != nil {
-			return err
-		}
-	}
+}
 
-	// Shutdown delivers everything published, then ends every watcher's
-	// read loop; wait for the consumers to finish.
-	if err := events.Shutdown(ctx); err != nil {
-		return err
-	}
-	wg.Wait()
-
-	fmt.Fprintf(out, "published %d events; audit read %d (Block: none lost)\n", seq, audited)
-	var latest []int
-	for e := range dashboard.All() {
-		latest = append(latest, e.Seq)
-	}
-	fmt.Fprintf(out, "dashboard (queue 4, DropOldest) kept events %v and dropped %d older ones\n", latest, dashboard.Dropped())
+// print writes one line per alert, in the order they first appeared.
+func (a *alerter) print(out io.Writer) {
 	fmt.Fprintln(out, "alerts:")
-	for _, k := range alertOrder {
-		a := alertsByKey[k]
-		fmt.Fprintf(out, "  %-8s %-52s x%-3d (skipped %d)\n", a.event.Job, a.event.Error, a.count, a.skipped)
+	for _, k := range a.order {
+		al := a.byKey[k]
+		fmt.Fprintf(out, "  %-8s %-52s x%-3d (skipped %d)\n", al.event.Job, al.event.Error, al.count, al.skipped)
 	}
-	s := events.Stats()
-	fmt.Fprintf(out, "broadcaster: published %d, delivered %d, dropped oldest %d\n", s.Published, s.Delivered, s.DroppedOldest)
-	return nil
 }

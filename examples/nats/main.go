@@ -108,29 +108,14 @@ type result struct {
 
 // run runs the demo and writes its report to out.
 func run(ctx context.Context, out io.Writer, c config) error {
-	if c.events < 0 {
-		return fmt.Errorf("-events %d: must be 0 or more", c.events)
+	if err := c.check(); err != nil {
+		return err
 	}
-	if c.retain < 0 {
-		return fmt.Errorf("-retain %d: must be 0 (keep every event) or more", c.retain)
+	serverURL, stopServer, err := startServer(out, c)
+	if err != nil {
+		return err
 	}
-	serverURL := c.server
-	if serverURL == "" {
-		dir, err := os.MkdirTemp("", "herald-nats-example")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		srv, err := embedded.Start(embedded.Options{Dir: dir, Listen: "127.0.0.1:0"})
-		if err != nil {
-			return err
-		}
-		defer srv.Shutdown()
-		serverURL = srv.URL()
-		fmt.Fprintf(out, "embedded NATS server with JetStream at %s (loopback only)\n", serverURL)
-	} else {
-		fmt.Fprintf(out, "NATS server at %s\n", redact(serverURL))
-	}
+	defer stopServer()
 	nc, js, err := dial(serverURL, c.creds, "herald-example-publisher")
 	if err != nil {
 		return err
@@ -147,29 +132,85 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	if c.server == "" || !c.keep {
 		defer js.DeleteStream(context.Background(), topic.Stream())
 	}
-	// chunk is how many events go out between the workers' catch-ups
-	// (see below): what the stream keeps, or all of them.
-	chunk := c.retain
-	if c.retain == 0 || c.retain >= c.events { // the stream keeps them all
-		chunk = max(c.events, 1)
+	if c.keepsAll() {
 		fmt.Fprintf(out, "topic %s: the stream keeps every event\n\n", name)
 	} else {
 		fmt.Fprintf(out, "topic %s: the stream keeps the last %d events\n\n", name, c.retain)
 	}
 
 	base := worker{Server: serverURL, Creds: c.creds, Topic: name, Retain: c.retain}
-	early := []worker{
-		{Name: "audit", Policy: broadcast.Block, Queue: 256, Read: true},
-		{Name: "dashboard", Policy: broadcast.DropOldest, Queue: 8},
-		{Name: "sampler", Policy: broadcast.DropNewest, Queue: 8},
+	if err := workers(ctx, out, topic, base, c); err != nil {
+		return err
 	}
+	if c.events < 2 {
+		return nil // too few events to stop a replica midway
+	}
+	return services(ctx, out, topic, replicaSpec{Server: serverURL, Creds: c.creds, Topic: name}, c.events+1, 2*c.events)
+}
+
+// check refuses a negative number of events or retention, naming the flag.
+func (c config) check() error {
+	if c.events < 0 {
+		return fmt.Errorf("-events %d: must be 0 or more", c.events)
+	}
+	if c.retain < 0 {
+		return fmt.Errorf("-retain %d: must be 0 (keep every event) or more", c.retain)
+	}
+	return nil
+}
+
+// keepsAll reports whether the stream keeps every event the demo
+// publishes.
+func (c config) keepsAll() bool { return c.retain == 0 || c.retain >= c.events }
+
+// chunk returns how many events go out between the workers' catch-ups
+// (see publishInChunks): what the stream keeps, or all of them.
+func (c config) chunk() int {
+	if c.keepsAll() {
+		return max(c.events, 1)
+	}
+	return c.retain
+}
+
+// startServer returns the URL of the server to use, c.server or that of an
+// embedded server it starts in a temporary directory, and a function that
+// stops and removes what it started.
+func startServer(out io.Writer, c config) (serverURL string, stop func(), err error) {
+	if c.server != "" {
+		fmt.Fprintf(out, "NATS server at %s\n", redact(c.server))
+		return c.server, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "herald-nats-example")
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := embedded.Start(embedded.Options{Dir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	fmt.Fprintf(out, "embedded NATS server with JetStream at %s (loopback only)\n", srv.URL())
+	return srv.URL(), func() {
+		srv.Shutdown()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// workers runs the first part of the story: three worker processes watch
+// the topic with the three policies while the orders service publishes,
+// then a late one asks for everything from sequence 1, and the table shows
+// what each received.
+func workers(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event], base worker, c config) error {
+	audit := worker{Name: "audit", Policy: broadcast.Block, Queue: 256, Read: true}
+	dashboard := worker{Name: "dashboard", Policy: broadcast.DropOldest, Queue: 8}
+	sampler := worker{Name: "sampler", Policy: broadcast.DropNewest, Queue: 8}
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
 			p.kill()
 		}
 	}()
-	for _, w := range early {
+	for _, w := range []worker{audit, dashboard, sampler} {
 		p, err := startWorker(ctx, merge(base, w))
 		if err != nil {
 			return err
@@ -177,32 +218,9 @@ func run(ctx context.Context, out io.Writer, c config) error {
 		procs = append(procs, p)
 	}
 
-	// Publish in chunks no larger than what the stream keeps, and let the
-	// workers catch up after each: a burst larger than the retention can
-	// outrun even a fast reader, which would then count gaps too. Each
-	// chunk has its publisher, whose Shutdown waits for every ack.
-	var total natsbridge.PublisherStats
-	for first := 1; first <= c.events; first += chunk {
-		pub := topic.Publisher(natsbridge.PublisherOptions{})
-		for n := first; n < first+chunk && n <= c.events; n++ {
-			if err := pub.Publish(ctx, newEvent(n)); err != nil {
-				return err
-			}
-		}
-		if err := pub.Shutdown(ctx); err != nil {
-			return err
-		}
-		st := pub.Stats()
-		total.Published += st.Published
-		total.Confirmed += st.Confirmed
-		total.Failed += st.Failed
-		total.Unconfirmed += st.Unconfirmed
-		total.LastSeq = max(total.LastSeq, st.LastSeq)
-		for _, p := range procs {
-			if err := p.sync(); err != nil {
-				return fmt.Errorf("worker %s: %w", p.w.Name, err)
-			}
-		}
+	total, err := publishInChunks(ctx, topic, c, procs)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "publisher: %d events published, %d confirmed by the stream (last sequence %d), %d failed, %d unconfirmed\n",
 		total.Published, total.Confirmed, total.LastSeq, total.Failed, total.Unconfirmed)
@@ -215,6 +233,49 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	}
 	procs = append(procs, late)
 
+	if err := workersReport(out, procs); err != nil {
+		return err
+	}
+	explainWorkers(out, c, dashboard, sampler)
+	return nil
+}
+
+// publishInChunks publishes events 1..c.events in chunks no larger than
+// what the stream keeps, and lets the workers catch up after each: a burst
+// larger than the retention can outrun even a fast reader, which would
+// then count gaps too. Each chunk has its publisher, whose Shutdown waits
+// for every ack. It returns the publishers' stats added up.
+func publishInChunks(ctx context.Context, topic *natsbridge.Topic[Event], c config, procs []*proc) (natsbridge.PublisherStats, error) {
+	var total natsbridge.PublisherStats
+	chunk := c.chunk()
+	for first := 1; first <= c.events; first += chunk {
+		pub := topic.Publisher(natsbridge.PublisherOptions{})
+		for n := first; n < first+chunk && n <= c.events; n++ {
+			if err := pub.Publish(ctx, newEvent(n)); err != nil {
+				return total, err
+			}
+		}
+		if err := pub.Shutdown(ctx); err != nil {
+			return total, err
+		}
+		st := pub.Stats()
+		total.Published += st.Published
+		total.Confirmed += st.Confirmed
+		total.Failed += st.Failed
+		total.Unconfirmed += st.Unconfirmed
+		total.LastSeq = max(total.LastSeq, st.LastSeq)
+		for _, p := range procs {
+			if err := p.sync(); err != nil {
+				return total, fmt.Errorf("worker %s: %w", p.w.Name, err)
+			}
+		}
+	}
+	return total, nil
+}
+
+// workersReport ends every worker and prints a line per worker with its
+// result.
+func workersReport(out io.Writer, procs []*proc) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(out, "\n")
 	fmt.Fprintln(tw, "worker\tpolicy\tqueue\tstart\treceived\tevents\tin order\tdropped\tgaps")
@@ -230,26 +291,26 @@ func run(ctx context.Context, out io.Writer, c config) error {
 		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%v\t%d\t%d\n",
 			p.w.Name, p.w.Policy, p.w.Queue, r.Start, r.Received, events, yes(r.InOrder), r.Dropped, r.Gaps)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if c.events > early[1].Queue {
+	return tw.Flush()
+}
+
+// explainWorkers says what the workers' table shows: what the policies
+// dropped, if the queues overflowed, and what retention removed before the
+// late worker started.
+func explainWorkers(out io.Writer, c config, dashboard, sampler worker) {
+	if c.events > dashboard.Queue {
 		fmt.Fprintf(out, "\nEvery worker read one order (the stream's). audit lost nothing (Block); dashboard kept the\n"+
 			"freshest %d (DropOldest) and sampler the first %d (DropNewest), counting the rest as dropped;\n",
-			early[1].Queue, early[2].Queue)
+			dashboard.Queue, sampler.Queue)
 	} else {
 		fmt.Fprintf(out, "\nEvery worker read one order (the stream's), and every event: none was dropped, their queues\n"+
 			"holding all %d;\n", c.events)
 	}
-	if c.retain == 0 || c.retain >= c.events {
+	if c.keepsAll() {
 		fmt.Fprintf(out, "late started at sequence 1 and, the stream keeping every event, read them all.\n")
 	} else {
 		fmt.Fprintf(out, "late started at sequence 1 after retention removed the oldest events, and counted them as gaps.\n")
 	}
-	if c.events < 2 {
-		return nil // too few events to stop a replica midway
-	}
-	return services(ctx, out, topic, replicaSpec{Server: serverURL, Creds: c.creds, Topic: name}, c.events+1, 2*c.events)
 }
 
 // newEvent returns the n-th event: order o-0001 created, paid, shipped,
@@ -259,11 +320,14 @@ func newEvent(n int) Event {
 	return Event{N: n, Order: fmt.Sprintf("o-%04d", (n+2)/3), Kind: kinds[(n-1)%3], Cents: 100 * (n%7 + 1)}
 }
 
+// merge returns w with the server, credentials, topic and retention of
+// base.
 func merge(base, w worker) worker {
 	w.Server, w.Creds, w.Topic, w.Retain = base.Server, base.Creds, base.Topic, base.Retain
 	return w
 }
 
+// yes says "yes" or, for the eye to catch, "NO".
 func yes(b bool) string {
 	if b {
 		return "yes"
@@ -378,6 +442,7 @@ func (p *proc) finish() (result, error) {
 	return r, p.cmd.Wait()
 }
 
+// kill ends the worker process if it is still running.
 func (p *proc) kill() {
 	if p.cmd.ProcessState == nil {
 		_ = p.cmd.Process.Kill()
@@ -401,6 +466,8 @@ func workerMain(spec string, in io.Reader, out io.Writer) int {
 	return 0
 }
 
+// runWorker watches the topic as spec says, reads what comes (as it comes,
+// or only once publishing is over), and prints its result.
 func runWorker(spec worker, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -421,47 +488,24 @@ func runWorker(spec worker, in io.Reader, out io.Writer) error {
 	fmt.Fprintf(out, "ready %d\n", w.Start())
 
 	r := result{Start: w.Start(), InOrder: true}
-	take := func(e Event) {
-		if r.Received > 0 && e.N <= r.Last {
-			r.InOrder = false
-		}
-		if r.Received == 0 {
-			r.First = e.N
-		}
-		r.Received++
-		r.Last = e.N
-	}
 	read := make(chan struct{})
 	if spec.Read {
 		go func() {
 			defer close(read)
 			for e := range w.All() { // ends after Stop, once the queue is read
-				take(e)
+				r.take(e)
 			}
 		}()
 	}
-	// Each line on in asks for a flush: everything the stream holds is
-	// then in the queue, dropped by the policy, or counted as a gap.
-	// "sync" is answered; "finish" ends the watcher.
-	lines := bufio.NewScanner(in)
-	for {
-		if !lines.Scan() {
-			return fmt.Errorf("waiting for the end of publishing: %v", lines.Err())
-		}
-		if err := w.Flush(ctx); err != nil {
-			return err
-		}
-		if lines.Text() == "finish" {
-			break
-		}
-		fmt.Fprintln(out, "synced")
+	if err := answerSyncs(ctx, w, in, out); err != nil {
+		return err
 	}
 	w.Stop()
 	if spec.Read {
 		<-read
 	} else {
 		for e := range w.All() {
-			take(e)
+			r.take(e)
 		}
 	}
 	r.Dropped, r.Gaps, r.Restarts = w.Dropped(), w.Gaps(), w.Restarts()
@@ -471,4 +515,36 @@ func runWorker(spec worker, in io.Reader, out io.Writer) error {
 	}
 	fmt.Fprintln(out, string(line))
 	return nil
+}
+
+// take counts e as received, noting the first and last and whether they
+// came in order.
+func (r *result) take(e Event) {
+	if r.Received > 0 && e.N <= r.Last {
+		r.InOrder = false
+	}
+	if r.Received == 0 {
+		r.First = e.N
+	}
+	r.Received++
+	r.Last = e.N
+}
+
+// answerSyncs flushes w for each line on in: everything the stream holds
+// is then in the queue, dropped by the policy, or counted as a gap.
+// "sync" is answered with "synced"; "finish" returns.
+func answerSyncs(ctx context.Context, w *natsbridge.Watcher[Event], in io.Reader, out io.Writer) error {
+	lines := bufio.NewScanner(in)
+	for {
+		if !lines.Scan() {
+			return fmt.Errorf("waiting for the end of publishing: %v", lines.Err())
+		}
+		if err := w.Flush(ctx); err != nil {
+			return err
+		}
+		if lines.Text() == "finish" {
+			return nil
+		}
+		fmt.Fprintln(out, "synced")
+	}
 }

@@ -55,63 +55,35 @@ type replica struct {
 	done        chan struct{}
 }
 
+// fleet is the running replicas, by service, in the order they started.
+type fleet map[string][]*replica
+
 // services runs the second part with events first..last, published by
 // the orders service on topic.
 func services(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event], spec replicaSpec, first, last int) error {
-	reps := map[string][]*replica{}
-	var all []*replica
-	defer func() {
-		for _, r := range all {
-			r.kill()
-		}
-	}()
-	for _, svc := range []string{"billing", "shipping"} {
-		for i := 1; i <= 2; i++ {
-			s := spec
-			s.Service, s.Replica = svc, i
-			r, err := startReplica(ctx, s)
-			if err != nil {
-				return err
-			}
-			reps[svc] = append(reps[svc], r)
-			all = append(all, r)
-		}
-	}
-	half := first + (last-first+1)/2 - 1
-	if err := publishEvents(ctx, topic, first, half); err != nil {
+	reps := fleet{}
+	defer reps.kill()
+	if err := reps.start(ctx, spec); err != nil {
 		return err
 	}
-	for _, svc := range []string{"billing", "shipping"} {
-		if err := waitHandled(ctx, reps[svc], half); err != nil {
-			return fmt.Errorf("%s: %w", svc, err)
-		}
+	half := first + (last-first+1)/2 - 1
+	if err := publishAndWait(ctx, topic, reps, first, half); err != nil {
+		return err
 	}
 	// Midway: billing's reading replica dies, shipping's stops cleanly.
-	active := func(svc string) (*replica, *replica) {
-		a, b := reps[svc][0], reps[svc][1]
-		if len(b.read()) > len(a.read()) {
-			a, b = b, a
-		}
-		return a, b
-	}
-	dead, billingStandby := active("billing")
+	dead, billingStandby := reps.active("billing")
 	dead.kill()
 	dead.killed, dead.fate = true, "killed (SIGKILL) midway"
 	killed := time.Now()
-	stopped, shippingStandby := active("shipping")
+	stopped, shippingStandby := reps.active("shipping")
 	if err := stopped.stop(); err != nil {
 		return err
 	}
 	stopped.fate = "stopped cleanly midway"
 	handedOver := time.Now()
 
-	if err := publishEvents(ctx, topic, half+1, last); err != nil {
+	if err := publishAndWait(ctx, topic, reps, half+1, last); err != nil {
 		return err
-	}
-	for _, svc := range []string{"billing", "shipping"} {
-		if err := waitHandled(ctx, reps[svc], last); err != nil {
-			return fmt.Errorf("%s: %w", svc, err)
-		}
 	}
 	billingStandby.fate = fmt.Sprintf("took over %v after the kill", billingStandby.since(killed))
 	shippingStandby.fate = fmt.Sprintf("took over %v after the Stop", shippingStandby.since(handedOver))
@@ -121,6 +93,56 @@ func services(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event]
 		}
 	}
 	return servicesReport(out, reps, first, last)
+}
+
+// start starts two replicas of billing and two of shipping, as spec says.
+// On an error, the replicas started so far stay in f, for kill.
+func (f fleet) start(ctx context.Context, spec replicaSpec) error {
+	for _, svc := range []string{"billing", "shipping"} {
+		for i := 1; i <= 2; i++ {
+			s := spec
+			s.Service, s.Replica = svc, i
+			r, err := startReplica(ctx, s)
+			if err != nil {
+				return err
+			}
+			f[svc] = append(f[svc], r)
+		}
+	}
+	return nil
+}
+
+// active returns the replica of svc that is reading (the one that handled
+// more events) and its standby.
+func (f fleet) active(svc string) (reading, standby *replica) {
+	a, b := f[svc][0], f[svc][1]
+	if len(b.read()) > len(a.read()) {
+		a, b = b, a
+	}
+	return a, b
+}
+
+// kill kills every replica still running.
+func (f fleet) kill() {
+	for _, svc := range []string{"billing", "shipping"} {
+		for _, r := range f[svc] {
+			r.kill()
+		}
+	}
+}
+
+// publishAndWait publishes events first..last and returns once a replica
+// of each service has handled event last.
+func publishAndWait(ctx context.Context, topic *natsbridge.Topic[Event], reps fleet, first, last int) error {
+	if err := publishEvents(ctx, topic, first, last); err != nil {
+		return err
+	}
+	for _, svc := range []string{"billing", "shipping"} {
+		if err := waitHandled(ctx, reps[svc], last); err != nil {
+			return fmt.Errorf("%s: %w", svc, err)
+		}
+	}
+	return nil
 }
 
 // publishEvents publishes events first..last as the orders service does,
@@ -152,7 +174,7 @@ func waitHandled(ctx context.Context, reps []*replica, last int) error {
 }
 
 // servicesReport prints a line per replica and what the service handled.
-func servicesReport(out io.Writer, reps map[string][]*replica, first, last int) error {
+func servicesReport(out io.Writer, reps fleet, first, last int) error {
 	fmt.Fprintf(out, "\nTwo services read the topic, each with two replicas sharing a durable position (Takeover %v):\n\n", takeover)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\treplica\twhat happened\thandled\tevents\tredelivered")
@@ -200,6 +222,8 @@ func servicesReport(out io.Writer, reps map[string][]*replica, first, last int) 
 	return nil
 }
 
+// startReplica starts this program again as replica s, waits until its
+// watcher is registered, and follows what it handles.
 func startReplica(ctx context.Context, s replicaSpec) (*replica, error) {
 	spec, err := json.Marshal(s)
 	if err != nil {
@@ -256,6 +280,7 @@ func (r *replica) follow(lines *bufio.Scanner) {
 	}
 }
 
+// read returns the events the replica handled so far, in order.
 func (r *replica) read() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -284,6 +309,7 @@ func (r *replica) stop() error {
 	return r.cmd.Wait()
 }
 
+// kill ends the replica process at once (SIGKILL) if it is still running.
 func (r *replica) kill() {
 	if r.cmd.ProcessState == nil {
 		_ = r.cmd.Process.Kill()
@@ -314,6 +340,8 @@ func replicaMain(spec string, in io.Reader, out io.Writer) int {
 	return 0
 }
 
+// runReplica watches the topic with the service's durable position and
+// handles events until in closes, then stops and reports.
 func runReplica(s replicaSpec, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -39,6 +40,7 @@ func main() {
 	}
 }
 
+// run plays the tour's three steps in order, each under its title.
 func run(out io.Writer) error {
 	steps := []struct {
 		title string
@@ -63,6 +65,8 @@ type Order struct {
 	Total int
 }
 
+// fanOut publishes 20 orders to three consumers that read only at the
+// end, and prints what each policy kept and dropped.
 func fanOut(out io.Writer) error {
 	ctx := context.Background()
 	b := broadcast.New[Order](broadcast.Options{QueueLength: 5})
@@ -107,61 +111,18 @@ type Alert struct {
 	Service, Check, Message string
 }
 
+// correlateAlerts folds a storm of alerts, one a second on a fake clock,
+// and prints a line per key with the correlator's counts.
 func correlateAlerts(out io.Writer) error {
 	clock := testclock.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
-	c := correlate.New(func(a Alert) Alert { return a }, correlate.Options[Alert, Alert]{
-		Group: func(a Alert) (Alert, Alert) { // same service and check, another message
-			return Alert{Service: a.Service, Check: a.Check}, Alert{Message: a.Message}
-		},
-		Combine: func(a Alert, _ time.Time) Alert {
-			a.Message = correlate.CombinedPrefix + a.Message
-			return a
-		},
-		Spam:  func(a Alert) Alert { return Alert{Service: a.Service} }, // 25 at once, then 1 per 5 min
-		Clock: clock,
-	})
-	var storm []Alert
-	for range 6 {
-		storm = append(storm, Alert{"db", "disk", "disk 91% full"}) // repeats
-	}
-	for i := range 14 {
-		storm = append(storm, Alert{"api", "latency", fmt.Sprintf("p99 %dms", 400+10*i)}) // near-repeats
-	}
-	for i := range 40 {
-		storm = append(storm, Alert{"batch", fmt.Sprint("job-", i%4), "job failed"}) // a flood from one service
-	}
-
-	type line struct {
-		alert       Alert
-		count, seen int
-		skipped     int
-		combined    bool
-	}
-	records := map[Alert]*line{}
-	var order []Alert
-	for _, a := range storm {
-		clock.Step(time.Second)
-		r, err := c.Correlate(a)
-		if err != nil {
-			return err
-		}
-		l := records[r.Key]
-		if l == nil {
-			l = &line{alert: r.Event, combined: r.Combined}
-			records[r.Key] = l
-			order = append(order, r.Key)
-		}
-		l.seen++
-		if r.Skip {
-			l.skipped++
-			continue
-		}
-		l.count, l.alert = r.Count, r.Event
+	c := newAlertCorrelator(clock)
+	lines, err := foldAlerts(c, clock, alertStorm())
+	if err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE\tCHECK\tCOUNT\tSKIPPED\tMESSAGE")
-	for _, k := range order {
-		l := records[k]
+	for _, l := range lines {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", l.alert.Service, l.alert.Check, l.count, l.skipped, l.alert.Message)
 	}
 	tw.Flush()
@@ -174,6 +135,78 @@ func correlateAlerts(out io.Writer) error {
 	return nil
 }
 
+// newAlertCorrelator returns a correlator keyed by the whole alert that
+// combines alerts of one service and check with other messages, and
+// limits each service to 25 at once, then 1 per 5 minutes.
+func newAlertCorrelator(clock *testclock.FakeClock) *correlate.Correlator[Alert, Alert] {
+	return correlate.New(func(a Alert) Alert { return a }, correlate.Options[Alert, Alert]{
+		Group: func(a Alert) (Alert, Alert) { // same service and check, another message
+			return Alert{Service: a.Service, Check: a.Check}, Alert{Message: a.Message}
+		},
+		Combine: func(a Alert, _ time.Time) Alert {
+			a.Message = correlate.CombinedPrefix + a.Message
+			return a
+		},
+		Spam:  func(a Alert) Alert { return Alert{Service: a.Service} }, // 25 at once, then 1 per 5 min
+		Clock: clock,
+	})
+}
+
+// alertStorm returns the storm: exact repeats, near-repeats that differ
+// only in their message, and a flood from one service.
+func alertStorm() []Alert {
+	var storm []Alert
+	for range 6 {
+		storm = append(storm, Alert{"db", "disk", "disk 91% full"}) // repeats
+	}
+	for i := range 14 {
+		storm = append(storm, Alert{"api", "latency", fmt.Sprintf("p99 %dms", 400+10*i)}) // near-repeats
+	}
+	for i := range 40 {
+		storm = append(storm, Alert{"batch", fmt.Sprint("job-", i%4), "job failed"}) // a flood from one service
+	}
+	return storm
+}
+
+// alertLine is what the table shows for one key: the alert as last
+// written, its count, and how many of its alerts the spam filter skipped.
+type alertLine struct {
+	alert       Alert
+	count, seen int
+	skipped     int
+	combined    bool
+}
+
+// foldAlerts passes the storm through c, a second apart on clock, and
+// returns a line per key in the order the keys first came.
+func foldAlerts(c *correlate.Correlator[Alert, Alert], clock *testclock.FakeClock, storm []Alert) ([]*alertLine, error) {
+	byKey := map[Alert]*alertLine{}
+	var lines []*alertLine
+	for _, a := range storm {
+		clock.Step(time.Second)
+		r, err := c.Correlate(a)
+		if err != nil {
+			return nil, err
+		}
+		l := byKey[r.Key]
+		if l == nil {
+			l = &alertLine{alert: r.Event, combined: r.Combined}
+			byKey[r.Key] = l
+			lines = append(lines, l)
+		}
+		l.seen++
+		if r.Skip {
+			l.skipped++
+			continue
+		}
+		l.count, l.alert = r.Count, r.Event
+	}
+	return lines, nil
+}
+
+// kubernetes records a storm of pod events through the Kubernetes adapter
+// into client-go's fake clientset, then prints the events stored and what
+// became of every recorded one.
 func kubernetes(out io.Writer) error {
 	client := fake.NewClientset()
 	clock := testclock.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
@@ -184,27 +217,7 @@ func kubernetes(out io.Writer) error {
 	broadcaster := k8sadapter.NewBroadcaster(k8sadapter.WithContext(quiet), k8sadapter.WithClock(clock))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "tour-controller"})
-
-	pod := func(name string) *v1.Pod {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name)}}
-	}
-	crash := pod("checkout-7d9f")
-	for range 8 {
-		clock.Step(10 * time.Second)
-		recorder.Event(crash, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
-	}
-	pull := pod("search-5c2b")
-	for i := range 12 {
-		clock.Step(time.Second)
-		recorder.Eventf(pull, v1.EventTypeNormal, "Pulling", "Pulling image layer %d of 12", i+1)
-	}
-	flood := pod("cart-0")
-	for range 40 {
-		recorder.Event(flood, v1.EventTypeWarning, "Unhealthy", "Readiness probe failed")
-	}
-	for i := range 5 {
-		recorder.Eventf(pod(fmt.Sprint("web-", i)), v1.EventTypeNormal, "Scheduled", "Successfully assigned shop/web-%d to node-%d", i, i%2)
-	}
+	recordIncidents(recorder, clock)
 
 	// Shutdown flushes: everything recorded above reaches the apiserver.
 	start := time.Now()
@@ -213,6 +226,46 @@ func kubernetes(out io.Writer) error {
 	}
 	flushed := time.Since(start)
 
+	if err := printEvents(out, client, clock.Now()); err != nil {
+		return err
+	}
+	s := broadcaster.Stats()
+	fmt.Fprintf(out, "\nShutdown flushed in %v. What happened to the %d events recorded:\n", flushed.Round(time.Millisecond), s.Recorded)
+	printStats(out, s)
+	return nil
+}
+
+// shopPod returns a pod of namespace shop.
+func shopPod(name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name)}}
+}
+
+// recordIncidents records what a busy namespace produces: a crash loop,
+// an image pulled layer by layer, a flood of failed probes, and a few pods
+// scheduled.
+func recordIncidents(recorder record.EventRecorder, clock *testclock.FakeClock) {
+	crash := shopPod("checkout-7d9f")
+	for range 8 {
+		clock.Step(10 * time.Second)
+		recorder.Event(crash, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+	}
+	pull := shopPod("search-5c2b")
+	for i := range 12 {
+		clock.Step(time.Second)
+		recorder.Eventf(pull, v1.EventTypeNormal, "Pulling", "Pulling image layer %d of 12", i+1)
+	}
+	flood := shopPod("cart-0")
+	for range 40 {
+		recorder.Event(flood, v1.EventTypeWarning, "Unhealthy", "Readiness probe failed")
+	}
+	for i := range 5 {
+		recorder.Eventf(shopPod(fmt.Sprint("web-", i)), v1.EventTypeNormal, "Scheduled", "Successfully assigned shop/web-%d to node-%d", i, i%2)
+	}
+}
+
+// printEvents prints the events stored in namespace shop as kubectl
+// would, oldest first, with their age at now.
+func printEvents(out io.Writer, client *fake.Clientset, now time.Time) error {
 	list, err := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -227,16 +280,11 @@ func kubernetes(out io.Writer) error {
 	fmt.Fprintln(out, "$ kubectl get events -n shop   (client-go's fake apiserver)")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAST SEEN\tTYPE\tREASON\tOBJECT\tCOUNT\tMESSAGE")
-	now := clock.Now()
 	for _, e := range events {
 		fmt.Fprintf(tw, "%v\t%s\t%s\tpod/%s\t%d\t%s\n", now.Sub(e.LastTimestamp.Time).Round(time.Second), e.Type, e.Reason,
 			e.InvolvedObject.Name, e.Count, e.Message)
 	}
 	tw.Flush()
-
-	s := broadcaster.Stats()
-	fmt.Fprintf(out, "\nShutdown flushed in %v. What happened to the %d events recorded:\n", flushed.Round(time.Millisecond), s.Recorded)
-	printStats(out, s)
 	return nil
 }
 
