@@ -31,6 +31,13 @@ func shape(args []string) error {
 	if len(args) != 0 {
 		usage()
 	}
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(strings.TrimSpace(top)); err != nil {
+		return err
+	}
 	out, err := git("ls-files", "*.go")
 	if err != nil {
 		return err
