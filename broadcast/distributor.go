@@ -99,7 +99,7 @@ func (b *Broadcaster[T]) next() bool {
 	return true
 }
 
-// distribute delivers the round's values to every watcher, running each
+// distribute delivers the round's values to every watcher, acting on each
 // marker at its position.
 func (b *Broadcaster[T]) distribute() {
 	d := &b.d
@@ -204,9 +204,9 @@ func (b *Broadcaster[T]) serveStops() {
 }
 
 // closeStopped closes the watchers of stops. A watcher stopped before the
-// distributor reached its registration marker leaves the marker behind; while the
-// distributor is held up in one round, those markers are removed once
-// they are more than half of the queued ones, so that memory stays
+// distributor reached its registration marker leaves the marker behind;
+// while the distributor is held up in one round, those markers are removed
+// once they are more than half of the queued ones, so that memory stays
 // bounded by twice the markers of open watchers and Flush calls.
 func (b *Broadcaster[T]) closeStopped(stops []*Watcher[T]) {
 	for _, w := range stops {
