@@ -60,8 +60,9 @@ func shutdown[T any](t *testing.T, b *broadcast.Broadcaster[T]) {
 	}
 }
 
-// drain reads w until it is closed, failing the test if that takes longer
-// than the failsafe.
+// drain reads w through Events until it is closed, failing the test if
+// that takes longer than the failsafe. Events must be w's first read, or w
+// a channel watcher already.
 func drain[T any](t *testing.T, w *broadcast.Watcher[T]) []T {
 	t.Helper()
 	var got []T
@@ -239,7 +240,7 @@ func TestFIFORegistrationConcurrent(t *testing.T) {
 func TestFullPolicies(t *testing.T) {
 	tests := []struct {
 		policy      broadcast.FullPolicy
-		events      bool // switch to Events before publishing
+		events      bool // read by Events (the first read) before publishing
 		want        []int
 		wantNewest  uint64
 		wantOldest  uint64
