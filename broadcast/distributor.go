@@ -1,6 +1,6 @@
 package broadcast
 
-import "slices"
+import "github.com/heraldgo/herald/internal/wait"
 
 // How the distributor waits
 //
@@ -12,12 +12,13 @@ import "slices"
 //     Publishers signal it only while it is parked, so a busy distributor
 //     costs them nothing.
 //   - For room, in deliver: on a full Block watcher, until a reader makes
-//     room (w.writer, or the send itself when the watcher delivers through
-//     a channel), a Stop arrives (b.work: Stop and Shutdown signal it
-//     unconditionally for this reason, and the distributor serves every
-//     Stop request before it waits again), or a Shutdown whose context
-//     ended gives up (b.abort: from then on no Block watcher is waited for,
-//     and what a full one cannot take is counted as dropped).
+//     room (w.writer, or the send itself for a channel watcher), Events
+//     makes an unread watcher a channel watcher (w.writer), a Stop arrives
+//     (b.work: Stop and Shutdown signal it unconditionally for this reason,
+//     and the distributor serves every Stop request before it waits
+//     again), or a Shutdown whose context ended gives up (b.life's
+//     Aborting: from then on no Block watcher is waited for, and what a
+//     full one cannot take is counted as dropped).
 //
 // It never waits for anything else, never runs user code, and holds no
 // lock while it waits. Each round takes, in one critical section, every
@@ -25,15 +26,17 @@ import "slices"
 // is shared by a batch, and each watcher is locked and woken once per
 // batch rather than once per value.
 
-// A marker is a function bound to a position in the value queue: the
-// distributor runs it once every value queued before it has been placed
-// in (or dropped from) the queue of every watcher, and before it
-// distributes any value queued after it. Markers never reach watchers.
-// Registration and Flush travel the queue this way.
+// A marker is an item bound to a position in the value queue, never seen
+// by watchers: the distributor acts on it when it reaches that position,
+// once every value queued before it has been placed in (or dropped from)
+// the queue of every watcher, and before it distributes any value queued
+// after it. A registration marker adds its watcher to those values are
+// delivered to; any other marker (Flush) is a function the distributor
+// runs there.
 type marker[T any] struct {
 	pos   uint64      // the values queued before it
 	watch *Watcher[T] // a registration marker: the watcher it adds
-	run   func()      // any other marker (Flush): runs on the distributor goroutine; must not block
+	run   func()      // any other marker: runs on the distributor goroutine; must not block
 }
 
 // distributor is the state owned by the distributor goroutine.
@@ -51,9 +54,8 @@ type distributor[T any] struct {
 	last  bool // Shutdown had begun: nothing can follow this round
 }
 
-// run is the distributor goroutine.
+// run is the distributor goroutine; b.life counts it.
 func (b *Broadcaster[T]) run() {
-	defer close(b.done)
 	for b.next() {
 		b.distribute()
 	}
@@ -75,11 +77,11 @@ func (b *Broadcaster[T]) next() bool {
 	}
 	b.mu.Lock()
 	for !b.closed && len(b.queue) == 0 && len(b.marks) == 0 && len(b.stops) == 0 {
-		c := b.work.parkLocked()
+		c := b.work.ParkLocked()
 		b.mu.Unlock()
 		<-c
 		b.mu.Lock()
-		b.work.unparkLocked()
+		b.work.UnparkLocked()
 	}
 	d.vals, b.queue = b.queue, d.vals[:0]
 	d.marks, b.marks = b.marks, d.marks[:0]
@@ -89,15 +91,15 @@ func (b *Broadcaster[T]) next() bool {
 	d.last = b.closed
 	var space chan struct{}
 	if len(d.vals) > 0 {
-		space = b.space.wakeLocked()
+		space = b.space.WakeLocked()
 	}
 	b.mu.Unlock()
-	signal(space)
+	wait.Signal(space)
 	b.closeStopped(stops)
 	return true
 }
 
-// distribute delivers the round's values to every watcher, running each
+// distribute delivers the round's values to every watcher, acting on each
 // marker at its position.
 func (b *Broadcaster[T]) distribute() {
 	d := &b.d
@@ -142,8 +144,8 @@ func (b *Broadcaster[T]) fanout(vals []T) {
 	}
 }
 
-// activate adds w to the watchers values are delivered to; it is the
-// function of w's registration marker.
+// activate adds w to the watchers values are delivered to: what the
+// distributor does at w's registration marker.
 func (d *distributor[T]) activate(w *Watcher[T]) {
 	w.active = true
 	if !w.closed { // stopped before its marker was reached
@@ -178,9 +180,9 @@ func (b *Broadcaster[T]) deliver(w *Watcher[T], vals []T) {
 			b.count(w, 1)
 			vals = vals[1:]
 		case <-room: // nil if w delivers through a channel
-		case <-b.work.c:
+		case <-b.work.C():
 			b.serveStops()
-		case <-b.abort:
+		case <-b.life.Aborting().Done():
 			b.drop(w, len(vals), dropShutdown)
 			return
 		}
@@ -190,152 +192,9 @@ func (b *Broadcaster[T]) deliver(w *Watcher[T], vals []T) {
 	}
 }
 
-// place puts what it can of vals in w's queue, by w's policy, and returns
-// how many it consumed. When w is a full Block watcher, it also returns
-// what to wait on: the channel to send the next value on, or the signal of
-// a reader making room in the ring.
-func (b *Broadcaster[T]) place(w *Watcher[T], vals []T) (n int, send chan T, room <-chan struct{}) {
-	w.mu.Lock()
-	if w.writer.n > 0 {
-		w.writer.unparkLocked() // back from a wait for room
-	}
-	if w.closed {
-		w.mu.Unlock()
-		return len(vals), nil, nil
-	}
-	if ch := w.ch; ch != nil {
-		w.mu.Unlock()
-		if n = b.sendAll(w, ch, vals); n < len(vals) {
-			send = ch
-		}
-		return n, send, nil
-	}
-	n, added, dropped := w.placeLocked(vals)
-	w.pushed += uint64(added)
-	var reader chan struct{}
-	if added > 0 {
-		reader = w.readers.wakeLocked()
-	}
-	if n < len(vals) {
-		room = w.writer.parkLocked()
-	}
-	w.mu.Unlock()
-	if reader != nil {
-		signal(reader)
-	}
-	b.d.delivered += uint64(added)
-	if dropped > 0 {
-		b.drop(w, dropped, policyDrop(w.full))
-	}
-	return n, nil, room
-}
-
-// placeLocked adds vals to w's ring by w's policy, and returns what
-// ring.place returns. The published values an All loop handed back to
-// front count against the queue length as the ring's do: a Block or
-// DropNewest watcher has that much less room, and a DropOldest watcher
-// discards them first, as the oldest.
-func (w *Watcher[T]) placeLocked(vals []T) (consumed, added, dropped int) {
-	if w.back == 0 { // the usual case: no All loop ended early
-		return w.queue.place(w.full, vals)
-	}
-	if w.full == DropOldest {
-		dropped = w.discardBackLocked(w.back + w.queue.len() + len(vals) - w.queue.limit)
-		if w.back == 0 {
-			_, added, d := w.queue.place(DropOldest, vals)
-			return len(vals), added, dropped + d
-		}
-		// What is left in front leaves room for every value of vals.
-	}
-	k := min(len(vals), max(w.queue.free()-w.back, 0))
-	w.queue.push(vals[:k])
-	if w.full == Block {
-		return k, k, 0
-	}
-	return len(vals), k, dropped + len(vals) - k
-}
-
-// discardBackLocked discards up to n of the published values in front,
-// oldest first, and returns how many it discarded. The prefix values ahead
-// of them stay: no policy drops those.
-func (w *Watcher[T]) discardBackLocked(n int) int {
-	n = min(n, w.back)
-	if n <= 0 {
-		return 0
-	}
-	p := len(w.front) - w.back // the prefix values come first, by index
-	w.front = slices.Delete(w.front, p, p+n)
-	if w.back -= n; len(w.front) == 0 {
-		w.front = nil
-	}
-	return n
-}
-
-// policyDrop is the reason a watcher's policy drops values for.
-func policyDrop(p FullPolicy) dropReason {
-	if p == DropOldest {
-		return dropOldest
-	}
-	return dropNewest
-}
-
-// sendAll sends vals on w's channel without waiting, by w's policy, and
-// returns how many it consumed: fewer than len(vals) only when a Block
-// watcher's channel is full. Only the distributor sends on the channel, so
-// no lock is needed, and after it takes a value out there is room for one.
-func (b *Broadcaster[T]) sendAll(w *Watcher[T], ch chan T, vals []T) int {
-	before, newest, oldest := w.chSent, 0, 0
-	n := len(vals)
-	for i, v := range vals {
-		if w.full == Block || !w.overLimit(ch) {
-			select {
-			case ch <- v:
-				w.chSent++
-				continue
-			default:
-			}
-		}
-		if w.full == Block {
-			n = i
-			break
-		}
-		if w.full == DropOldest && w.chSent-uint64(len(ch)) >= w.chPinned {
-			// At least chPinned values have left the channel, so the one
-			// in front is not a prefix value: discard it.
-			select {
-			case <-ch:
-				oldest++
-			default: // a reader made room meanwhile
-			}
-			ch <- v
-			w.chSent++
-			continue
-		}
-		newest++ // DropNewest, or a DropOldest channel with its prefix in front
-	}
-	b.count(w, int(w.chSent-before))
-	b.drop(w, newest, dropNewest)
-	b.drop(w, oldest, dropOldest)
-	return n
-}
-
-// overLimit reports whether w's channel holds its queue length of
-// published values. The channel has room for the values owed ahead of the
-// queue at the switch as well (an unread prefix), so it can be full for
-// the queue before it is full for Go. len(ch) may only fall meanwhile, so
-// the answer errs towards full.
-func (w *Watcher[T]) overLimit(ch chan T) bool {
-	n := uint64(len(ch))
-	if cap(ch) <= w.queue.limit {
-		return n == uint64(cap(ch))
-	}
-	received := w.chSent - n
-	pinned := w.chPinned - min(w.chPinned, received) // prefix values still in ch
-	return n-pinned >= uint64(w.queue.limit)
-}
-
-// serveStops closes every watcher whose Stop is pending, for a distributor
-// held up in a round (next takes them with the round).
+// serveStops closes every watcher whose Stop was requested and not yet
+// served, for a distributor held up in a round (next takes them with the
+// round).
 func (b *Broadcaster[T]) serveStops() {
 	b.mu.Lock()
 	stops := b.stops
@@ -344,10 +203,10 @@ func (b *Broadcaster[T]) serveStops() {
 	b.closeStopped(stops)
 }
 
-// closeStopped closes the watchers of stops. A watcher stopped before its
-// registration marker was reached leaves the marker behind; while the
-// distributor is held up in one round, those markers are removed once
-// they are more than half of the queued ones, so that memory stays
+// closeStopped closes the watchers of stops. A watcher stopped before the
+// distributor reached its registration marker leaves the marker behind;
+// while the distributor is held up in one round, those markers are removed
+// once they are more than half of the queued ones, so that memory stays
 // bounded by twice the markers of open watchers and Flush calls.
 func (b *Broadcaster[T]) closeStopped(stops []*Watcher[T]) {
 	for _, w := range stops {
@@ -385,15 +244,12 @@ func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
 		return
 	}
 	w.closed = true
-	switch {
-	case w.pending != nil:
-		w.switchLocked() // closes the new channel: the watcher is closed
-	case w.ch != nil:
+	if w.ch != nil {
 		close(w.ch)
 	}
-	signal(w.readers.wakeLocked()) // passed on from reader to reader (passOnLocked)
-	b.watchers.Add(-1)             // before done: once Stop returns, Stats counts w no more
-	close(w.done)                  // last: once Stop sees it, every read sees the close
+	wait.Signal(w.readers.WakeLocked()) // passed on from reader to reader (passOnLocked)
+	b.watchers.Add(-1)                  // before closeDone: once Stop returns, Stats counts w no more
+	close(w.closeDone)                  // last: once Stop sees it, every read sees the close
 
 	if w.active {
 		b.d.closedAny = true

@@ -13,7 +13,7 @@
 //
 //	w, _ := b.Watch()
 //	go func() {
-//		for o := range w.All() { // or <-w.Events(), or w.Next(ctx)
+//		for o := range w.All() { // or w.Next(ctx); or <-w.Events() as the first read
 //			ship(o)
 //		}
 //	}()
@@ -38,29 +38,42 @@
 //
 // # Markers and Flush
 //
-// Registration travels the incoming queue as a queued function marker: a
-// function bound to a position in the queue, which the distributor runs
-// once every value queued before it has been placed in (or dropped from)
-// every watcher's queue, and before any value queued after it. That is
-// what makes registration exact, while Watch itself never waits.
+// Registration travels the incoming queue as a marker at a queue position:
+// when the distributor reaches that position, every value queued before it
+// has been placed in (or dropped from) every watcher's queue and none
+// queued after it, and the distributor adds the watcher there. No watcher
+// ever sees a marker. That is what makes registration exact, while Watch
+// itself never waits.
 //
-// Broadcaster.Flush uses the same marker: it returns once everything
-// published before the call is in the queue of every watcher registered
-// before it. Watcher.Delivered then says how much a reader has to take to
-// have seen all of it.
+// Broadcaster.Flush queues a function marker: a function bound to a queue
+// position, run by the distributor when it reaches that position, never
+// seen by watchers. Flush returns once everything published before the
+// call is in the queue of every watcher registered before it.
+// Watcher.Delivered then says how much a reader has to take to have seen
+// all of it.
 //
 // # Reading
 //
-// Watcher.All is an iterator that takes all queued values in one step: it is
-// the fastest way to read, with one lock and at most one wake-up per batch
-// rather than per value (see bench_test.go).
-// Watcher.Events is a channel, for select statements. Watcher.Next takes one
-// value with a context. The three can be mixed: they share one queue, and a
-// value an All loop took but did not yield goes back to its place in it.
-// Inside an All loop's body, though, the values the loop took are its own
-// until it yields them: a Next or a nested All loop on the same watcher
-// there takes only values queued after them, or waits for one, and a
-// receive from Events there waits for ever.
+// A watcher's first read chooses its read mode, for good.
+//
+// A queue watcher is one first read by Watcher.All or Watcher.Next. All is
+// an iterator that takes all queued values in one step: it is the fastest
+// way to read, with one lock and at most one wake-up per batch rather than
+// per value (see bench_test.go). Next takes one value with a context. The
+// two can be mixed: they share one queue, and a value an All loop took but
+// did not yield goes back to its place in it. Inside an All loop's body,
+// though, the values the loop took are its own until it yields them: a Next
+// or a nested All loop on the same watcher there takes only values queued
+// after them, or waits for one.
+//
+// A channel watcher is one first read by Watcher.Events, for select
+// statements: the distributor sends its values straight into a channel of
+// the watcher's queue length (plus room for a prefix, see
+// Broadcaster.WatchWithPrefix). Next and All on a channel watcher read that
+// channel, and mix with receives from it.
+//
+// Events on a queue watcher panics: a watcher meant for select statements
+// calls Events before any other read.
 //
 // # Concurrency
 //
@@ -71,12 +84,24 @@
 //
 // # Shutdown
 //
-// Shutdown stops new publishing, delivers everything queued before it,
-// closes every watcher and waits for the distributor to exit, bounded by its
-// context: when the context ends, full Block watchers are no longer waited
-// for (what they miss is counted) and every other watcher still gets every
-// value. Shutdown returns nil only if no value was abandoned so: the call
-// whose context ended returns its error, every other call ErrClosed.
+// Broadcaster.Shutdown stops new publishing: Watch, Publish and TryPublish
+// return ErrClosed from the moment it begins, and Broadcaster.Done is
+// closed. It delivers everything queued before it, then closes every
+// watcher (its queued values stay readable) and waits for the distributor
+// to exit. The wait is bounded by its context: when the context ends,
+// because a Block watcher does not make room, full Block watchers are no
+// longer waited for (what they cannot take is counted in
+// Stats.DroppedShutdown and in that watcher's Dropped) and every other
+// watcher still gets every value queued; Shutdown then returns ctx.Err()
+// once the distributor has exited.
+//
+// Shutdown returns nil only if no value was abandoned so: once values were,
+// every other Shutdown call, concurrent or later, returns ErrClosed when
+// the distributor has exited, as Flush does. Shutdown is idempotent and
+// safe to call from any goroutine; but called from the only reader of a
+// full Block watcher, it waits for room that reader cannot make until its
+// context ends (stop that watcher first). It panics on a nil context.
+//
 // Watcher.Stop ends one watcher; it is idempotent, never waits for a
 // value to be read, and may be called from the goroutine reading it.
 //
@@ -87,11 +112,11 @@
 // DropNewest its DropIfChannelFull (which does not count), the default
 // lengths are its DefaultChanSize (100) and incoming queue (25), and All
 // reads several times faster than it at 10 watchers and more. Same
-// guarantees (ordering, registration by a function marker in the
-// queue, idempotent Stop, close by the distributor only, flush on
-// Shutdown), with these differences: values are typed and markers are a
-// typed queue item, never a payload; errors are the sentinel ErrClosed;
-// Watch and TryPublish never wait for the distributor, nor Stop for any value; Flush; Shutdown
+// guarantees (ordering, registration by a marker at a queue position,
+// idempotent Stop, close by the distributor only, flush on Shutdown), with
+// these differences: values are typed and markers are a typed queue item,
+// never a payload; errors are the sentinel ErrClosed; Watch and TryPublish
+// never wait for the distributor, nor Stop for any value; Flush; Shutdown
 // is bounded by a context; a full watcher may drop its oldest value; every
 // drop is counted; a prefix takes no room in the watcher's queue;
 // Options.QueueLength zero means the default, not an unbuffered channel.

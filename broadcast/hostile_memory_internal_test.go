@@ -71,14 +71,14 @@ func TestHostileStopAfterShutdownRetainsWatcher(t *testing.T) {
 	}
 }
 
-// TestHostileStoppedPendingMarkersBoundedByPeakNotOpen: serveStops says
+// TestHostileUnreachedMarkersBoundedByPeakNotOpen: serveStops says
 // stopped watchers' markers are cleaned up "so that memory stays bounded
 // by the watchers still open". While the distributor is held up, 1000
 // watchers (each with a 64 KiB prefix) register and are then all stopped:
 // the clean-up threshold was raised to twice the peak, so all 1000 markers,
 // and with them the stopped watchers and their prefixes, stay reachable
 // although only one watcher is open.
-func TestHostileStoppedPendingMarkersBoundedByPeakNotOpen(t *testing.T) {
+func TestHostileUnreachedMarkersBoundedByPeakNotOpen(t *testing.T) {
 	b := New[[]byte](Options{QueueLength: 1})
 	stuck, _ := b.Watch()
 	b.Publish(context.Background(), nil)

@@ -45,10 +45,11 @@ func TestMarkerRunsAtItsPosition(t *testing.T) {
 	}
 }
 
-// TestStoppedPendingWatchersAreReleased: while the distributor is held up
-// by a full Block watcher, watchers registered and stopped before their
-// markers are reached leave nothing behind but a bounded list of markers.
-func TestStoppedPendingWatchersAreReleased(t *testing.T) {
+// TestWatchersStoppedBeforeRegistrationAreReleased: while the distributor
+// is held up by a full Block watcher, watchers registered and stopped
+// before their markers are reached leave nothing behind but a bounded list
+// of markers.
+func TestWatchersStoppedBeforeRegistrationAreReleased(t *testing.T) {
 	b := New[int](Options{QueueLength: 1})
 	stuck, _ := b.Watch()
 	b.Publish(context.Background(), 1)

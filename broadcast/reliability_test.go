@@ -26,50 +26,9 @@ func checkAccounting[T any](t *testing.T, b *broadcast.Broadcaster[T], ws ...*br
 	for _, w := range ws {
 		dropped += w.Dropped()
 	}
-	if sum := s.DroppedNewest + s.DroppedOldest + s.DroppedShutdown + s.DroppedSwitch; sum != dropped {
+	if sum := s.DroppedNewest + s.DroppedOldest + s.DroppedShutdown; sum != dropped {
 		t.Errorf("Stats drops %d (%+v), watchers' Dropped sum %d: want equal", sum, s, dropped)
 	}
-}
-
-// TestEventsWakesEveryParkedReader: readers parked in Next and All move to
-// the channel when Events is called, every one of them, and none is left
-// parked after Stop and Shutdown (the bubble fails on a goroutine left
-// blocked).
-func TestEventsWakesEveryParkedReader(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := broadcast.New[int](broadcast.Options{})
-		w, _ := b.Watch()
-		got := make(chan int, 4)
-		for range 3 {
-			go func() {
-				v, err := w.Next(context.Background())
-				if err != nil {
-					t.Errorf("Next() error = %v", err)
-				}
-				got <- v
-			}()
-		}
-		go func() {
-			for v := range w.All() {
-				got <- v
-				return
-			}
-		}()
-		synctest.Wait() // all four parked
-		w.Events()
-		synctest.Wait()
-		publish(t, b, 1, 2, 3, 4)
-		var all []int
-		for range 4 {
-			all = append(all, <-got)
-		}
-		slices.Sort(all)
-		if !slices.Equal(all, []int{1, 2, 3, 4}) {
-			t.Errorf("parked readers got %v, want 1..4 once each", all)
-		}
-		w.Stop()
-		shutdown(t, b)
-	})
 }
 
 // TestReadersParkedAtStopAllReturn: several readers parked on one watcher
@@ -209,112 +168,6 @@ func TestPanicInAllLoopKeepsTheRest(t *testing.T) {
 	if w.Dropped() != 0 {
 		t.Errorf("Dropped() = %d, want 0", w.Dropped())
 	}
-}
-
-// TestEventsInsideAllLoopKeepsOrder: Events called inside an All loop
-// switches the watcher once the loop hands back what it holds, so the
-// channel carries those values first, in order, and nothing is lost.
-func TestEventsInsideAllLoopKeepsOrder(t *testing.T) {
-	b := newB[int](t, broadcast.Options{})
-	w, _ := b.WatchWithPrefix([]int{-2, -1})
-	t.Cleanup(w.Stop)
-	publish(t, b, seq(0, 10)...)
-	if err := b.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var first int
-	var ch <-chan int
-	for v := range w.All() {
-		first, ch = v, w.Events()
-		break
-	}
-	publish(t, b, 10)
-	got := []int{first}
-	for len(got) < 13 {
-		got = append(got, <-ch)
-	}
-	if want := append([]int{-2, -1}, seq(0, 11)...); !slices.Equal(got, want) {
-		t.Errorf("read %v, want %v", got, want)
-	}
-	if w.Dropped() != 0 {
-		t.Errorf("Dropped() = %d, want 0", w.Dropped())
-	}
-	checkAccounting(t, b, w)
-}
-
-// TestEventsFromAnotherGoroutineWaitsForTheLoop: Events called while
-// another goroutine's All loop holds values takes effect when that loop
-// comes back for its next value; the loop then reads the channel too.
-func TestEventsFromAnotherGoroutineWaitsForTheLoop(t *testing.T) {
-	b := newB[int](t, broadcast.Options{})
-	w := watchT(t, b)
-	publish(t, b, seq(0, 5)...)
-	if err := b.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	yielded, resume := make(chan int), make(chan struct{})
-	loopDone := make(chan []int)
-	go func() {
-		var got []int
-		for v := range w.All() {
-			got = append(got, v)
-			if len(got) == 1 {
-				yielded <- v
-				<-resume
-			}
-			if len(got) == 3 {
-				break
-			}
-		}
-		loopDone <- got
-	}()
-	<-yielded // the loop holds 1..4
-	ch := w.Events()
-	close(resume)
-	fromLoop := <-loopDone
-	var fromCh []int
-	for len(fromLoop)+len(fromCh) < 5 {
-		fromCh = append(fromCh, <-ch)
-	}
-	if got := append(fromLoop, fromCh...); !slices.Equal(got, seq(0, 5)) {
-		t.Errorf("loop read %v, channel %v; want 0..4 once each, in order", fromLoop, fromCh)
-	}
-}
-
-// TestStopWhileSwitchWaitsCountsWhatTheLoopDrops: when the watcher closes
-// while a switch waits for an All loop, the switch happens at once; if the
-// loop then ends early, what it still holds cannot go in front of the
-// closed channel and is counted, alike in Dropped and Stats, prefix values
-// included, so that prefix + Delivered = read + dropped.
-func TestStopWhileSwitchWaitsCountsWhatTheLoopDrops(t *testing.T) {
-	b := newB[int](t, broadcast.Options{})
-	w, _ := b.WatchWithPrefix([]int{-1})
-	publish(t, b, seq(0, 5)...)
-	if err := b.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	read := 0
-	var ch <-chan int
-	for range w.All() {
-		read++
-		if read == 1 {
-			ch = w.Events() // waits for this loop
-			w.Stop()        // switches at once, closing the channel
-		}
-		if read == 2 {
-			break // holds 2..4
-		}
-	}
-	for range ch {
-		read++
-	}
-	if w.Dropped() != 4 {
-		t.Errorf("Dropped() = %d, want 4", w.Dropped())
-	}
-	if s := b.Stats(); s.DroppedSwitch != 4 || 1+s.Delivered != uint64(read)+s.DroppedSwitch {
-		t.Errorf("Stats() = %+v, read %d: want DroppedSwitch 4 and 1 + Delivered = read + DroppedSwitch", s, read)
-	}
-	checkAccounting(t, b, w)
 }
 
 // TestQueueLengthLimits: a length above MaxQueueLength is refused with a

@@ -1,0 +1,110 @@
+package ring
+
+import (
+	"slices"
+	"testing"
+)
+
+// FuzzRingBuffer drives a ring and a slice with the same operations and
+// checks, after each, what the API cannot see: the buffer never grows
+// beyond the limit, and no slot outside the queued values keeps a
+// reference (every slot not queued is the zero value).
+func FuzzRingBuffer(f *testing.F) {
+	f.Add(uint8(3), []byte{0, 5, 1, 2, 3, 9, 2, 7, 0, 1})
+	f.Add(uint8(1), []byte{2, 3, 2, 3, 1, 1, 0, 1})
+	f.Add(uint8(8), []byte{0, 8, 1, 3, 0, 8, 1, 20, 2, 30})
+	f.Add(uint8(0), []byte{0, 40, 3, 7, 0, 30, 4, 0})
+	f.Fuzz(bufferCase)
+}
+
+func bufferCase(t *testing.T, limit uint8, ops []byte) {
+	lim := int(limit) % 41 // 0: no limit
+	r := New[int](lim)
+	var model []int
+	next := 1
+	for i := 0; i+1 < len(ops); i += 2 {
+		arg := int(ops[i+1])
+		switch ops[i] % 5 {
+		case 0, 1: // push what fits
+			n := arg % (2*lim + 2)
+			if lim > 0 {
+				n = min(n, r.Free())
+			}
+			vals := make([]int, n)
+			for j := range vals {
+				vals[j] = next
+				next++
+			}
+			if ops[i]%5 == 0 {
+				r.PushAll(vals)
+			} else {
+				for _, v := range vals {
+					r.Push(v)
+				}
+			}
+			model = append(model, vals...)
+		case 2: // pop
+			k := arg % (r.Len() + 1)
+			got := r.PopTo([]int{-1}, k)
+			if want := append([]int{-1}, model[:k]...); !slices.Equal(got, want) {
+				t.Fatalf("PopTo(%d) = %v, model %v", k, got, want)
+			}
+			model = model[k:]
+		case 3: // discard
+			k := arg % (r.Len() + 1)
+			r.Discard(k)
+			model = model[k:]
+		case 4: // pop one
+			if len(model) > 0 {
+				if v := r.Pop(); v != model[0] {
+					t.Fatalf("Pop() = %d, model %d", v, model[0])
+				}
+				model = model[1:]
+			}
+		}
+		checkBuffer(t, &r, model)
+	}
+}
+
+func checkBuffer(t *testing.T, r *Ring[int], model []int) {
+	t.Helper()
+	if r.limit > 0 && len(r.buf) > r.limit {
+		t.Fatalf("buffer of %d beyond limit %d", len(r.buf), r.limit)
+	}
+	for j := range r.buf {
+		off := j - r.head
+		if off < 0 {
+			off += len(r.buf)
+		}
+		if off >= r.n && r.buf[j] != 0 {
+			t.Fatalf("slot %d (not queued) keeps %d", j, r.buf[j])
+		}
+	}
+	dst := make([]int, r.Len())
+	r.CopyTo(dst)
+	if !slices.Equal(dst, model) {
+		t.Fatalf("contents %v, model %v", dst, model)
+	}
+}
+
+// TestRingBufferRandom runs the buffer fuzz body over many random inputs.
+func TestRingBufferRandom(t *testing.T) {
+	rng := uint64(1)
+	rnd := func() byte {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return byte(rng)
+	}
+	for range 20000 {
+		ops := make([]byte, 2*int(rnd()%40))
+		for i := range ops {
+			ops[i] = rnd()
+		}
+		limit := rnd()
+		t.Run("", func(t *testing.T) { bufferCase(t, limit, ops) })
+		if t.Failed() {
+			t.Fatalf("limit %d ops %v", limit, ops)
+		}
+	}
+}
