@@ -41,12 +41,6 @@ type linkConfig struct {
 	deliveryTimeout    time.Duration // a value unconfirmed this long fails; 0: never
 }
 
-// counters are a publisher's counts, kept by its link.
-type counters struct {
-	published, confirmed, retries, failed, unconfirmed uint64
-	refused, invalid, abandoned, lastSeq               uint64
-}
-
 // failure is a value the link gave up on, for the publisher to log.
 type failure struct {
 	err   error

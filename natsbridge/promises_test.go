@@ -309,7 +309,7 @@ func TestFlushTailRemovedWhileWaiting(t *testing.T) {
 	// watcher to come to its last value: a Flush that began after the
 	// purge would find the tail gone at once, and pass without looking
 	// at the stream again while it waits.
-	eventually(t, "Flush waiting for the feed", func() bool { return parkedIn(").waitPos(", ").waitPosFor(", ").Flush(") })
+	eventually(t, "Flush waiting for the feed", func() bool { return parkedIn("wait.(*Counter).Wait(", ").waitPos(", ").waitPosFor(", ").Flush(") })
 	stream, err := js.Stream(testCtx(t), topic.Stream())
 	if err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	if err := validTopicOptions(o); err != nil {
+	if err := checkTopicOptions(o); err != nil {
 		return nil, err
 	}
 	t := &Topic[T]{
@@ -148,32 +148,6 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	t.created = s.CachedInfo().Created
 	t.duplicates = s.CachedInfo().Config.Duplicates
 	return t, nil
-}
-
-func validTopicOptions(o TopicOptions) error {
-	switch {
-	case o.MaxAge < 0:
-		return errors.New("natsbridge: negative TopicOptions.MaxAge")
-	case o.MaxMsgs < 0:
-		return errors.New("natsbridge: negative TopicOptions.MaxMsgs")
-	case o.MaxBytes < 0:
-		return errors.New("natsbridge: negative TopicOptions.MaxBytes")
-	case o.Replicas < 0:
-		return errors.New("natsbridge: negative TopicOptions.Replicas")
-	case o.Duplicates < 0:
-		return errors.New("natsbridge: negative TopicOptions.Duplicates")
-	case o.ReadAhead < 0:
-		return errors.New("natsbridge: negative TopicOptions.ReadAhead")
-	case o.ReadAhead > MaxReadAhead:
-		return fmt.Errorf("natsbridge: TopicOptions.ReadAhead %d is above MaxReadAhead (%d)", o.ReadAhead, MaxReadAhead)
-	case o.Heartbeat != 0 && (o.Heartbeat < 500*time.Millisecond || o.Heartbeat > 10*time.Second):
-		return fmt.Errorf("natsbridge: TopicOptions.Heartbeat %v outside 500ms..10s", o.Heartbeat)
-	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
-		return fmt.Errorf("natsbridge: unknown TopicOptions.Storage %d", o.Storage)
-	case len(o.Schema) > maxSchemaLength:
-		return fmt.Errorf("natsbridge: TopicOptions.Schema longer than %d bytes", maxSchemaLength)
-	}
-	return nil
 }
 
 func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
