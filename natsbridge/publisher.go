@@ -41,23 +41,24 @@ type Publisher[T any] struct {
 	// slots holds one token per accepted value not settled yet; its
 	// capacity is the window.
 	slots chan struct{}
-	// g runs the loop (see sender.go). Its Stopping is done once Shutdown
-	// has begun: nothing more is accepted. Its Aborting is done once a
-	// Shutdown gave up on what was left.
+	// g runs the loop (publisher_loop.go). Its Stopping is done once
+	// Shutdown has begun: nothing more is accepted. Its Aborting is done
+	// once a Shutdown gave up on what was left.
 	g      *lifecycle.Group
 	wake   chan struct{} // the loop has something new to look at
 	sub    *nats.Subscription
 	status chan nats.Status // reconnections and the connection's close
 
-	mu      sync.Mutex // guards link, counter, pumping, plan, wakeAt, checked
+	mu      sync.Mutex // guards link, counter, pumping, wakeAt, checked
 	link    *link
 	counter uint64
 	// pumping reports whether a goroutine is sending what the link
 	// planned; only that one sends, so messages leave in planned order.
 	pumping bool
-	plan    []send    // the pumping goroutine's list, reused
 	wakeAt  time.Time // when the loop's timer fires: pump wakes the loop for an earlier deadline
 	checked time.Time // when the loop last asked whether the stream exists
+
+	plan []send // the list of the goroutine that set pumping, reused
 }
 
 // Publisher returns a new Publisher for the topic, configured by o (the
@@ -96,7 +97,9 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 		err = t.adopt(p)
 	}
 	if err != nil {
+		p.mu.Lock()
 		p.link.closed = true // nothing is sent: the loop exits at once
+		p.mu.Unlock()
 		p.t.log.Warn("natsbridge: publisher not started", errAttr(err))
 	}
 	p.g.Go(p.run)

@@ -137,7 +137,7 @@ func (p *Publisher[T]) sendFailed(err error) {
 	default:
 		// A message the connection will never take (a max payload lower
 		// on the server it reconnected to): the value fails.
-		if p.link.ring.len() > 0 && p.link.sent == 0 {
+		if p.link.ring.Len() > 0 && p.link.sent == 0 {
 			p.link.fail(refusal(err))
 		}
 	}
