@@ -228,8 +228,9 @@ func TestEventsStopLosesHeldValue(t *testing.T) {
 
 // TestPublishStalledIsNotAWindowWait: Publish waits while the connection
 // cannot take more, not only while its own window is full. When the
-// JetStream context's limit of pending acks (shared by every publisher on
-// it; 4000 by default) is below the window and the server is unreachable,
+// JetStream context's limit of async publishes awaiting their acks
+// (WithPublishAsyncMaxPending, shared by every publisher on it; 4000 by
+// default) is below the window and the server is unreachable,
 // Publish waits (bounded by its context) instead of failing with
 // jetstream's ErrTooManyStalledMsgs, which Forward would take as fatal.
 func TestPublishStalledIsNotAWindowWait(t *testing.T) {

@@ -168,12 +168,9 @@ func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T) (*Watche
 func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.stop(ctx) }
 
 // Stop ends the watcher: it stops reading the stream, deletes its consumer
-// and closes its queue. Values already queued stay readable with Next and
-// All; the Events channel is closed. Stop is idempotent, safe to call from
-// any goroutine (including the one reading), and never waits for a value
-// to be read. It returns once the watcher's goroutines have exited; the
-// deletion of the consumer waits for the server at most 2s (Topic.Shutdown
-// bounds it by its context).
+// and closes its queue, whose values stay readable with Next and All. It
+// never waits for a value to be read, and returns once the watcher's
+// goroutines have exited. See the package doc, "Shutdown".
 func (w *Watcher[T]) Stop() { _ = w.stop(context.Background()) }
 
 // stop is Stop; if ctx ends first it gives up deleting the consumer, and
