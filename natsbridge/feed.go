@@ -202,19 +202,15 @@ func (f *feed[T]) silence() { f.quietOnce.Do(func() { close(f.quiet) }) }
 // that ends that goroutine and waits for it, which the feed goroutine
 // calls once it has stopped reading.
 func (f *feed[T]) watchDest() (join func()) {
-	quit, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
+	g := lifecycle.New()
+	g.Go(func() {
 		select {
 		case <-f.stopOn:
 			f.stop()
-		case <-quit:
+		case <-g.Stopping().Done():
 		}
-	}()
-	return func() {
-		close(quit)
-		<-exited
-	}
+	})
+	return func() { _ = g.Shutdown(context.Background()) }
 }
 
 // stop makes the goroutine exit: it ends the group's Stopping (which
