@@ -65,11 +65,11 @@ type feed[T any] struct {
 	it   jetstream.MessagesContext
 	cons jetstream.Consumer
 
-	// next is the first stream sequence not yet taken; pos counts up to
-	// the last one handled: its value placed with out, or counted as a
-	// gap or a poison message. pos < next. The goroutine moves both as it
-	// reads; Flush moves them past a tail of removed values (see settle).
-	// Both only grow. pos ends as the goroutine exits.
+	// next is the first stream sequence not yet taken; pos the last one
+	// handled: its value placed with out, or counted as a gap or a poison
+	// message. pos < next. The goroutine moves both as it reads; Flush
+	// moves them past a tail of removed values (see settle). Both only
+	// grow. pos ends as the goroutine exits (see feed_pos.go).
 	next atomic.Uint64
 	pos  wait.Counter
 
