@@ -257,6 +257,73 @@
 // when the feed stops reading it. Topic.Shutdown ends everything a topic
 // made.
 //
+// # Shutdown
+//
+// Whatever owns a goroutine has one call that ends it: Publisher.Shutdown,
+// Watcher.Stop, the mirror's Broadcaster.Shutdown, the stop function that
+// Forward returns, and Topic.Shutdown for everything the topic made that
+// is still live. Each is idempotent and safe to call from any goroutine
+// (Watcher.Stop also from the one reading); one that takes a ctx panics on
+// a nil ctx before it begins. Each follows one sequence: it stops taking
+// new work at once, finishes what it holds, and, if its ctx ends first,
+// abandons the rest, counts it, and returns ctx.Err(). It returns only
+// once its goroutines have exited, whatever it returns.
+//
+// Publisher.Shutdown: Publish and TryPublish return ErrClosed from the
+// moment it begins. It waits until the stream has confirmed every accepted
+// value, sending values again as usual, and returns nil once each is
+// confirmed or failed (see Stats). If ctx ends first, the values left are
+// counted as Unconfirmed and it returns ctx.Err(). Once values ended
+// unconfirmed (given up by another Shutdown, or their acks lost with a
+// closed connection), every later Shutdown returns ErrUnconfirmed (or its
+// own ctx.Err()), never nil.
+//
+// Watcher.Stop stops reading the stream, deletes the watcher's consumer
+// and closes its queue; it never waits for a value to be read. Values
+// already queued stay readable with Next and All; the Events channel is
+// closed. The deletion of the consumer waits for the server at most 2s
+// (Topic.Shutdown bounds it by its context instead). A durable watcher
+// acknowledges what its application read, and hands its turn over.
+//
+// Forward's stop stops taking values from the broadcaster and publishes
+// those already taken. If its ctx ends first, it abandons the rest, counts
+// them in the publisher's Stats().Abandoned and returns ctx.Err(); values
+// are also abandoned, and counted, if the publisher shuts down first. It
+// does not shut the publisher down. If the broadcaster was shut down before
+// Forward, nothing is forwarded and stop returns ErrClosed.
+//
+// Topic.Shutdown ends every Publisher, Watcher and Mirror the topic made
+// that is still live, each as above (a mirror stops reading, then its
+// broadcaster shuts down); the stream stays on the server. After it has
+// begun, Publisher, Watch and Mirror return ErrClosed (or a Publisher that
+// is already shut down). It returns once all have ended: ctx.Err() if ctx
+// ended first (what was then abandoned is counted as each one documents),
+// ErrUnconfirmed if the values of a publisher still live when it began
+// ended unconfirmed (given up by another Shutdown of its own running
+// meanwhile, or their acks lost to the connection's end), nil otherwise. A
+// publisher whose own Shutdown had ended before is no longer the topic's:
+// its Shutdown said what it left.
+//
+// # Errors and panics
+//
+// What a caller passes in that no call could work with, a mistake to fix
+// in the calling code, is refused by the call it is given to, with a
+// message that names it ("natsbridge: negative PublisherOptions.Window"):
+// with an error where that call returns one, with a panic where it returns
+// none. So an invalid option (a negative size or limit, a duration outside
+// its range, a limit exceeded, an unknown policy or storage) or name is an
+// error from NewTopic, Watch, Mirror and DeleteDurable, and a panic from
+// Topic.Publisher; a nil Broadcaster or Publisher is a panic from Forward,
+// a nil JetStream or Codec an error from NewTopic. A nil ctx panics in
+// every call, as in the standard library.
+//
+// What depends on the server's state is always an error, never a panic: a
+// stream configured otherwise (ErrConfigDiffers), carrying another type
+// (ErrTypeMismatch) or serving other subjects (ErrNameConflict), a deleted
+// stream (ErrStreamGone), a start beyond the stream's end (ErrBadStart), a
+// closed connection. Errors callers branch on are sentinels (see the
+// variables), wrapped with the detail: test them with errors.Is.
+//
 // # Security
 //
 // Topic names are checked (ErrInvalidName): dot-separated tokens of ASCII

@@ -1,12 +1,12 @@
 package natsbridge
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/internal/ring"
 )
 
 // entry is one accepted value: its message, sent as it is each time (its
@@ -41,12 +41,6 @@ type linkConfig struct {
 	deliveryTimeout    time.Duration // a value unconfirmed this long fails; 0: never
 }
 
-// counters are a publisher's counts, kept by its link.
-type counters struct {
-	published, confirmed, retries, failed, unconfirmed uint64
-	refused, invalid, abandoned, lastSeq               uint64
-}
-
 // failure is a value the link gave up on, for the publisher to log.
 type failure struct {
 	err   error
@@ -64,8 +58,9 @@ type send struct {
 // link is a publisher's state: the values it holds, oldest first, and the
 // fast batch that carries them to the stream. It is a plain state machine,
 // driven by the publisher under its mutex with the time passed in: plan
-// says what to send, reply takes the server's answers, tick the passing
-// of time. It never blocks and never touches the network.
+// says what to send (here), reply takes the server's answers
+// (link_reply.go), tick the passing of time (link_time.go). It never
+// blocks and never touches the network.
 //
 // Order: a batch starts only when no value is in flight in another one, and
 // its first value is the oldest unconfirmed; the stream stores a batch's
@@ -74,7 +69,7 @@ type send struct {
 // accepted, each once, whatever is lost, resent or failed over on the way.
 type link struct {
 	cfg   linkConfig
-	ring  fifo[*entry] // accepted, unsettled values; ring[:sent] are sent in the batch
+	ring  ring.Ring[*entry] // accepted, unsettled values, oldest first; the first sent are sent in the batch
 	sent  int
 	stats counters
 
@@ -107,19 +102,19 @@ func newLink(cfg linkConfig) *link { return &link{cfg: cfg, ctl: -1} }
 
 // accept takes a new value.
 func (l *link) accept(e *entry) {
-	l.ring.push(e)
+	l.ring.Push(e)
 	l.stats.published++
 }
 
 // pending returns how many accepted values are unsettled.
-func (l *link) pending() int { return l.ring.len() }
+func (l *link) pending() int { return l.ring.Len() }
 
 // done reports whether a publisher shutting down may stop: every value is
 // settled, and the batch's end (which tells the stream sequence of its last
 // value, PublisherStats.LastSeq) is not awaited, or was awaited for a probe
 // timeout already.
 func (l *link) done() bool {
-	if l.ring.len() > 0 {
+	if l.ring.Len() > 0 {
 		return false
 	}
 	switch l.phase {
@@ -137,12 +132,12 @@ func (l *link) plan(now time.Time, out []send) []send {
 	}
 	switch l.phase {
 	case phaseIdle:
-		if l.ring.len() > 0 {
+		if l.ring.Len() > 0 {
 			// A value alone is a batch of its own, acked at once; with
 			// more behind it, it opens a batch for them.
 			op := opStart
 			l.begin(now)
-			if l.ring.len() == 1 {
+			if l.ring.Len() == 1 {
 				op, l.lone = opCommitValue, true
 			}
 			out = append(out, l.sendValue(now, op))
@@ -150,7 +145,7 @@ func (l *link) plan(now time.Time, out []send) []send {
 		}
 	case phaseOpen:
 		limit := l.acked + l.interval*maxOutstandingAcks
-		for l.sent < l.ring.len() && l.seq < limit {
+		for l.sent < l.ring.Len() && l.seq < limit {
 			out = append(out, l.sendValue(now, opAppend))
 		}
 	}
@@ -176,7 +171,7 @@ func (l *link) begin(now time.Time) {
 
 // sendValue plans the next unsent value.
 func (l *link) sendValue(now time.Time, op int) send {
-	e := l.ring.at(l.sent)
+	e := l.ring.At(l.sent)
 	if l.sent == 0 {
 		l.progress = now // acks are awaited from now
 	}
@@ -227,14 +222,14 @@ func (l *link) unsend(failed []send) {
 // reset forgets the current batch: every value is unsent.
 func (l *link) reset() {
 	for i := range l.sent {
-		l.ring.at(i).bseq = 0
+		l.ring.At(i).bseq = 0
 	}
 	l.sent, l.batch, l.phase, l.ctl = 0, "", phaseIdle, -1
 }
 
 // settle removes the front value, counted by the caller.
 func (l *link) settle() *entry {
-	e := l.ring.pop()
+	e := l.ring.Pop()
 	if e.bseq != 0 {
 		l.sent--
 	}
@@ -248,7 +243,7 @@ func (l *link) confirm(seq uint64, now time.Time) {
 		l.acked = seq
 		l.progress = now
 	}
-	for l.sent > 0 && l.ring.at(0).bseq <= seq {
+	for l.sent > 0 && l.ring.At(0).bseq <= seq {
 		l.settle()
 		l.stats.confirmed++
 	}
@@ -261,225 +256,17 @@ func (l *link) fail(err error) {
 	l.failures = append(l.failures, failure{err: err, sends: e.sends})
 }
 
-// reply takes an answer of the server.
-func (l *link) reply(r reply, now time.Time) {
-	if r.batch != l.batch || l.phase == phaseIdle {
-		return // an answer about a batch that is over
-	}
-	switch r.kind {
-	case replyNoResponders:
-		l.noResponders(now)
-	case replyFlowAck:
-		l.flowAck(r, now)
-	case replyGap:
-		l.ending(now)
-	case replyRefused:
-		if r.err == nil || r.err.Code != 503 {
-			l.refusedS, l.refusedE = r.refused, refusal(apiError(r.err))
-		}
-		l.ending(now)
-	case replyPubAck:
-		l.ended(r, now)
-	case replyError:
-		l.failed(apiError(r.err), now)
-	}
-}
-
-// noResponders: nothing took a message of the batch. No stream has the
-// subject now (no leader, or no stream): wait, then start again, or first
-// ask where the batch stands if it may hold values.
-func (l *link) noResponders(now time.Time) {
-	if l.phase == phaseWaiting {
-		return // another message of the same burst
-	}
-	if l.phase == phaseStarting {
-		l.reset()
-	}
-	l.noLeader++
-	l.checkStream = true
-	l.backoff = min(max(2*l.backoff, 25*time.Millisecond), l.cfg.maxBackoff)
-	l.enter(phaseWaiting, now)
-	l.ctl = -1
-}
-
-func (l *link) flowAck(r reply, now time.Time) {
-	l.noLeader, l.backoff = 0, 0
-	l.interval = r.interval
-	moved := r.ackSeq > l.acked
-	l.confirm(r.ackSeq, now)
-	l.progress = now
-	switch {
-	case l.phase == phaseOpen && r.op != opPing && !moved && l.sent > 0:
-		// An ack that says nothing new, with values in flight: a new
-		// leader saying where the batch stands, which may be short of
-		// what was sent. Ask now rather than after AckTimeout.
-		l.ping(now)
-	case l.phase == phaseStarting && l.lone, l.phase == phasePinging && r.op == opPing && l.lone:
-		// The batch of one is received; its ack comes when it is stored.
-		l.enter(phaseEnding, now)
-	case l.phase == phaseStarting:
-		l.enter(phaseOpen, now)
-	case l.phase == phasePinging && r.op == opPing:
-		// No gap: the server has every message sent; acks follow.
-		l.enter(phaseOpen, now)
-	}
-}
-
-// ending: the server ends the batch (a gap, a refusal); its final ack
-// follows.
-func (l *link) ending(now time.Time) {
-	if l.phase != phaseEnding {
-		l.enter(phaseEnding, now)
-	}
-	l.ctl = -1
-}
-
-// ended: the batch is over, with its first count values stored. A value
-// it refused is failed; the rest go in the next batch.
-func (l *link) ended(r reply, now time.Time) {
-	l.noLeader, l.backoff = 0, 0
-	l.confirm(r.count, now)
-	l.stats.lastSeq = max(l.stats.lastSeq, r.streamSeq)
-	if l.refusedS != 0 && l.sent > 0 && l.ring.at(0).bseq == l.refusedS {
-		l.fail(l.refusedE)
-	}
-	l.reset()
-}
-
-// failed: the batch ended, or never began, with err.
-func (l *link) failed(err error, now time.Time) {
-	switch {
-	case err == nil:
-		l.reset()
-	case errCode(err) == errCodeStreamNotFound:
-		l.reset()
-		l.failAll(fmt.Errorf("%w: %w", ErrStreamGone, err))
-	case errCode(err) == errCodeUnknownBatch:
-		l.reset() // ended or expired: its values go again, dropped where stored
-	case errCode(err) == errCodeTooManyBatches, apiStatus(err) == 503:
-		l.reset()
-		l.backoff = min(max(2*l.backoff, 25*time.Millisecond), l.cfg.maxBackoff)
-		l.enter(phaseWaiting, now)
-	case l.phase == phaseStarting:
-		l.reset()
-		l.fail(refusal(err)) // the stream refused the first value
-	default:
-		l.ended(reply{}, now)
-	}
-}
-
 // failAll fails every value held.
 func (l *link) failAll(err error) {
-	for l.ring.len() > 0 {
+	for l.ring.Len() > 0 {
 		l.fail(err)
-	}
-}
-
-// tick moves the batch on as time passes and returns when it next needs
-// to: a reply overdue, a commit due, a wait over, a value past its
-// delivery deadline.
-func (l *link) tick(now time.Time) time.Time {
-	l.expire(now)
-	switch l.phase {
-	case phaseStarting:
-		if !now.Before(l.since.Add(l.cfg.probeTimeout)) {
-			// No answer: ask whether the server has the batch, rather
-			// than send its first value again at once: a copy sent while
-			// the first is still being written (a leader without its
-			// quorum) would be skipped and acked as stored, and lost if
-			// that leader dies.
-			l.ping(now)
-		}
-	case phaseOpen:
-		l.tickOpen(now)
-	case phaseEnding, phasePinging:
-		if !now.Before(l.since.Add(l.cfg.probeTimeout)) {
-			l.ping(now)
-		}
-	case phaseWaiting:
-		if !now.Before(l.since.Add(l.backoff)) {
-			if l.sent > 0 {
-				l.ping(now) // the batch may hold values: ask
-			} else {
-				l.reset()
-			}
-		}
-	}
-	return l.next(now)
-}
-
-func (l *link) tickOpen(now time.Time) {
-	switch {
-	case l.sent > 0 && !now.Before(l.progress.Add(l.cfg.ackTimeout)):
-		l.ping(now) // acks overdue: ask where the batch stands
-	case l.sent == l.ring.len() && (l.closing || !now.Before(l.lastSend.Add(l.cfg.linger))):
-		// Nothing more to send: end the batch, so that the server acks
-		// its tail at once (flow acks come only every interval values).
-		l.ctl = opCommit
-		l.enter(phaseEnding, now)
-	}
-}
-
-func (l *link) ping(now time.Time) {
-	l.ctl = opPing
-	l.enter(phasePinging, now)
-}
-
-// next returns when tick is next needed.
-func (l *link) next(now time.Time) time.Time {
-	far := now.Add(time.Hour)
-	t := far
-	switch l.phase {
-	case phaseStarting, phaseEnding, phasePinging:
-		t = l.since.Add(l.cfg.probeTimeout)
-	case phaseWaiting:
-		t = l.since.Add(l.backoff)
-	case phaseOpen:
-		if l.sent > 0 {
-			t = l.progress.Add(l.cfg.ackTimeout)
-		}
-		if l.sent == l.ring.len() {
-			t = minTime(t, l.lastSend.Add(l.cfg.linger))
-		}
-	}
-	if l.cfg.deliveryTimeout > 0 && l.ring.len() > 0 {
-		t = minTime(t, l.ring.at(0).added.Add(l.cfg.deliveryTimeout))
-	}
-	return t
-}
-
-// expire fails the values older than the delivery timeout. The stream may
-// have stored them (their acks late or lost).
-func (l *link) expire(now time.Time) {
-	if l.cfg.deliveryTimeout <= 0 {
-		return
-	}
-	for l.ring.len() > 0 && !now.Before(l.ring.at(0).added.Add(l.cfg.deliveryTimeout)) {
-		starting := l.phase == phaseStarting && l.ring.at(0).bseq != 0
-		l.fail(fmt.Errorf("natsbridge: not confirmed within the delivery timeout (%v)", l.cfg.deliveryTimeout))
-		if starting {
-			l.reset()
-		}
-	}
-}
-
-// reconnected: the connection was lost and made again, maybe to a server
-// that restarted (and forgot its batches) or to another node. Messages in
-// flight then may be lost, and so may answers: ask where the batch stands
-// at once, rather than wait for the ack timeout.
-func (l *link) reconnected(now time.Time) {
-	switch l.phase {
-	case phaseStarting, phaseOpen, phaseEnding, phasePinging:
-		if l.sent > 0 {
-			l.ping(now) // see tick: never a copy before the server says
-		}
 	}
 }
 
 // abandon settles every value held as unconfirmed: a Shutdown gave up, or
 // the connection closed.
 func (l *link) abandon() {
-	for l.ring.len() > 0 {
+	for l.ring.Len() > 0 {
 		l.settle()
 		l.stats.unconfirmed++
 	}
@@ -490,43 +277,4 @@ func (l *link) abandon() {
 func (l *link) streamGone(err error) {
 	l.reset()
 	l.failAll(err)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// refusal is the error a value the stream refused fails with.
-func refusal(err error) error {
-	if err == nil {
-		return errors.New("natsbridge: refused by the stream")
-	}
-	return fmt.Errorf("natsbridge: refused by the stream: %w", err)
-}
-
-// apiError turns a server's error into an error: nil stays nil.
-func apiError(e *jetstream.APIError) error {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
-// errCode returns the JetStream error code err carries, or 0.
-func errCode(err error) int {
-	if a, ok := errors.AsType[*jetstream.APIError](err); ok {
-		return int(a.ErrorCode)
-	}
-	return 0
-}
-
-// apiStatus returns the status code err carries, or 0.
-func apiStatus(err error) int {
-	if a, ok := errors.AsType[*jetstream.APIError](err); ok {
-		return a.Code
-	}
-	return 0
 }

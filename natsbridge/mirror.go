@@ -3,8 +3,6 @@ package natsbridge
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 
 	"github.com/heraldgo/herald/broadcast"
 )
@@ -37,7 +35,7 @@ type mirror[T any] struct {
 // the calls to the server it makes. It panics on a nil ctx.
 func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.Broadcaster[T], error) {
 	mustContext(ctx)
-	if err := checkQueue("broadcast.Options", o.QueueLength, o.IncomingQueueLength, o.Full); err != nil {
+	if err := checkMirrorOptions(o); err != nil {
 		return nil, err
 	}
 	if t.isClosed() {
@@ -62,16 +60,14 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 		_ = m.b.Shutdown(ctx)
 	}
 	m.f.exit = func() { t.forget(m) }
-	if err := m.f.open(ctx); err != nil {
+	err = m.f.open(ctx)
+	if err == nil {
+		err = m.f.launch(func() error { return t.adopt(m) })
+	}
+	if err != nil {
 		_ = m.b.Shutdown(context.Background())
 		return nil, err
 	}
-	if err := t.adopt(m); err != nil {
-		m.f.closeConsumer()
-		_ = m.b.Shutdown(context.Background())
-		return nil, err
-	}
-	m.f.start()
 	return m.b, nil
 }
 
@@ -86,82 +82,4 @@ func (m *mirror[T]) shutdown(ctx context.Context) error {
 		err = berr
 	}
 	return err
-}
-
-// Forward publishes every value b delivers to p, in b's order, until stop is
-// called or b shuts down. It watches b with b's own options: under Block
-// (b's default) nothing is lost between b and p, and a slow stream holds b
-// back once p's window is full.
-//
-// stop(ctx) stops taking values from b, publishes those already taken, and
-// returns once the forwarding goroutine has exited. If ctx ends first it
-// abandons the rest, counts them in p's Stats().Abandoned, and returns
-// ctx.Err(). Values are also abandoned, and counted, if p shuts down first.
-// stop does not shut p down. It is idempotent. If b was already shut down,
-// nothing is forwarded and stop returns ErrClosed. stop panics on a nil
-// ctx, before it stops anything.
-//
-// Forward starts one goroutine, ended as described. It panics if b or p
-// is nil, at the call rather than in that goroutine.
-func Forward[T any](b *broadcast.Broadcaster[T], p *Publisher[T]) (stop func(context.Context) error) {
-	if b == nil {
-		panic("natsbridge: Forward from a nil Broadcaster")
-	}
-	if p == nil {
-		panic("natsbridge: Forward to a nil Publisher")
-	}
-	w, err := b.Watch()
-	if err != nil {
-		return func(stopCtx context.Context) error {
-			mustContext(stopCtx)
-			return err
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var failed error
-		for v := range w.All() {
-			// Publish waits through what passes: a full window, the
-			// connection's limits, a reconnection. What it returns
-			// otherwise is p's Shutdown, the end of stop's context or a
-			// closed connection: nothing more can be published.
-			err := p.Publish(ctx, v)
-			if err == nil || errors.Is(err, ErrCodec) || errors.Is(err, ErrTooLarge) {
-				continue // a value p refused is counted by p as Invalid
-			}
-			failed = err
-			break
-		}
-		if failed == nil {
-			return
-		}
-		// p shut down, or stop's context ended: count the value that
-		// failed and those still queued (a loop that breaks leaves the
-		// values it took but did not yield queued).
-		w.Stop()
-		n := uint64(1)
-		for range w.All() {
-			n++
-		}
-		p.mu.Lock()
-		p.link.stats.abandoned += n
-		p.mu.Unlock()
-		p.logLost.warn("natsbridge: forward abandoned values", slog.Uint64("values", n), errAttr(failed))
-		p.flushLogs() // this line may have been suppressed, and p may be shut down
-	}()
-	var once sync.Once
-	return func(stopCtx context.Context) error {
-		mustContext(stopCtx)
-		once.Do(w.Stop)
-		select {
-		case <-done:
-			return nil
-		case <-stopCtx.Done():
-		}
-		cancel()
-		<-done
-		return stopCtx.Err()
-	}
 }

@@ -1,6 +1,8 @@
 package natsbridge
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -204,4 +206,96 @@ type WatchOptions struct {
 	// died (one that stops hands over at once). It is set when the durable
 	// position is created. Zero means DefaultTakeover; at least 2s.
 	Takeover time.Duration
+}
+
+// Invalid options. A value no call could work with (a negative size, a
+// duration outside its range, an unknown policy) is refused by the call
+// it is given to, with a message that names the field: with an error
+// where that call returns one (NewTopic, Watch, Mirror), with a panic
+// where it returns none (Topic.Publisher). See the package doc, "Errors
+// and panics".
+
+// checkTopicOptions returns an error for TopicOptions no topic can work
+// with.
+func checkTopicOptions(o TopicOptions) error {
+	switch {
+	case o.MaxAge < 0:
+		return errors.New("natsbridge: negative TopicOptions.MaxAge")
+	case o.MaxMsgs < 0:
+		return errors.New("natsbridge: negative TopicOptions.MaxMsgs")
+	case o.MaxBytes < 0:
+		return errors.New("natsbridge: negative TopicOptions.MaxBytes")
+	case o.Replicas < 0:
+		return errors.New("natsbridge: negative TopicOptions.Replicas")
+	case o.Duplicates < 0:
+		return errors.New("natsbridge: negative TopicOptions.Duplicates")
+	case o.ReadAhead < 0:
+		return errors.New("natsbridge: negative TopicOptions.ReadAhead")
+	case o.ReadAhead > MaxReadAhead:
+		return fmt.Errorf("natsbridge: TopicOptions.ReadAhead %d is above MaxReadAhead (%d)", o.ReadAhead, MaxReadAhead)
+	case o.Heartbeat != 0 && (o.Heartbeat < 500*time.Millisecond || o.Heartbeat > 10*time.Second):
+		return fmt.Errorf("natsbridge: TopicOptions.Heartbeat %v outside 500ms..10s", o.Heartbeat)
+	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
+		return fmt.Errorf("natsbridge: unknown TopicOptions.Storage %d", o.Storage)
+	case len(o.Schema) > maxSchemaLength:
+		return fmt.Errorf("natsbridge: TopicOptions.Schema longer than %d bytes", maxSchemaLength)
+	}
+	return nil
+}
+
+// checkPublisherOptions returns an error for PublisherOptions no publisher
+// can work with; Topic.Publisher panics with it. A negative
+// DeliveryTimeout is valid: it means never.
+func checkPublisherOptions(o PublisherOptions) error {
+	switch {
+	case o.Window < 0:
+		return errors.New("natsbridge: negative PublisherOptions.Window")
+	case o.Window > MaxWindow:
+		return fmt.Errorf("natsbridge: PublisherOptions.Window %d is above MaxWindow (%d)", o.Window, MaxWindow)
+	case o.AckTimeout < 0:
+		return errors.New("natsbridge: negative PublisherOptions.AckTimeout")
+	}
+	return nil
+}
+
+// checkWatchOptions returns an error for WatchOptions no watcher can work
+// with.
+func checkWatchOptions(o WatchOptions) error {
+	if err := checkQueue("WatchOptions", broadcast.Options{QueueLength: o.QueueLength, Full: o.Full}); err != nil {
+		return err
+	}
+	switch {
+	case o.Durable == "" && o.Takeover != 0:
+		return errors.New("natsbridge: WatchOptions.Takeover without Durable")
+	case o.Durable == "":
+		return nil
+	case o.Takeover < 0 || (o.Takeover > 0 && o.Takeover < 2*time.Second):
+		return fmt.Errorf("natsbridge: WatchOptions.Takeover %v is below 2s", o.Takeover)
+	}
+	return validDurable(o.Durable)
+}
+
+// checkMirrorOptions returns an error for the options of a mirror's
+// broadcaster that broadcast.New would refuse.
+func checkMirrorOptions(o broadcast.Options) error {
+	return checkQueue("broadcast.Options", o)
+}
+
+// checkQueue returns an error for the queue lengths and the policy of o
+// that broadcast refuses with a panic (broadcast.New returns no error);
+// what names the options in the message.
+func checkQueue(what string, o broadcast.Options) error {
+	for _, q := range []struct {
+		field string
+		n     int
+	}{{"QueueLength", o.QueueLength}, {"IncomingQueueLength", o.IncomingQueueLength}} {
+		if q.n < 0 || q.n > broadcast.MaxQueueLength {
+			return fmt.Errorf("natsbridge: %s.%s %d outside [0, broadcast.MaxQueueLength]", what, q.field, q.n)
+		}
+	}
+	switch o.Full {
+	case 0, broadcast.Block, broadcast.DropNewest, broadcast.DropOldest:
+		return nil
+	}
+	return fmt.Errorf("natsbridge: invalid %s.Full %v", what, o.Full)
 }

@@ -228,8 +228,9 @@ func TestEventsStopLosesHeldValue(t *testing.T) {
 
 // TestPublishStalledIsNotAWindowWait: Publish waits while the connection
 // cannot take more, not only while its own window is full. When the
-// JetStream context's limit of pending acks (shared by every publisher on
-// it; 4000 by default) is below the window and the server is unreachable,
+// JetStream context's limit of async publishes awaiting their acks
+// (WithPublishAsyncMaxPending, shared by every publisher on it; 4000 by
+// default) is below the window and the server is unreachable,
 // Publish waits (bounded by its context) instead of failing with
 // jetstream's ErrTooManyStalledMsgs, which Forward would take as fatal.
 func TestPublishStalledIsNotAWindowWait(t *testing.T) {
@@ -309,7 +310,7 @@ func TestFlushTailRemovedWhileWaiting(t *testing.T) {
 	// watcher to come to its last value: a Flush that began after the
 	// purge would find the tail gone at once, and pass without looking
 	// at the stream again while it waits.
-	eventually(t, "Flush waiting for the feed", func() bool { return parkedIn(").waitPos(", ").waitPosFor(", ").Flush(") })
+	eventually(t, "Flush waiting for the feed", func() bool { return parkedIn("wait.(*Counter).Wait(", ").waitPos(", ").waitPosFor(", ").Flush(") })
 	stream, err := js.Stream(testCtx(t), topic.Stream())
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/heraldgo/herald/internal/lifecycle"
 )
 
 // Publisher sends values of T to its topic's stream, keeping a bounded
@@ -26,6 +28,7 @@ import (
 type Publisher[T any] struct {
 	t        *Topic[T]
 	nc       *nats.Conn
+	inbox    string   // the server's answers arrive under inbox + "."
 	idPrefix string   // message ids are idPrefix + a counter
 	header   []string // the ExpectedStreamHeader value, shared by every message (never written)
 	// headerRoom is the size of the headers of the message with the
@@ -37,74 +40,31 @@ type Publisher[T any] struct {
 
 	// slots holds one token per accepted value not settled yet; its
 	// capacity is the window.
-	slots   chan struct{}
-	closing chan struct{} // closed when Shutdown begins
-	wake    chan struct{} // the loop has something new to look at
-	done    chan struct{} // closed when the loop has exited
-	sub     *nats.Subscription
-	status  chan nats.Status // reconnections and the connection's close
+	slots chan struct{}
+	// g runs the loop (publisher_loop.go). Its Stopping is done once
+	// Shutdown has begun: nothing more is accepted. Its Aborting is done
+	// once a Shutdown gave up on what was left.
+	g      *lifecycle.Group
+	wake   chan struct{} // the loop has something new to look at
+	sub    *nats.Subscription
+	status chan nats.Status // reconnections and the connection's close
 
-	mu      sync.Mutex // guards the fields below it
+	mu      sync.Mutex // guards link, counter, pumping, wakeAt, checked
 	link    *link
-	closed  bool // Shutdown has begun: nothing more is accepted
-	aborted bool // a Shutdown gave up on what was left
 	counter uint64
 	// pumping reports whether a goroutine is sending what the link
 	// planned; only that one sends, so messages leave in planned order.
 	pumping bool
-	plan    []send    // the pumping goroutine's list, reused
 	wakeAt  time.Time // when the loop's timer fires: pump wakes the loop for an earlier deadline
 	checked time.Time // when the loop last asked whether the stream exists
-}
 
-// PublisherStats is a snapshot of a Publisher's counters, taken at one
-// instant: Published = Confirmed + Failed + Unconfirmed + Pending, and
-// Pending never exceeds the window.
-type PublisherStats struct {
-	// Published counts values accepted by Publish and TryPublish.
-	Published uint64
-	// Confirmed counts accepted values the stream acknowledged: each is
-	// stored exactly once.
-	Confirmed uint64
-	// Retries counts sends of a value after its first: every one went on
-	// the wire, under the value's message id (the stream drops a copy it
-	// holds already).
-	Retries uint64
-	// Failed counts accepted values the stream refused (or that found it
-	// deleted), or that were not confirmed within the delivery timeout
-	// (see PublisherOptions.DeliveryTimeout; such a value may still have
-	// been stored, its acks lost). They are logged, one line a second
-	// with a count (see TopicOptions.Logger).
-	Failed uint64
-	// Unconfirmed counts accepted values still awaiting their ack when
-	// the context given to Shutdown ended, or when the connection was
-	// closed (or drained): no ack can come. They may or may not be
-	// stored.
-	Unconfirmed uint64
-	// Pending is the number of accepted values not confirmed yet: sent
-	// and awaiting their ack, or waiting for their turn to be sent.
-	Pending int
-	// Refused counts TryPublish calls refused because the window was
-	// full.
-	Refused uint64
-	// Invalid counts values refused before sending: a codec error or
-	// panic, or an encoding larger than the server accepts.
-	Invalid uint64
-	// Abandoned counts values a Forward took from its broadcaster and
-	// could not publish because the Publisher shut down or the Forward's
-	// stop context ended.
-	Abandoned uint64
-	// LastSeq is the stream sequence of the last value stored by a batch
-	// that has ended (a publisher ends its batch whenever it has nothing
-	// more to send, and in Shutdown): once Shutdown has returned nil, the
-	// sequence of the last value stored.
-	LastSeq uint64
+	plan []send // the list of the goroutine that set pumping, reused
 }
 
 // Publisher returns a new Publisher for the topic, configured by o (the
-// zero PublisherOptions gives the defaults). It panics if a field of o is
-// negative where that is not allowed, or if o.Window is above MaxWindow:
-// that is a programming error. After the topic's Shutdown has begun it
+// zero PublisherOptions gives the defaults). It panics on an invalid o (see
+// the package doc, "Errors and panics"): a negative Window or AckTimeout,
+// or a Window above MaxWindow. After the topic's Shutdown has begun it
 // returns a Publisher that is already shut down.
 //
 // Publisher starts one goroutine, which takes the server's acks, sends
@@ -112,33 +72,37 @@ type PublisherStats struct {
 // Shutdown returns. Acks arrive through one subscription on the topic's
 // connection, whose goroutine (nats.go's) ends with it.
 func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
-	cfg := checkPublisherOptions(o, t.duplicates)
+	if err := checkPublisherOptions(o); err != nil {
+		panic(err.Error())
+	}
+	cfg := newPublisherConfig(o, t.duplicates)
 	p := &Publisher[T]{
 		t:        t,
 		nc:       t.js.Conn(),
 		header:   []string{t.streamID},
 		idPrefix: nuid.Next() + "-",
 		slots:    make(chan struct{}, cfg.window),
-		closing:  make(chan struct{}),
+		g:        lifecycle.New(),
 		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
 	}
 	p.headerRoom = headerSize(p.message(nil, ^uint64(0)))
-	inbox := p.nc.NewInbox()
-	p.link = newLink(cfg.link(inbox, nuid.Next()))
+	p.inbox = p.nc.NewInbox()
+	p.link = newLink(cfg.link(p.inbox, nuid.Next()))
 	l := t.log.With(slog.String("component", "publisher"))
 	p.logInvalid, p.logLost = newLimitedLog(l), newLimitedLog(l)
 	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
-	sub, err := p.nc.Subscribe(inbox+".>", p.onReply)
+	sub, err := p.nc.Subscribe(p.inbox+".>", p.onReply)
 	if err == nil {
 		p.sub = sub
 		err = t.adopt(p)
 	}
 	if err != nil {
+		p.mu.Lock()
 		p.link.closed = true // nothing is sent: the loop exits at once
+		p.mu.Unlock()
 		p.t.log.Warn("natsbridge: publisher not started", errAttr(err))
 	}
-	go p.run()
+	p.g.Go(p.run)
 	if err != nil {
 		_ = p.Shutdown(context.Background())
 	}
@@ -168,7 +132,7 @@ func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-p.closing:
+	case <-p.g.Stopping().Done():
 		return ErrClosed
 	}
 	if err := p.accept(data); err != nil {
@@ -190,7 +154,7 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	default:
-		if p.isClosing() {
+		if p.stopping() {
 			return false, ErrClosed
 		}
 		p.mu.Lock()
@@ -207,7 +171,7 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 
 // prepare checks that a value can be published and encodes it.
 func (p *Publisher[T]) prepare(v T) ([]byte, error) {
-	if p.isClosing() {
+	if p.stopping() {
 		return nil, ErrClosed
 	}
 	if p.nc.IsClosed() {
@@ -225,10 +189,12 @@ func (p *Publisher[T]) prepare(v T) ([]byte, error) {
 }
 
 // accept takes data as a new value, under the next message id; the caller
-// holds a slot, which accept gives back if Shutdown has begun.
+// holds a slot, which accept gives back if Shutdown has begun. It looks
+// under p.mu, where the loop looks whether it may exit: a value accepted
+// is one the loop waits for.
 func (p *Publisher[T]) accept(data []byte) error {
 	p.mu.Lock()
-	if p.closed {
+	if p.stopping() {
 		p.mu.Unlock()
 		<-p.slots
 		return ErrClosed
@@ -276,55 +242,28 @@ func (p *Publisher[T]) invalidValue(err error) error {
 	return err
 }
 
-// isClosing reports whether Shutdown has begun.
-func (p *Publisher[T]) isClosing() bool {
-	select {
-	case <-p.closing:
-		return true
-	default:
-		return false
-	}
-}
+// stopping reports whether Shutdown has begun.
+func (p *Publisher[T]) stopping() bool { return p.g.Stopping().Err() != nil }
 
-// Shutdown stops the publisher: Publish and TryPublish return ErrClosed
-// from the moment it begins, and it waits until the stream has confirmed
-// every accepted value, sending values again as usual. It returns nil once
-// every accepted value is confirmed or failed (see Stats), or ctx.Err() if
-// ctx ended first: the publisher then gives up on the values left and
-// counts them as Unconfirmed. Once values ended unconfirmed (given up by
-// another Shutdown, or their acks lost with a closed connection), every
-// later Shutdown returns ErrUnconfirmed (or its own ctx.Err()), never nil.
-// Either way the publisher's goroutine has exited when Shutdown returns.
-// It is idempotent and safe to call from any goroutine; it panics on a nil
-// ctx.
+// Shutdown stops accepting values and waits until the stream has confirmed
+// or failed each one accepted. It returns nil then, ctx.Err() if ctx ends
+// first (the values left count as Unconfirmed), or ErrUnconfirmed if values
+// ended unconfirmed before; either way its goroutine has exited. See the
+// package doc, "Shutdown".
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
+	if p.g.Stop() {
+		p.mu.Lock()
 		p.link.closing = true
-		close(p.closing)
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 	p.signal()
 	defer p.t.forget(p)
 	defer p.flushLogs() // once the loop, which logs, has exited
-	select {
-	case <-p.done:
-		return p.outcome()
-	case <-ctx.Done():
+	if err := p.g.Shutdown(ctx); err != nil {
+		return err
 	}
-	p.mu.Lock()
-	p.aborted = true
-	p.mu.Unlock()
-	p.signal()
-	<-p.done
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
-		return p.outcome()
-	}
+	return p.outcome()
 }
 
 // outcome is what a Shutdown that found the loop gone returns: nil, unless
@@ -343,24 +282,4 @@ func (p *Publisher[T]) outcome() error {
 func (p *Publisher[T]) flushLogs() {
 	p.logInvalid.flush()
 	p.logLost.flush()
-}
-
-// Stats returns a snapshot of the publisher's counters, all read at one
-// instant. It is safe to call at any time, also after Shutdown.
-func (p *Publisher[T]) Stats() PublisherStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.link.stats
-	return PublisherStats{
-		Published:   c.published,
-		Confirmed:   c.confirmed,
-		Retries:     c.retries,
-		Failed:      c.failed,
-		Unconfirmed: c.unconfirmed,
-		Pending:     p.link.pending(),
-		Refused:     c.refused,
-		Invalid:     c.invalid,
-		Abandoned:   c.abandoned,
-		LastSeq:     c.lastSeq,
-	}
 }

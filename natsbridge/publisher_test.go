@@ -324,7 +324,7 @@ func TestShutdownAfterAbortNotNil(t *testing.T) {
 				// topic's, and one whose own Shutdown has returned is
 				// not: wait until it waits in the publisher's Shutdown.
 				eventually(t, "Topic.Shutdown waiting for the publisher", func() bool {
-					return parkedIn("(*Publisher[...]).Shutdown(", "(*Topic[...]).Shutdown(")
+					return parkedIn("lifecycle.(*Group).Wait(", "(*Publisher[...]).Shutdown(", "(*Topic[...]).Shutdown(")
 				})
 			}
 			short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -148,10 +148,10 @@ func TestFlushRacesGapsCountedOnce(t *testing.T) {
 }
 
 // TestShutdownAbortCountsEveryValue: with the server unreachable and the
-// connection's limit of pending acks reached, Publish calls wait; a
-// Shutdown whose context ends makes each of them return ErrClosed, and
-// every value accepted ends Confirmed, Failed or Unconfirmed: none stays
-// Pending once every call has returned.
+// connection's limit of async publishes awaiting acks reached, Publish
+// calls wait; a Shutdown whose context ends makes each of them return
+// ErrClosed, and every value accepted ends Confirmed, Failed or
+// Unconfirmed: none stays Pending once every call has returned.
 func TestShutdownAbortCountsEveryValue(t *testing.T) {
 	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 	nc, _ := dial(t, s.URL())
@@ -176,7 +176,7 @@ func TestShutdownAbortCountsEveryValue(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "the connection's pending acks are taken", func() bool { return p.Stats().Published >= 3 })
+	eventually(t, "the connection's limit of async publishes reached", func() bool { return p.Stats().Published >= 3 })
 	sh, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if err := p.Shutdown(sh); !errors.Is(err, context.DeadlineExceeded) {

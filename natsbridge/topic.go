@@ -108,9 +108,31 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	if err := validTopicOptions(o); err != nil {
+	if err := checkTopicOptions(o); err != nil {
 		return nil, err
 	}
+	t := topicFor(js, name, c, o)
+	cfg := t.streamConfig(o)
+	s, err := t.openStream(ctx, o, cfg)
+	if err != nil {
+		if errors.Is(err, ErrTypeMismatch) || errors.Is(err, ErrNameConflict) || errors.Is(err, ErrConfigDiffers) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
+	}
+	if !s.CachedInfo().Config.AllowBatchPublish {
+		// A server that does not know the setting drops it.
+		return nil, fmt.Errorf("natsbridge: topic %q: stream %q does not take batched publishes, which publishers send: nats-server 2.14 or later is needed", name, cfg.Name)
+	}
+	t.stream = s
+	t.created = s.CachedInfo().Created
+	t.duplicates = s.CachedInfo().Config.Duplicates
+	return t, nil
+}
+
+// topicFor returns the topic name on js, with o's defaults filled in and
+// no stream yet.
+func topicFor[T any](js jetstream.JetStream, name string, c Codec[T], o TopicOptions) *Topic[T] {
 	t := &Topic[T]{
 		js:        js,
 		name:      name,
@@ -132,48 +154,7 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 		t.log = slog.Default()
 	}
 	t.log = t.log.With(slog.String("topic", name))
-	cfg := t.streamConfig(o)
-	s, err := t.openStream(ctx, o, cfg)
-	if err != nil {
-		if errors.Is(err, ErrTypeMismatch) || errors.Is(err, ErrNameConflict) || errors.Is(err, ErrConfigDiffers) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
-	}
-	if !s.CachedInfo().Config.AllowBatchPublish {
-		// A server that does not know the setting drops it.
-		return nil, fmt.Errorf("natsbridge: topic %q: stream %q does not take batched publishes, which publishers send: nats-server 2.14 or later is needed", name, cfg.Name)
-	}
-	t.stream = s
-	t.created = s.CachedInfo().Created
-	t.duplicates = s.CachedInfo().Config.Duplicates
-	return t, nil
-}
-
-func validTopicOptions(o TopicOptions) error {
-	switch {
-	case o.MaxAge < 0:
-		return errors.New("natsbridge: negative TopicOptions.MaxAge")
-	case o.MaxMsgs < 0:
-		return errors.New("natsbridge: negative TopicOptions.MaxMsgs")
-	case o.MaxBytes < 0:
-		return errors.New("natsbridge: negative TopicOptions.MaxBytes")
-	case o.Replicas < 0:
-		return errors.New("natsbridge: negative TopicOptions.Replicas")
-	case o.Duplicates < 0:
-		return errors.New("natsbridge: negative TopicOptions.Duplicates")
-	case o.ReadAhead < 0:
-		return errors.New("natsbridge: negative TopicOptions.ReadAhead")
-	case o.ReadAhead > MaxReadAhead:
-		return fmt.Errorf("natsbridge: TopicOptions.ReadAhead %d is above MaxReadAhead (%d)", o.ReadAhead, MaxReadAhead)
-	case o.Heartbeat != 0 && (o.Heartbeat < 500*time.Millisecond || o.Heartbeat > 10*time.Second):
-		return fmt.Errorf("natsbridge: TopicOptions.Heartbeat %v outside 500ms..10s", o.Heartbeat)
-	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
-		return fmt.Errorf("natsbridge: unknown TopicOptions.Storage %d", o.Storage)
-	case len(o.Schema) > maxSchemaLength:
-		return fmt.Errorf("natsbridge: TopicOptions.Schema longer than %d bytes", maxSchemaLength)
-	}
-	return nil
+	return t
 }
 
 func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
@@ -256,18 +237,10 @@ func (t *Topic[T]) Stats() TopicStats {
 }
 
 // Shutdown ends every Publisher, Watcher and Mirror the topic made that is
-// still live: publishers await their acks (see Publisher.Shutdown),
-// watchers stop, mirrors stop reading and their broadcasters shut down.
-// After it has begun, Publisher, Watch and Mirror return ErrClosed (or a
-// Publisher that is already shut down). It returns once all have ended:
-// ctx.Err() if ctx ended first (what was then abandoned is counted as
-// each one documents), ErrUnconfirmed if the values of a publisher still
-// live when it began ended unconfirmed (given up by another Shutdown of
-// its own running meanwhile, or their acks lost to the connection's end:
-// see Publisher.Shutdown), nil otherwise. A publisher whose own Shutdown
-// had ended before is no longer the topic's: its Shutdown said what it
-// left. The stream stays on the server. Shutdown is idempotent and safe
-// to call from any goroutine; it panics on a nil ctx, before it begins.
+// still live, and returns once all have ended: nil, ctx.Err() if ctx ends
+// first, or ErrUnconfirmed if a publisher's values ended unconfirmed. Once
+// it has begun, Watch and Mirror return ErrClosed and Publisher a Publisher
+// already shut down. See the package doc, "Shutdown".
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
 	t.mu.Lock()

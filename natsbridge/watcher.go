@@ -3,7 +3,6 @@ package natsbridge
 import (
 	"context"
 	"fmt"
-	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -80,48 +79,18 @@ type Watcher[T any] struct {
 // third.
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
 	mustContext(ctx)
-	if err := checkQueue("WatchOptions", o.QueueLength, 0, o.Full); err != nil {
-		return nil, err
-	}
-	if err := checkDurable(o); err != nil {
+	if err := checkWatchOptions(o); err != nil {
 		return nil, err
 	}
 	if t.isClosed() {
 		return nil, ErrClosed
 	}
-	info, err := t.streamState(ctx)
+	start, d, err := t.watchStart(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	next := info.State.LastSeq + 1
-	start := o.From
-	switch {
-	case start == 0:
-		start = next
-	case start > next:
-		return nil, fmt.Errorf("%w: From %d, but the stream's next value will be %d: pass 0 for what follows, or a sequence the stream has used (Seq()+1 of a watcher)", ErrBadStart, start, next)
-	}
-	var d *durable
-	if o.Durable != "" {
-		d = &durable{name: o.Durable, takeover: o.Takeover}
-		if d.takeover == 0 {
-			d.takeover = DefaultTakeover
-		}
-		if _, start, err = t.bindDurable(ctx, o, d.takeover); err != nil {
-			return nil, err
-		}
-	}
-
-	w := &Watcher[T]{t: t, start: start}
-	w.seq.Store(start - 1)
-	w.b = broadcast.New[item[T]](broadcast.Options{QueueLength: o.QueueLength, Full: o.Full}) // zero Full: Block
-	pre := make([]item[T], len(prefix))
-	for i, v := range prefix {
-		pre[i] = item[T]{v: v}
-	}
-	w.w, err = w.b.WatchWithPrefix(pre)
-	if err != nil { // cannot happen: b is new
-		_ = w.b.Shutdown(context.Background())
+	w, err := t.newWatcher(start, o, prefix)
+	if err != nil {
 		return nil, err
 	}
 	w.f = newFeed(t, "watcher", start)
@@ -136,174 +105,72 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 		t.retire(w)
 		_ = w.b.Shutdown(ctx)
 	}
-	if err := w.f.open(ctx); err != nil {
+	err = w.f.open(ctx)
+	if err == nil {
+		err = w.f.launch(func() error { return t.adopt(w) })
+	}
+	if err != nil {
 		w.w.Stop()
 		_ = w.b.Shutdown(context.Background())
 		return nil, err
 	}
-	if err := t.adopt(w); err != nil {
-		w.f.closeConsumer()
-		w.w.Stop()
-		_ = w.b.Shutdown(context.Background())
-		return nil, err
-	}
-	w.f.start()
 	return w, nil
 }
 
-// checkQueue returns an error for queue lengths and a policy that
-// broadcast would refuse (with a panic): what is a programmer's error
-// there is bad input here, from options a user may read from a file.
-func checkQueue(what string, length, incoming int, full broadcast.FullPolicy) error {
-	for _, n := range []int{length, incoming} {
-		if n < 0 || n > broadcast.MaxQueueLength {
-			return fmt.Errorf("natsbridge: %s queue length %d outside [0, broadcast.MaxQueueLength]", what, n)
-		}
+// watchStart returns the start sequence of a watcher made with o, and for
+// a durable one the feed's durable state, bound to its position.
+func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *durable, error) {
+	info, err := t.streamState(ctx)
+	if err != nil {
+		return 0, nil, err
 	}
-	switch full {
-	case 0, broadcast.Block, broadcast.DropNewest, broadcast.DropOldest:
-		return nil
+	next := info.State.LastSeq + 1
+	start := o.From
+	switch {
+	case start == 0:
+		start = next
+	case start > next:
+		return 0, nil, fmt.Errorf("%w: From %d, but the stream's next value will be %d: pass 0 for what follows, or a sequence the stream has used (Seq()+1 of a watcher)", ErrBadStart, start, next)
 	}
-	return fmt.Errorf("natsbridge: invalid %s.Full %v", what, full)
+	if o.Durable == "" {
+		return start, nil, nil
+	}
+	d := &durable{name: o.Durable, takeover: o.Takeover}
+	if d.takeover == 0 {
+		d.takeover = DefaultTakeover
+	}
+	if _, start, err = t.bindDurable(ctx, o, d.takeover); err != nil {
+		return 0, nil, err
+	}
+	return start, d, nil
+}
+
+// newWatcher returns a watcher at start, its private broadcaster made
+// with o's queue and policy and its queue holding prefix; the caller
+// gives it its feed.
+func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T) (*Watcher[T], error) {
+	w := &Watcher[T]{t: t, start: start}
+	w.seq.Store(start - 1)
+	w.b = broadcast.New[item[T]](broadcast.Options{QueueLength: o.QueueLength, Full: o.Full}) // zero Full: Block
+	pre := make([]item[T], len(prefix))
+	for i, v := range prefix {
+		pre[i] = item[T]{v: v}
+	}
+	var err error
+	w.w, err = w.b.WatchWithPrefix(pre)
+	if err != nil { // cannot happen: b is new
+		_ = w.b.Shutdown(context.Background())
+		return nil, err
+	}
+	return w, nil
 }
 
 func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.stop(ctx) }
 
-// All returns an iterator over the watcher's values, as
-// broadcast.Watcher.All: it takes what is queued in one step and ends once
-// the watcher is stopped (or its stream deleted) and every queued value has
-// been read.
-func (w *Watcher[T]) All() iter.Seq[T] {
-	return func(yield func(T) bool) {
-		if it, ok := w.takeHeld(); ok {
-			w.read(it)
-			if !yield(it.v) {
-				return
-			}
-		}
-		for it := range w.w.All() {
-			w.read(it)
-			if !yield(it.v) {
-				return
-			}
-		}
-		// An Events pump stopped while this loop ran may have put its
-		// value back.
-		if it, ok := w.takeHeld(); ok {
-			w.read(it)
-			yield(it.v)
-		}
-	}
-}
-
-// Next returns the watcher's next value, waiting for one if none is queued.
-// It returns ctx.Err() if ctx ends first, and ErrClosed once the watcher is
-// stopped (or its stream deleted: see Err) and every queued value has been
-// read. It panics on a nil ctx.
-func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
-	mustContext(ctx)
-	if it, ok := w.takeHeld(); ok {
-		w.read(it)
-		return it.v, nil
-	}
-	it, err := w.w.Next(ctx)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	w.read(it)
-	return it.v, nil
-}
-
-// Events returns a channel on which the watcher's values arrive, for
-// select statements. The first call starts a goroutine that moves values
-// from the queue to the channel, one at a time: the channel has no buffer
-// of its own, so that Seq counts what was received (it is recorded just
-// after each receive, and is exact once Stop has returned; use Next or All
-// where a reader needs it exact at every step). The channel is closed
-// by Stop or once the stream is deleted and the queue drained. Values
-// still queued when Stop is called, the one the goroutine was offering
-// included, stay readable with Next and All. After Stop, Events returns a
-// closed channel. All is faster where a loop will do.
-func (w *Watcher[T]) Events() <-chan T {
-	w.evMu.Lock()
-	defer w.evMu.Unlock()
-	if w.events == nil {
-		w.events = make(chan T)
-		if w.stopped {
-			close(w.events)
-		} else {
-			ctx, cancel := context.WithCancel(context.Background())
-			w.evCancel, w.evDone = cancel, make(chan struct{})
-			go w.pump(ctx, w.events, w.evDone)
-		}
-	}
-	return w.events
-}
-
-// pump is the Events goroutine, the only sender on ch. It ends when Stop
-// ends ctx or the watcher closes. A value it holds when Stop comes goes
-// back, ahead of the queue.
-func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) {
-	defer close(done)
-	defer close(ch)
-	for ctx.Err() == nil {
-		it, err := w.w.Next(ctx)
-		if err != nil {
-			return
-		}
-		select {
-		case ch <- it.v:
-			w.read(it)
-		case <-ctx.Done():
-			w.putBack(it)
-			return
-		}
-	}
-}
-
-// putBack keeps a value the pump could not hand over, for Next and All.
-func (w *Watcher[T]) putBack(it item[T]) {
-	w.heldMu.Lock()
-	w.held = append(w.held, it)
-	w.hasHeld.Store(true)
-	w.heldMu.Unlock()
-}
-
-// takeHeld returns the value put back by the pump, if any.
-func (w *Watcher[T]) takeHeld() (item[T], bool) {
-	if !w.hasHeld.Load() {
-		return item[T]{}, false
-	}
-	w.heldMu.Lock()
-	defer w.heldMu.Unlock()
-	if len(w.held) == 0 {
-		return item[T]{}, false
-	}
-	it := w.held[0]
-	w.held = w.held[1:]
-	w.hasHeld.Store(len(w.held) > 0)
-	return it, true
-}
-
-// read records that the value it was handed to the reader: its sequence,
-// and for a durable watcher the value to acknowledge.
-func (w *Watcher[T]) read(it item[T]) {
-	if it.seq != 0 {
-		w.seq.Store(it.seq)
-	}
-	if it.mark != nil {
-		w.f.durable.lastRead.Store(it.mark)
-	}
-}
-
 // Stop ends the watcher: it stops reading the stream, deletes its consumer
-// and closes its queue. Values already queued stay readable with Next and
-// All; the Events channel is closed. Stop is idempotent, safe to call from
-// any goroutine (including the one reading), and never waits for a value
-// to be read. It returns once the watcher's goroutines have exited; the
-// deletion of the consumer waits for the server at most 2s (Topic.Shutdown
-// bounds it by its context).
+// and closes its queue, whose values stay readable with Next and All. It
+// never waits for a value to be read, and returns once the watcher's
+// goroutines have exited. See the package doc, "Shutdown".
 func (w *Watcher[T]) Stop() { _ = w.stop(context.Background()) }
 
 // stop is Stop; if ctx ends first it gives up deleting the consumer, and

@@ -752,7 +752,7 @@ func TestFlushEndsWithTheWatcher(t *testing.T) {
 			flushed := make(chan error, 1)
 			go func() { flushed <- w.Flush(testCtx(t)) }()
 			eventually(t, "Flush waits", func() bool {
-				return parkedIn(").waitPos(", "natsbridge.(*Watcher") || parkedIn(").waitFlushed(", "natsbridge.(*Watcher")
+				return parkedIn("wait.(*Counter).Wait(", ").waitPos(", "natsbridge.(*Watcher") || parkedIn(").waitFlushed(", "natsbridge.(*Watcher")
 			})
 			tc.end(topic, w)
 			if err := <-flushed; !errors.Is(err, natsbridge.ErrClosed) {

@@ -78,6 +78,9 @@ func (r *Ring[T]) grow(need int) {
 	r.buf, r.head = buf, 0
 }
 
+// At returns the i-th queued value, 0 being the oldest (i < r.Len()).
+func (r *Ring[T]) At(i int) T { return r.buf[r.index(i)] }
+
 // Peek returns the oldest value. The ring must not be empty.
 func (r *Ring[T]) Peek() T { return r.buf[r.head] }
 

@@ -60,6 +60,11 @@ func FuzzRing(f *testing.F) {
 			if !slices.Equal(got, model) {
 				t.Fatalf("ring holds %v, want %v", got, model)
 			}
+			for i, v := range model {
+				if r.At(i) != v {
+					t.Fatalf("At(%d) = %d, want %d", i, r.At(i), v)
+				}
+			}
 			if r.Limit() > 0 && r.Len()+r.Free() != r.Limit() {
 				t.Fatalf("Len %d + Free %d != Limit %d", r.Len(), r.Free(), r.Limit())
 			}

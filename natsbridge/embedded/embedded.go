@@ -96,6 +96,41 @@ type Server struct {
 // Start starts the server's goroutines (accept loop, JetStream, one or two
 // per connection); Server.Shutdown stops every one of them.
 func Start(opts Options) (*Server, error) {
+	so, err := serverOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	if opts.Logger != nil {
+		ns.SetLoggerV2(slogLogger{opts.Logger}, false, false, false)
+	}
+	ns.Start()
+	timeout := opts.ReadyTimeout
+	if timeout == 0 {
+		timeout = DefaultReadyTimeout
+	}
+	if !ns.ReadyForConnections(timeout) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("embedded: server not ready within %v", timeout)
+	}
+	s := &Server{ns: ns}
+	if opts.Listen != "" {
+		addr, ok := ns.Addr().(*net.TCPAddr)
+		if !ok {
+			s.Shutdown()
+			return nil, errors.New("embedded: server has no TCP listener")
+		}
+		s.url = "nats://" + net.JoinHostPort(so.Host, strconv.Itoa(addr.Port))
+	}
+	return s, nil
+}
+
+// serverOptions checks opts and returns the server's options for them.
+func serverOptions(opts Options) (*server.Options, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("embedded: Options.Dir is required")
 	}
@@ -127,33 +162,7 @@ func Start(opts Options) (*Server, error) {
 		}
 		so.Host, so.Port = host, port
 	}
-	ns, err := server.NewServer(so)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: %w", err)
-	}
-	if opts.Logger != nil {
-		ns.SetLoggerV2(slogLogger{opts.Logger}, false, false, false)
-	}
-	ns.Start()
-	timeout := opts.ReadyTimeout
-	if timeout == 0 {
-		timeout = DefaultReadyTimeout
-	}
-	if !ns.ReadyForConnections(timeout) {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		return nil, fmt.Errorf("embedded: server not ready within %v", timeout)
-	}
-	s := &Server{ns: ns}
-	if opts.Listen != "" {
-		addr, ok := ns.Addr().(*net.TCPAddr)
-		if !ok {
-			s.Shutdown()
-			return nil, errors.New("embedded: server has no TCP listener")
-		}
-		s.url = "nats://" + net.JoinHostPort(so.Host, strconv.Itoa(addr.Port))
-	}
-	return s, nil
+	return so, nil
 }
 
 // splitListen parses a Listen address and checks that its host is

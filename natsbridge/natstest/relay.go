@@ -16,7 +16,7 @@ import (
 type Relay struct {
 	urls []string
 
-	mu        sync.Mutex // guards conns, held, published, listeners
+	mu        sync.Mutex // guards listeners, conns, held, published
 	listeners []net.Listener
 	conns     map[net.Conn]struct{}
 	held      chan struct{} // closed while traffic flows; nil never

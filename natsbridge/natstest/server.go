@@ -223,7 +223,7 @@ const (
 )
 
 var (
-	portsMu sync.Mutex
+	portsMu sync.Mutex       // guards ports
 	ports   = map[int]bool{} // handed out
 )
 

@@ -1,0 +1,295 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The feed's read loop for a durable consumer (see durable.go): which
+// reader is active, the resets that put the consumer back at its
+// acknowledged position, and the acknowledgements of what was read.
+
+// openDurable starts reading the durable consumer, in its priority group.
+func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstream.MessagesContext, error) {
+	d := f.durable
+	cons, err := f.t.stream.Consumer(ctx, d.name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, nil, fmt.Errorf("%w: %q", ErrStreamGone, f.t.streamID)
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, nil, fmt.Errorf("%w: %q", ErrDurableGone, d.name)
+	case err != nil:
+		return nil, nil, fmt.Errorf("natsbridge: topic %q: durable %q: %w", f.t.name, d.name, err)
+	}
+	// An active reader asks at least twice per takeover time (the
+	// position's, set when it was made), so that an idle one keeps its
+	// turn.
+	if ttl := cons.CachedInfo().Config.PinnedTTL; ttl > 0 {
+		d.takeover = ttl
+	}
+	expiry := max(d.takeover/2, time.Second)
+	it, err := cons.Messages(
+		jetstream.PullPriorityGroup(durableGroup),
+		jetstream.PullMaxMessages(f.t.readAhead),
+		jetstream.PullExpiry(expiry),
+		jetstream.PullHeartbeat(min(f.t.heartbeat, expiry/2)),
+		jetstream.WithMessagesErrOnMissingHeartbeat(true),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("natsbridge: topic %q: read durable %q: %w", f.t.name, d.name, err)
+	}
+	d.pin = "" // a new request is a standby's until a message says otherwise
+	return cons, it, nil
+}
+
+// consumeDurable hands out the messages of the durable consumer until it
+// fails, acknowledging what the application read as it goes.
+func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
+	var delivered uint64 // the consumer's delivery sequence, since the last reset
+	wait := []jetstream.NextOpt{jetstream.NextMaxWait(ackEvery)}
+	checked := time.Now()
+	for {
+		msg, err := it.Next(wait...)
+		if errors.Is(err, nats.ErrTimeout) {
+			if err := f.idleDurable(cons, delivered, &checked); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		skip, err := f.follow(cons, msg, md, &delivered)
+		if err != nil {
+			return err
+		}
+		if skip {
+			continue
+		}
+		if md.Sequence.Consumer != delivered+1 {
+			// A delivery lost on the way: from the last one acknowledged
+			// again (what this reader handled it drops).
+			if err := f.reset(cons); err != nil {
+				return err
+			}
+			continue
+		}
+		delivered = md.Sequence.Consumer
+		if err := f.handleDurable(md.Sequence.Stream, msg); err != nil {
+			return err
+		}
+		f.ackRead(false)
+	}
+}
+
+// idleDurable is what the durable read loop does when no message came for
+// ackEvery: it acknowledges what was read, and asks the server about the
+// consumer once a heartbeat (checked: when it last asked).
+func (f *feed[T]) idleDurable(cons jetstream.Consumer, delivered uint64, checked *time.Time) error {
+	d := f.durable
+	f.ackRead(false)
+	// A standby looks more often: it is the one to notice that the active
+	// reader died (see checkDurable).
+	every := f.t.heartbeat
+	if d.pin == "" {
+		every = min(every, d.takeover/2)
+	}
+	if time.Since(*checked) < every {
+		return nil
+	}
+	*checked = time.Now()
+	return f.checkDurable(cons, delivered)
+}
+
+// follow reads the pin of msg, described by md: a message under a new pin
+// makes this reader the active one. It reports whether to drop msg (it
+// comes again after a reset, or was delivered before one), and moves
+// delivered where counting starts anew.
+func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstream.MsgMetadata, delivered *uint64) (skip bool, err error) {
+	d := f.durable
+	if pin := msg.Headers().Get(pinHeader); pin != d.pin {
+		// This reader is the active one now.
+		if err := f.activate(cons, pin, md); err != nil {
+			return false, err
+		}
+		if d.syncing {
+			return true, nil // the message comes again after the reset
+		}
+		*delivered = md.Sequence.Consumer - 1
+	}
+	if d.syncing {
+		if md.Sequence.Consumer != 1 {
+			return true, nil // delivered before the reset
+		}
+		d.syncing, *delivered = false, 0
+	}
+	return false, nil
+}
+
+// pinHeader carries, on each message, the pin of the reader it went to.
+const pinHeader = "Nats-Pin-Id"
+
+// handleDurable hands one message of the durable consumer out.
+func (f *feed[T]) handleDurable(seq uint64, msg jetstream.Msg) error {
+	d := f.durable
+	if !f.take(seq) {
+		return nil // handled already
+	}
+	if seq <= d.redeliverTo {
+		d.redelivered.Add(1)
+	}
+	return f.deliver(seq, msg.Data(), &readMark{seq: seq, epoch: d.epoch, msg: msg})
+}
+
+// activate makes this reader the active one, under pin, at the message
+// described by md, the first under that pin. It takes the consumer's
+// acknowledged position; if anything was delivered beyond it, the
+// consumer goes back to it (reset), so that the values after it come
+// again, in order.
+func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md *jetstream.MsgMetadata) error {
+	d := f.durable
+	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
+	info, err := cons.Info(ctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	d.pin = pin
+	floor := info.AckFloor.Stream
+	// Another reader's values: this one neither reads them nor counts
+	// them as gaps.
+	f.skipTo(floor)
+	// What was delivered before this reader's first message: fresh
+	// deliveries go in stream order, so up to the one before it.
+	if md.NumDelivered == 1 {
+		d.redeliverTo = max(d.redeliverTo, md.Sequence.Stream-1)
+	} else {
+		d.redeliverTo = max(d.redeliverTo, info.Delivered.Stream)
+	}
+	if md.Sequence.Stream == floor+1 && info.Delivered.Stream == md.Sequence.Stream {
+		return nil // nothing beyond the position but this message
+	}
+	return f.reset(cons)
+}
+
+// reset puts the consumer back at its acknowledged position; deliveries
+// this reader gets that were made before it are dropped.
+func (f *feed[T]) reset(jetstream.Consumer) error {
+	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
+	defer cancel()
+	if err := f.resetTo(ctx); err != nil {
+		return err
+	}
+	d := f.durable
+	d.syncing = true
+	d.epoch++
+	return nil
+}
+
+// resetTo asks the server to put the consumer back at its acknowledged
+// position: the next value it delivers is the one after it.
+func (f *feed[T]) resetTo(ctx context.Context) error {
+	if _, err := f.t.js.ResetConsumer(ctx, f.t.streamID, f.durable.name); err != nil {
+		return fmt.Errorf("natsbridge: topic %q: reset durable %q: %w", f.t.name, f.durable.name, err)
+	}
+	return nil
+}
+
+// skipTo moves the feed past the values up to seq, which another reader
+// read: they are neither handed out nor counted as gaps.
+func (f *feed[T]) skipTo(seq uint64) {
+	for {
+		n := f.next.Load()
+		if n > seq || f.next.CompareAndSwap(n, seq+1) {
+			break
+		}
+	}
+	f.advance(seq)
+}
+
+// checkDurable asks the server about an idle durable consumer: whether
+// this reader still holds its turn (another took it when this one sent
+// nothing for the takeover time), and whether a delivery was lost on the
+// way.
+func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error {
+	d := f.durable
+	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return err
+	}
+	pinned := ""
+	for _, g := range info.PriorityGroups {
+		if g.Group == durableGroup {
+			pinned = g.PinnedClientID
+		}
+	}
+	if d.pin == "" || pinned != d.pin {
+		d.pin = "" // standing by: the next message under a pin says when it is active again
+		if pinned == "" && info.NumAckPending > 0 {
+			// Nobody reads (the active reader died and its turn ran out)
+			// and values it was given wait for acks that will not come:
+			// make them deliverable again, so that a standby gets them.
+			return f.resetTo(ctx)
+		}
+		return nil
+	}
+	if d.syncing {
+		return nil
+	}
+	if info.Delivered.Consumer > delivered {
+		return f.reset(cons)
+	}
+	return nil
+}
+
+// ackRead acknowledges the last value the application read, if it was not
+// acknowledged, when ackBatch values or ackEvery have passed (or force),
+// with its message (and so every value before it). A value read before a reset is not
+// acknowledged with its own message: the server numbers deliveries anew
+// from a reset, and a later value acknowledges it.
+func (f *feed[T]) ackRead(force bool) {
+	d := f.durable
+	m := d.lastRead.Load()
+	if m == nil || m.seq <= d.acked || m.epoch != d.epoch {
+		return
+	}
+	if !force && m.seq-d.acked < ackBatch && time.Since(d.ackedAt) < ackEvery {
+		return
+	}
+	if err := m.msg.Ack(); err == nil {
+		d.acked, d.ackedAt = m.seq, time.Now()
+	}
+}
+
+// finishDurable acknowledges what the application read, waiting for the
+// server's answer (bounded by ctx), and gives up this reader's turn so
+// that a standby takes over at once. The feed goroutine has exited.
+func (f *feed[T]) finishDurable(ctx context.Context) {
+	d := f.durable
+	if m := d.lastRead.Load(); m != nil && m.seq > d.acked && m.epoch == d.epoch {
+		if err := m.msg.DoubleAck(ctx); err != nil {
+			f.log.Warn("natsbridge: durable position not saved at Stop: the values after it come again", slog.Uint64("seq", m.seq), errAttr(err))
+		} else {
+			d.acked = m.seq
+		}
+	}
+	if d.pin != "" && f.t.js.Conn().IsConnected() {
+		// Hand over at once: what this reader fetched and its
+		// application did not read is delivered again, to the next
+		// reader.
+		_ = f.resetTo(ctx)
+		_ = f.t.stream.UnpinConsumer(ctx, d.name, durableGroup)
+	}
+}

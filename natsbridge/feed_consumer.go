@@ -1,0 +1,161 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// A feed's consumers: made at the feed's next sequence, made again when
+// lost, and deleted when the feed stops with them.
+
+const (
+	// inactiveThreshold is how long the server keeps a consumer nobody
+	// pulls from. A Block watcher whose reader pauses longer loses its
+	// consumer; the feed then creates it again where it stopped.
+	inactiveThreshold = 5 * time.Minute
+	// deleteTimeout bounds the deletion of a consumer when a feed stops
+	// (a Shutdown context that ends first cuts it shorter).
+	deleteTimeout = 2 * time.Second
+	// resumeTimeout bounds one attempt to create a consumer again. In a
+	// cluster the server may place the consumer on a node that died a
+	// moment ago (it takes a node killed without a word for alive for a
+	// while), and the request then waits for an answer that never comes:
+	// the next attempt, placed again, finds a live node.
+	resumeTimeout = 2 * time.Second
+)
+
+// open creates a consumer at f.next and starts reading it. The first open
+// runs in Watch or Mirror with the caller's ctx; later ones in the
+// goroutine, bounded by its Stopping. If it fails (or panics) once the
+// consumer exists, it deletes the consumer.
+func (f *feed[T]) open(ctx context.Context) error {
+	if f.durable != nil {
+		cons, it, err := f.openDurable(ctx)
+		if err != nil {
+			return err
+		}
+		return f.reading(cons, it)
+	}
+	name := "herald_" + nuid.Next()
+	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Name:              name,
+		Description:       "herald " + f.t.name,
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       f.next.Load(),
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: inactiveThreshold,
+		MemoryStorage:     true,
+		Replicas:          1,
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: %q", ErrStreamGone, f.t.streamID)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// The server may create it yet: delete it by name.
+			f.deleteNamed(name)
+		}
+		return fmt.Errorf("natsbridge: topic %q: create consumer: %w", f.t.name, err)
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			f.deleteConsumer(cons)
+		}
+	}()
+	it, err := cons.Messages(
+		jetstream.PullMaxMessages(f.t.readAhead),
+		jetstream.PullHeartbeat(f.t.heartbeat),
+		jetstream.WithMessagesErrOnMissingHeartbeat(true),
+	)
+	if err != nil {
+		return fmt.Errorf("natsbridge: topic %q: read consumer: %w", f.t.name, err)
+	}
+	if err := f.reading(cons, it); err != nil {
+		return err
+	}
+	kept = true
+	return nil
+}
+
+// reading records the consumer the feed reads, unless the feed was stopped
+// meanwhile.
+func (f *feed[T]) reading(cons jetstream.Consumer, it jetstream.MessagesContext) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.g.Stopping().Err() != nil {
+		it.Stop()
+		return ErrClosed
+	}
+	f.it, f.cons = it, cons
+	return nil
+}
+
+// reopen creates the consumer again, retrying with a back-off while the
+// server is unreachable. It returns nil once reading can go on, and an
+// error when it cannot (the feed was stopped, the stream is gone, the
+// connection is closed).
+func (f *feed[T]) reopen() error {
+	stopping := f.g.Stopping()
+	wait := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(stopping, resumeTimeout)
+		_, err := f.t.streamState(ctx)
+		if err == nil {
+			err = f.open(ctx)
+		}
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case stopping.Err() != nil:
+			return ErrClosed
+		case errors.Is(err, ErrStreamGone), errors.Is(err, ErrDurableGone), errors.Is(err, ErrClosed), errors.Is(err, nats.ErrConnectionClosed):
+			return err
+		}
+		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next.Load()), errAttr(err))
+		select {
+		case <-time.After(wait):
+		case <-stopping.Done():
+			return ErrClosed
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// closeConsumer stops reading the current consumer and deletes it from the
+// server (which would otherwise drop it after inactiveThreshold).
+func (f *feed[T]) closeConsumer() {
+	f.mu.Lock()
+	it, cons := f.it, f.cons
+	f.it, f.cons = nil, nil
+	f.mu.Unlock()
+	if it != nil {
+		it.Stop()
+	}
+	if cons != nil && f.durable == nil { // a durable position stays on the server
+		f.deleteConsumer(cons)
+	}
+}
+
+func (f *feed[T]) deleteConsumer(cons jetstream.Consumer) {
+	f.deleteNamed(cons.CachedInfo().Name)
+}
+
+// deleteNamed deletes the consumer name, if the server can be reached; it
+// drops it by itself after inactiveThreshold otherwise.
+func (f *feed[T]) deleteNamed(name string) {
+	if !f.t.js.Conn().IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.g.Aborting(), deleteTimeout)
+	defer cancel()
+	_ = f.t.stream.DeleteConsumer(ctx, name)
+}

@@ -1,0 +1,138 @@
+package natsbridge
+
+import (
+	"context"
+	"iter"
+)
+
+// Reading a Watcher: All, Next and Events take values from its queue, and
+// each value handed to the reader moves Seq (and, for a durable watcher,
+// what is acknowledged).
+
+// All returns an iterator over the watcher's values, as
+// broadcast.Watcher.All: it takes what is queued in one step and ends once
+// the watcher is stopped (or its stream deleted) and every queued value has
+// been read.
+func (w *Watcher[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		if it, ok := w.takeHeld(); ok {
+			w.read(it)
+			if !yield(it.v) {
+				return
+			}
+		}
+		for it := range w.w.All() {
+			w.read(it)
+			if !yield(it.v) {
+				return
+			}
+		}
+		// An Events pump stopped while this loop ran may have put its
+		// value back.
+		if it, ok := w.takeHeld(); ok {
+			w.read(it)
+			yield(it.v)
+		}
+	}
+}
+
+// Next returns the watcher's next value, waiting for one if none is queued.
+// It returns ctx.Err() if ctx ends first, and ErrClosed once the watcher is
+// stopped (or its stream deleted: see Err) and every queued value has been
+// read. It panics on a nil ctx.
+func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
+	mustContext(ctx)
+	if it, ok := w.takeHeld(); ok {
+		w.read(it)
+		return it.v, nil
+	}
+	it, err := w.w.Next(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	w.read(it)
+	return it.v, nil
+}
+
+// Events returns a channel on which the watcher's values arrive, for
+// select statements. The first call starts a goroutine that moves values
+// from the queue to the channel, one at a time: the channel has no buffer
+// of its own, so that Seq counts what was received (it is recorded just
+// after each receive, and is exact once Stop has returned; use Next or All
+// where a reader needs it exact at every step). The channel is closed
+// by Stop or once the stream is deleted and the queue drained. Values
+// still queued when Stop is called, the one the goroutine was offering
+// included, stay readable with Next and All. After Stop, Events returns a
+// closed channel. All is faster where a loop will do.
+func (w *Watcher[T]) Events() <-chan T {
+	w.evMu.Lock()
+	defer w.evMu.Unlock()
+	if w.events == nil {
+		w.events = make(chan T)
+		if w.stopped {
+			close(w.events)
+		} else {
+			ctx, cancel := context.WithCancel(context.Background())
+			w.evCancel, w.evDone = cancel, make(chan struct{})
+			go w.pump(ctx, w.events, w.evDone)
+		}
+	}
+	return w.events
+}
+
+// pump is the Events goroutine, the only sender on ch. It ends when Stop
+// ends ctx or the watcher closes. A value it holds when Stop comes goes
+// back, ahead of the queue.
+func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) {
+	defer close(done)
+	defer close(ch)
+	for ctx.Err() == nil {
+		it, err := w.w.Next(ctx)
+		if err != nil {
+			return
+		}
+		select {
+		case ch <- it.v:
+			w.read(it)
+		case <-ctx.Done():
+			w.putBack(it)
+			return
+		}
+	}
+}
+
+// putBack keeps a value the pump could not hand over, for Next and All.
+func (w *Watcher[T]) putBack(it item[T]) {
+	w.heldMu.Lock()
+	w.held = append(w.held, it)
+	w.hasHeld.Store(true)
+	w.heldMu.Unlock()
+}
+
+// takeHeld returns the value put back by the pump, if any.
+func (w *Watcher[T]) takeHeld() (item[T], bool) {
+	if !w.hasHeld.Load() {
+		return item[T]{}, false
+	}
+	w.heldMu.Lock()
+	defer w.heldMu.Unlock()
+	if len(w.held) == 0 {
+		return item[T]{}, false
+	}
+	it := w.held[0]
+	w.held = w.held[1:]
+	w.hasHeld.Store(len(w.held) > 0)
+	return it, true
+}
+
+// read records that the value it was handed to the reader: its sequence,
+// and for a durable watcher the value to acknowledge.
+func (w *Watcher[T]) read(it item[T]) {
+	if it.seq != 0 {
+		w.seq.Store(it.seq)
+	}
+	if it.mark != nil {
+		w.f.durable.lastRead.Store(it.mark)
+	}
+}
