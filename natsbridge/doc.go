@@ -115,6 +115,15 @@
 //   - Identity. Watchers receive codec copies of the published values,
 //     never the values themselves.
 //
+// # Reading
+//
+// A Watcher is read with All (the fastest, a batch per step), Next (one
+// value, with a context) or Events (a channel, for select statements). Its
+// first read chooses how, as broadcast's watchers do: Events first makes a
+// channel watcher, on which All and Next read the channel too; All or Next
+// first makes a queue watcher, on which Events panics. Values still queued
+// when a watcher stops stay readable, in order, with All and Next.
+//
 // # Order
 //
 // A publisher sends its values as JetStream fast batches (nats-server 2.14
@@ -237,9 +246,7 @@
 // arrives), while one the watcher was already queuing can let Flush
 // return just before it is queued (it still arrives, once); a purge up to
 // a sequence past the stream's end counts the sequences it skips as gaps,
-// though no value had them; and a watcher read through Events and All at
-// once, then stopped, may yield the value the Events goroutine held after
-// later ones.
+// though no value had them.
 //
 // # Concurrency and goroutines
 //

@@ -43,8 +43,10 @@ type Watcher[T any] struct {
 
 	stopOnce sync.Once
 
-	// The Events channel and its pump. Once stopped is set, no pump
+	// The read mode, chosen by the first read (readPull, readChannel),
+	// and the Events channel and its pump. Once stopped is set, no pump
 	// starts: Events returns a closed channel.
+	mode     atomic.Int32
 	evMu     sync.Mutex // guards stopped, events, evCancel, evDone
 	stopped  bool
 	events   chan T
@@ -53,9 +55,8 @@ type Watcher[T any] struct {
 
 	// A value the pump took from the queue but could not hand over before
 	// Stop: Next and All read it before the queue.
-	heldMu  sync.Mutex // guards held
-	held    []item[T]
-	hasHeld atomic.Bool // len(held) > 0, for Next and All to read without heldMu
+	heldMu sync.Mutex // guards held
+	held   []item[T]
 }
 
 // Watch registers a remote watcher configured by o (see WatchOptions), whose

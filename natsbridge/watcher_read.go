@@ -7,18 +7,38 @@ import (
 
 // Reading a Watcher: All, Next and Events take values from its queue, and
 // each value handed to the reader moves Seq (and, for a durable watcher,
-// what is acknowledged).
+// what is acknowledged). The first read chooses the read mode, as
+// broadcast's watchers do: Events first makes a channel watcher, whose
+// pump moves values from the queue to the channel, and on which All and
+// Next read the channel too (then, once the pump has ended, the value it
+// held and the rest of the queue); All or Next first makes a queue
+// watcher, on which Events panics.
+
+// The read modes.
+const (
+	readUnchosen int32 = iota
+	readPull
+	readChannel
+)
 
 // All returns an iterator over the watcher's values, as
 // broadcast.Watcher.All: it takes what is queued in one step and ends once
 // the watcher is stopped (or its stream deleted) and every queued value has
-// been read.
+// been read. On a channel watcher (Events called first) it reads the
+// Events channel.
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		if it, ok := w.takeHeld(); ok {
-			w.read(it)
-			if !yield(it.v) {
-				return
+		if w.choosePull() == readChannel {
+			for v := range w.events {
+				if !yield(v) {
+					return
+				}
+			}
+			if it, ok := w.takeHeld(); ok {
+				w.read(it)
+				if !yield(it.v) {
+					return
+				}
 			}
 		}
 		for it := range w.w.All() {
@@ -27,24 +47,30 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 				return
 			}
 		}
-		// An Events pump stopped while this loop ran may have put its
-		// value back.
-		if it, ok := w.takeHeld(); ok {
-			w.read(it)
-			yield(it.v)
-		}
 	}
 }
 
 // Next returns the watcher's next value, waiting for one if none is queued.
 // It returns ctx.Err() if ctx ends first, and ErrClosed once the watcher is
 // stopped (or its stream deleted: see Err) and every queued value has been
-// read. It panics on a nil ctx.
+// read. On a channel watcher (Events called first) it reads the Events
+// channel. It panics on a nil ctx.
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 	mustContext(ctx)
-	if it, ok := w.takeHeld(); ok {
-		w.read(it)
-		return it.v, nil
+	if w.choosePull() == readChannel {
+		select {
+		case v, ok := <-w.events:
+			if ok {
+				return v, nil
+			}
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
+		if it, ok := w.takeHeld(); ok {
+			w.read(it)
+			return it.v, nil
+		}
 	}
 	it, err := w.w.Next(ctx)
 	if err != nil {
@@ -55,35 +81,53 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 	return it.v, nil
 }
 
+// choosePull makes the watcher a queue watcher unless its mode is chosen,
+// and returns its mode.
+func (w *Watcher[T]) choosePull() int32 {
+	if m := w.mode.Load(); m != readUnchosen {
+		return m
+	}
+	w.mode.CompareAndSwap(readUnchosen, readPull)
+	return w.mode.Load()
+}
+
 // Events returns a channel on which the watcher's values arrive, for
-// select statements. The first call starts a goroutine that moves values
-// from the queue to the channel, one at a time: the channel has no buffer
-// of its own, so that Seq counts what was received (it is recorded just
-// after each receive, and is exact once Stop has returned; use Next or All
-// where a reader needs it exact at every step). The channel is closed
-// by Stop or once the stream is deleted and the queue drained. Values
-// still queued when Stop is called, the one the goroutine was offering
-// included, stay readable with Next and All. After Stop, Events returns a
-// closed channel. All is faster where a loop will do.
+// select statements. Called before Next and All, it makes the watcher a
+// channel watcher; called after one of them, it panics: a watcher's read
+// mode is chosen by its first read. The first call starts a goroutine
+// that moves values from the queue to the channel, one at a time: the
+// channel has no buffer of its own, so that Seq counts what was received
+// (it is recorded just after each receive, and is exact once Stop has
+// returned). The channel is closed by Stop or once the stream is deleted
+// and the queue drained; values still queued when Stop is called, the one
+// the goroutine was offering first, stay readable with Next and All. All
+// is faster where a loop will do.
 func (w *Watcher[T]) Events() <-chan T {
 	w.evMu.Lock()
 	defer w.evMu.Unlock()
-	if w.events == nil {
-		w.events = make(chan T)
-		if w.stopped {
-			close(w.events)
-		} else {
-			ctx, cancel := context.WithCancel(context.Background())
-			w.evCancel, w.evDone = cancel, make(chan struct{})
-			go w.pump(ctx, w.events, w.evDone)
-		}
+	if w.events != nil {
+		return w.events
 	}
+	// The channel is in place before the mode says so: a reader that
+	// sees readChannel sees the channel.
+	w.events = make(chan T)
+	if !w.mode.CompareAndSwap(readUnchosen, readChannel) {
+		w.events = nil
+		panic("natsbridge: Watcher.Events after Next or All: a watcher's read mode is chosen by its first read")
+	}
+	if w.stopped {
+		close(w.events)
+		return w.events
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.evCancel, w.evDone = cancel, make(chan struct{})
+	go w.pump(ctx, w.events, w.evDone)
 	return w.events
 }
 
 // pump is the Events goroutine, the only sender on ch. It ends when Stop
-// ends ctx or the watcher closes. A value it holds when Stop comes goes
-// back, ahead of the queue.
+// ends ctx or the watcher closes. A value it holds when Stop comes is
+// kept, before ch closes, for Next and All to read before the queue.
 func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) {
 	defer close(done)
 	defer close(ch)
@@ -106,15 +150,11 @@ func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) 
 func (w *Watcher[T]) putBack(it item[T]) {
 	w.heldMu.Lock()
 	w.held = append(w.held, it)
-	w.hasHeld.Store(true)
 	w.heldMu.Unlock()
 }
 
 // takeHeld returns the value put back by the pump, if any.
 func (w *Watcher[T]) takeHeld() (item[T], bool) {
-	if !w.hasHeld.Load() {
-		return item[T]{}, false
-	}
 	w.heldMu.Lock()
 	defer w.heldMu.Unlock()
 	if len(w.held) == 0 {
@@ -122,7 +162,6 @@ func (w *Watcher[T]) takeHeld() (item[T], bool) {
 	}
 	it := w.held[0]
 	w.held = w.held[1:]
-	w.hasHeld.Store(len(w.held) > 0)
 	return it, true
 }
 
