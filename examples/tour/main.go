@@ -126,12 +126,12 @@ func correlateAlerts(out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", l.alert.Service, l.alert.Check, l.count, l.skipped, l.alert.Message)
 	}
 	tw.Flush()
-	// New and Repeats split the alerts in two; Combined and Skipped are
-	// counted among them, not beside them, and may overlap.
+	// Every alert is either counted on a line (COUNT) or skipped as spam
+	// (SKIPPED); a combined line counts the similar alerts it stands for.
 	s := c.Stats()
-	fmt.Fprintf(out, "%d alerts in = %d under a new key (one line each above) + %d repeats.\n", s.Correlated, s.New, s.Repeats)
-	fmt.Fprintf(out, "Among the %d: %d folded into a combined alert; %d skipped as spam (counted, not written), so %d to write.\n",
-		s.Correlated, s.Combined, s.Skipped, s.Correlated-s.Skipped)
+	fmt.Fprintf(out, "%d alerts in: %d counted on the %d lines above (COUNT; the combined line stands for %d similar ones)\n",
+		s.Correlated, s.Correlated-s.Skipped, s.New, s.Combined)
+	fmt.Fprintf(out, "           + %d skipped as spam (SKIPPED: counted, never written).\n", s.Skipped)
 	return nil
 }
 
@@ -296,9 +296,9 @@ func printStats(out io.Writer, s k8sadapter.Stats) {
 	dropped := s.InvalidObject + s.InvalidType + s.DroppedQueueFull + s.DroppedClosed + s.DroppedSinkQueue
 	failed := s.FailedConstruction + s.FailedRejected + s.FailedRetries + s.FailedShutdown + s.FailedPanic
 	fmt.Fprintf(out, "%6d  written: %d created, %d patched into an earlier event\n", written, s.Created, s.Patched)
-	fmt.Fprintf(out, "        as %d first occurrences, %d repeats (count > 1), %d combined events\n",
+	fmt.Fprintf(out, "        as %d first occurrences, %d repeats of them (count > 1), %d writes of combined events\n",
 		written-s.Deduplicated-s.Aggregated, s.Deduplicated, s.Aggregated)
-	fmt.Fprintf(out, "%6d  skipped by the spam filter (counted into the next write)\n", s.SpamSkipped)
+	fmt.Fprintf(out, "%6d  skipped by the spam filter (counted, never written, as client-go skips them)\n", s.SpamSkipped)
 	fmt.Fprintf(out, "%6d  dropped (invalid, queue full, after shutdown)\n", dropped)
 	fmt.Fprintf(out, "%6d  failed at the sink\n", failed)
 	fmt.Fprintf(out, "%6d  abandoned at the shutdown deadline\n", s.Abandoned)
