@@ -39,7 +39,7 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 		return nil, err
 	}
 	if t.isClosed() {
-		return nil, ErrClosed
+		return nil, t.shutErr
 	}
 	info, err := t.streamState(ctx)
 	if err != nil {

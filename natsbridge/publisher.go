@@ -2,6 +2,7 @@ package natsbridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -30,6 +31,7 @@ type Publisher[T any] struct {
 	nc       *nats.Conn
 	inbox    string   // the server's answers arrive under inbox + "."
 	idPrefix string   // message ids are idPrefix + a counter
+	shutErr  error    // what Publish and TryPublish return after Shutdown
 	header   []string // the ExpectedStreamHeader value, shared by every message (never written)
 	// headerRoom is the size of the headers of the message with the
 	// longest id: what a value must leave of the server's max payload.
@@ -84,6 +86,7 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 		slots:    make(chan struct{}, cfg.window),
 		g:        lifecycle.New(),
 		wake:     make(chan struct{}, 1),
+		shutErr:  fmt.Errorf("natsbridge: publisher of topic %q is shut down (Publisher.Shutdown or Topic.Shutdown); make another with Topic.Publisher: %w", t.name, ErrClosed),
 	}
 	p.headerRoom = headerSize(p.message(nil, ^uint64(0)))
 	p.inbox = p.nc.NewInbox()
@@ -95,6 +98,9 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 	if err == nil {
 		p.sub = sub
 		err = t.adopt(p)
+	}
+	if errors.Is(err, ErrClosed) {
+		p.shutErr = err // the topic's: it says what to do
 	}
 	if err != nil {
 		p.mu.Lock()
@@ -133,7 +139,7 @@ func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.g.Stopping().Done():
-		return ErrClosed
+		return p.shutErr
 	}
 	if err := p.accept(data); err != nil {
 		return err
@@ -155,7 +161,7 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 	case p.slots <- struct{}{}:
 	default:
 		if p.stopping() {
-			return false, ErrClosed
+			return false, p.shutErr
 		}
 		p.mu.Lock()
 		p.link.stats.refused++
@@ -172,7 +178,7 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 // prepare checks that a value can be published and encodes it.
 func (p *Publisher[T]) prepare(v T) ([]byte, error) {
 	if p.stopping() {
-		return nil, ErrClosed
+		return nil, p.shutErr
 	}
 	if p.nc.IsClosed() {
 		return nil, fmt.Errorf("natsbridge: publish to %q: %w", p.t.name, nats.ErrConnectionClosed)
@@ -197,7 +203,7 @@ func (p *Publisher[T]) accept(data []byte) error {
 	if p.stopping() {
 		p.mu.Unlock()
 		<-p.slots
-		return ErrClosed
+		return p.shutErr
 	}
 	if p.link.closed || p.nc.IsClosed() {
 		// The connection closed while the caller waited for room.

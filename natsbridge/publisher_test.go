@@ -207,8 +207,12 @@ func TestPublishAfterShutdown(t *testing.T) {
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatalf("second Shutdown: %v", err)
 	}
-	if err := p.Publish(ctx, Order{ID: 1}); !errors.Is(err, natsbridge.ErrClosed) {
+	err := p.Publish(ctx, Order{ID: 1})
+	if !errors.Is(err, natsbridge.ErrClosed) {
 		t.Errorf("Publish after Shutdown = %v, want ErrClosed", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `topic "orders"`) || !strings.Contains(msg, "Topic.Publisher") {
+		t.Errorf("Publish after Shutdown says %q: want the topic and what to do (make another with Topic.Publisher)", msg)
 	}
 	if sent, err := p.TryPublish(Order{ID: 1}); sent || !errors.Is(err, natsbridge.ErrClosed) {
 		t.Errorf("TryPublish after Shutdown = %v, %v; want false, ErrClosed", sent, err)
@@ -217,8 +221,11 @@ func TestPublishAfterShutdown(t *testing.T) {
 	if err := topic.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := topic.Publisher(natsbridge.PublisherOptions{}).Publish(ctx, Order{ID: 1}); !errors.Is(err, natsbridge.ErrClosed) {
-		t.Errorf("Publish on a shut down topic's publisher = %v, want ErrClosed", err)
+	if err := topic.Publisher(natsbridge.PublisherOptions{}).Publish(ctx, Order{ID: 1}); !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
+		t.Errorf("Publish on a shut down topic's publisher = %v, want ErrClosed saying to open the topic again with NewTopic", err)
+	}
+	if _, err := topic.Watch(ctx, natsbridge.WatchOptions{}); !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "Topic.Shutdown") {
+		t.Errorf("Watch on a shut down topic = %v, want ErrClosed naming Topic.Shutdown and NewTopic", err)
 	}
 }
 

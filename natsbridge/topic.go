@@ -43,6 +43,8 @@ type Topic[T any] struct {
 	readAhead  int
 	log        *slog.Logger
 
+	shutErr error // what Watch, Mirror and Publisher return after Shutdown
+
 	mu     sync.Mutex // guards closed, owned
 	closed bool
 	// owned holds what Shutdown ends: everything made and not yet ended
@@ -134,6 +136,7 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 // no stream yet.
 func topicFor[T any](js jetstream.JetStream, name string, c Codec[T], o TopicOptions) *Topic[T] {
 	t := &Topic[T]{
+		shutErr:   fmt.Errorf("natsbridge: topic %q is shut down (Topic.Shutdown); open it again with NewTopic: %w", name, ErrClosed),
 		js:        js,
 		name:      name,
 		streamID:  strings.ReplaceAll(name, ".", "_"),
@@ -264,7 +267,7 @@ func (t *Topic[T]) adopt(o owned) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return ErrClosed
+		return t.shutErr
 	}
 	t.owned[o] = false
 	return nil

@@ -84,7 +84,7 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 		return nil, err
 	}
 	if t.isClosed() {
-		return nil, ErrClosed
+		return nil, t.shutErr
 	}
 	start, d, err := t.watchStart(ctx, o)
 	if err != nil {
