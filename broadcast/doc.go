@@ -30,7 +30,8 @@
 // FullPolicy for when the queue is full: Block waits, losing nothing;
 // DropNewest skips the new value for that watcher; DropOldest discards that
 // watcher's oldest queued value. A full watcher never makes another one
-// lose a value. Every loss is counted, per watcher in Watcher.Dropped and
+// lose a value (until a Shutdown gives up waiting: see Shutdown). Every
+// loss is counted, per watcher in Watcher.Dropped and
 // in total in Broadcaster.Stats.
 //
 // Publish waits while the incoming queue (Options.IncomingQueueLength, 25 by
@@ -88,12 +89,15 @@
 // return ErrClosed from the moment it begins, and Broadcaster.Done is
 // closed. It delivers everything queued before it, then closes every
 // watcher (its queued values stay readable) and waits for the distributor
-// to exit. The wait is bounded by its context: when the context ends,
-// because a Block watcher does not make room, full Block watchers are no
-// longer waited for (what they cannot take is counted in
-// Stats.DroppedShutdown and in that watcher's Dropped) and every other
-// watcher still gets every value queued; Shutdown then returns ctx.Err()
-// once the distributor has exited.
+// to exit. The wait is bounded by its context: once the context ends, no
+// Block watcher is waited for any more. The distributor places what is
+// left and exits; a Block watcher whose queue is full when a value comes
+// to it loses that value, counted in Stats.DroppedShutdown and in its
+// Dropped. That is the watcher that did not make room, and also any other
+// whose queue the values held back behind it fill faster than its reader
+// empties it: after the context ends, no watcher can be told from one
+// that will never read. Shutdown then returns ctx.Err() once the
+// distributor has exited.
 //
 // Shutdown returns nil only if no value was abandoned so: once values were,
 // every other Shutdown call, concurrent or later, returns ErrClosed when

@@ -24,8 +24,8 @@ type Stats struct {
 	// DroppedOldest counts queued values a full DropOldest watcher discarded
 	// to make room for newer ones.
 	DroppedOldest uint64
-	// DroppedShutdown counts values a full Block watcher never made room
-	// for before the context given to Shutdown ended.
+	// DroppedShutdown counts values a Block watcher's queue had no room
+	// for once the context given to Shutdown had ended.
 	DroppedShutdown uint64
 	// Watchers is the number of watchers registered and not yet closed;
 	// a watcher whose Stop has returned is no longer counted.

@@ -108,7 +108,10 @@ const eventsAfterPull = "broadcast: Watcher.Events after Next or All: a watcher'
 // Next or All, Events makes the watcher a channel watcher: the distributor
 // sends its values straight into a channel of the watcher's queue length,
 // plus room for the prefix when it has one (see WatchWithPrefix), and Next
-// and All read that channel too. Called after Next or All, on a queue
+// and All read that channel too. The Drop policies keep published values
+// within the queue length; under Block, the prefix's room, once read,
+// holds published values too (a channel cannot shrink, and a receive
+// wakes no one), so such a channel holds up to queue length plus prefix. Called after Next or All, on a queue
 // watcher, Events panics: call it first, or read with Next and All alone.
 // A channel costs one channel operation per value; All is faster where a
 // loop will do.
