@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -96,7 +96,7 @@ func TestStopRightAfterRecordingHandlesEveryEvent(t *testing.T) {
 // silently; herald used to as well.)
 func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithQueueLength(5))
@@ -138,7 +138,7 @@ func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 // the lot, not one per event.
 func TestRecordingAfterShutdownLogsOncePerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
 		e.Shutdown()
 		r := recorder(e)
@@ -200,7 +200,7 @@ func TestStoppedWatchersAreNotKept(t *testing.T) {
 // goroutine then ends.
 func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithShutdownTimeout(5*time.Second))
@@ -243,7 +243,7 @@ func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
 // events the handlers still held.
 func TestShutdownDeadlineAbandonsHandlerQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		var calls atomic.Int64
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
@@ -313,7 +313,7 @@ func TestFoldHoldsUpTo64Repeats(t *testing.T) {
 // and logged, and a later Shutdown returns broadcast.ErrClosed.
 func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		sink := &scriptSink{onPatch: func(_ int, e *v1.Event, _ []byte) (*v1.Event, error) {
 			g.wait()
@@ -356,7 +356,7 @@ func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
 // deliberate difference the package doc lists.
 func TestWriteErrorLinesNameTheEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		sink := &scriptSink{onCreate: func(n int, e *v1.Event) (*v1.Event, error) {
 			if n == 1 {
 				return nil, errors.New("connection refused")

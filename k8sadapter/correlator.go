@@ -15,7 +15,7 @@ import (
 
 	"github.com/heraldgo/herald/correlate"
 	"github.com/heraldgo/herald/internal/correlation"
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 // client-go's correlator defaults (tools/record/events_cache.go).

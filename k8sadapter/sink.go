@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/internal/kube"
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // sinkWriter writes the events of one queue to one sink, one at a time,

@@ -19,7 +19,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
 
@@ -86,7 +86,7 @@ func openSeries(t *testing.T, e *events.EventBroadcaster, r clientevents.EventRe
 // server does not have.
 func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		s := newSink()
 		e := events.NewBroadcaster(s)
 		if err := e.StartRecordingToSinkWithContext(klog.NewContext(context.Background(), log.Logger())); err != nil {
@@ -114,7 +114,7 @@ func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 // every series gets its final count.
 func TestRecordingContextEndDuringFinalCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		s := newSink()
 		e := events.NewBroadcaster(s)
 		ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log.Logger()))
@@ -206,7 +206,7 @@ func TestFinishPassStopsAtDeadline(t *testing.T) {
 // call (HandlerAbandoned); both goroutines end once their calls return.
 func TestShutdownDeadlineAbandonsQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		release := make(chan struct{})
 		s := newSink()
 		s.onCreate = func(int, *eventsv1.Event) error { <-release; return nil }

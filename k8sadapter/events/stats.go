@@ -1,6 +1,6 @@
 package events
 
-import "github.com/heraldgo/herald/internal/pipeline"
+import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 
 // Stats counts what happened to every event handed to the broadcaster's
 // recorders; each one ends in exactly one fate. On the recorder side,

@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/internal/kube"
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // key is client-go's isomorphism key: events equal in these fields form a

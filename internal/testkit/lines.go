@@ -1,6 +1,4 @@
-// Package testlog captures what a logger writes, for tests of what an
-// operator reads: which lines, how many.
-package testlog
+package testkit
 
 import (
 	"strings"

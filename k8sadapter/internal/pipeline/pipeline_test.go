@@ -20,10 +20,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 )
 
-func newPipeline(t *testing.T, queue int, log *testlog.Lines) *Pipeline[*v1.Event] {
+func newPipeline(t *testing.T, queue int, log *testkit.Lines) *Pipeline[*v1.Event] {
 	t.Helper()
 	p := New[*v1.Event](Options{Name: "test", QueueLength: queue, Clock: clock.RealClock{}, Logger: log.Logger()})
 	t.Cleanup(func() {
@@ -43,7 +43,7 @@ func event(i int) *v1.Event {
 // burst with the count, not one per event.
 func TestPublishRefusalsAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		p := newPipeline(t, 1, &log)
 		// A Block watcher nobody reads holds the distributor, so that the
 		// incoming queue (1) fills.
@@ -101,7 +101,7 @@ func gated(gate chan struct{}) func(*Consumer[*v1.Event, int]) {
 
 func TestFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		p := newPipeline(t, 100, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
@@ -174,7 +174,7 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 	if testing.Short() {
 		rounds = 300
 	}
-	var log testlog.Lines
+	var log testkit.Lines
 	p := newPipeline(t, 1000, &log)
 	set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 	for round := range rounds {
@@ -219,7 +219,7 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 // up, and the rest at the end.
 func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		p := newPipeline(t, 2, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
@@ -262,7 +262,7 @@ func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 // ends, also when it ends an interval or more after the last line.
 func TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		p := newPipeline(t, 2, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
@@ -298,7 +298,7 @@ func TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged(t *testing.T) {
 // handler stopped before, or started after, does not.
 func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		p := newPipeline(t, 1, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		count := func(c *Consumer[*v1.Event, int]) {
@@ -534,7 +534,7 @@ func (c *hookClock) Now() time.Time {
 // last line: a Shutdown cannot get in before the count does.
 func TestRefusalAsShutdownBeginsIsLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		clk := &hookClock{}
 		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Clock: clk, Logger: log.Logger()})
 		stuck, err := p.b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})

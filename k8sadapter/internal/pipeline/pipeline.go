@@ -34,8 +34,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/kube"
 	"github.com/heraldgo/herald/internal/lifecycle"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 // Event is what a pipeline carries: a pointer to a Kubernetes event.
