@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // ErrRunning is returned by Consumer.Go while the consumer's goroutine
@@ -51,16 +52,18 @@ type Consumer[E Event, C any] struct {
 	// refused when a watcher's consumer was registered: those refused
 	// since, until it stopped (missedEnd), it missed.
 	missedBase uint64
+	// handled counts the events finished with; Flush waits on it. It is
+	// ended while no goroutine takes the events, which releases every
+	// Flush: nothing would reach their targets.
+	handled wait.Counter
 
-	mu        sync.Mutex // guards the fields below
+	mu        sync.Mutex // guards logger, counts, dropSeen, running, drain, ended and missedEnd, and orders handled with counts
 	logger    klog.Logger
 	counts    C
-	handled   uint64
 	dropSeen  uint64 // queue drops already given to the drop log
 	running   bool   // a goroutine takes the events
 	drain     func() // set by Drain: deals with what is left
-	waiters   []waiter
-	ended     bool // a watcher's consumer stopped missing refused events
+	ended     bool   // a watcher's consumer stopped missing refused events
 	missedEnd uint64
 }
 
@@ -80,12 +83,6 @@ type abandoner interface {
 	Folded() uint64
 	Abandon() uint64
 	Abandoned() uint64
-}
-
-// waiter is a Flush waiting until a consumer has handled target events.
-type waiter struct {
-	target uint64
-	done   chan struct{}
 }
 
 // All returns a watcher consumer's events in order, as
@@ -111,13 +108,11 @@ func (c *Consumer[E, C]) Publish(counts *C) { c.publish(counts, 0, false) }
 func (c *Consumer[E, C]) publish(counts *C, n uint64, reach bool) {
 	c.mu.Lock()
 	c.counts = *counts
-	if reach {
-		c.handled = n
-	} else {
-		c.handled += n
-	}
-	if len(c.waiters) > 0 {
-		c.releaseLocked()
+	switch {
+	case reach:
+		c.handled.Advance(n)
+	case n > 0:
+		c.handled.Add(n)
 	}
 	fresh, logger := c.takeDropsLocked(), c.logger
 	c.mu.Unlock()
@@ -126,18 +121,6 @@ func (c *Consumer[E, C]) publish(counts *C, n uint64, reach bool) {
 			c.logDrops(logger, n)
 		}
 	}
-}
-
-// releaseLocked releases the waiters whose target is reached, or all of
-// them once no goroutine runs.
-func (c *Consumer[E, C]) releaseLocked() {
-	c.waiters = slices.DeleteFunc(c.waiters, func(w waiter) bool {
-		if c.running && c.handled < w.target {
-			return false
-		}
-		close(w.done)
-		return true
-	})
 }
 
 // Stop ends the consumer's queue at the current position: every event
@@ -186,7 +169,7 @@ func (c *Consumer[E, C]) missedLocked() uint64 {
 // registered: none of the watchers got those.
 func (c *Consumer[E, C]) Tally() Tally[C] {
 	c.mu.Lock()
-	t := Tally[C]{Counts: c.counts, Handled: c.handled}
+	t := Tally[C]{Counts: c.counts, Handled: c.handled.Load()}
 	missed := c.missedLocked()
 	c.mu.Unlock()
 	// Read after handled, so that Queued >= Handled + Dropped.
@@ -215,29 +198,10 @@ func (c *Consumer[E, C]) abandonQueued() uint64 {
 // the watcher did not drop (a DropNewest watcher's drops never enter its
 // queue); a Fold's counts them as soon as Publish has returned.
 func (c *Consumer[E, C]) await(ctx context.Context) error {
-	target := c.q.Delivered()
-	c.mu.Lock()
-	if !c.running || c.handled >= target {
-		c.mu.Unlock()
-		return nil
+	if err := c.handled.Wait(ctx, c.q.Delivered()); err != wait.ErrEnded {
+		return err
 	}
-	w := waiter{target: target, done: make(chan struct{})}
-	c.waiters = append(c.waiters, w)
-	c.mu.Unlock()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-w.done: // released as ctx ended
-		return nil
-	default:
-	}
-	c.waiters = slices.DeleteFunc(c.waiters, func(o waiter) bool { return o.done == w.done })
-	return ctx.Err()
+	return nil
 }
 
 // Go starts the consumer's goroutine, which runs run and logs with
@@ -255,6 +219,7 @@ func (c *Consumer[E, C]) Go(logger klog.Logger, run func(*Consumer[E, C])) error
 		return broadcast.ErrClosed
 	}
 	c.running, c.logger = true, logger
+	c.handled.Reopen()
 	go func() {
 		defer c.p.life.Done()
 		run(c)
@@ -273,7 +238,7 @@ func (c *Consumer[E, C]) stopped() {
 		c.drain = nil
 		if f == nil {
 			c.running = false
-			c.releaseLocked()
+			c.handled.End()
 			c.mu.Unlock()
 			break
 		}
@@ -297,6 +262,7 @@ func (c *Consumer[E, C]) Drain(f func()) {
 		return
 	}
 	c.running = true // this goroutine takes the events now
+	c.handled.Reopen()
 	c.mu.Unlock()
 	c.stopped()
 }
