@@ -126,9 +126,10 @@ func New[E Event](o Options) *Pipeline[E] {
 // Stopping is closed once the shutdown has begun.
 func (p *Pipeline[E]) Stopping() <-chan struct{} { return p.life.Stopping().Done() }
 
-// Aborted reports whether a shutdown deadline has passed: what is still
-// queued is then abandoned.
-func (p *Pipeline[E]) Aborted() bool { return p.life.Aborted() }
+// Aborting is done once a shutdown's deadline has passed: what is still
+// queued is then abandoned, and no sink call starts. A sink call that
+// takes a context is given one that ends with it.
+func (p *Pipeline[E]) Aborting() context.Context { return p.life.Aborting() }
 
 // Accept counts one recorded event and checks what every event needs: a
 // reference to its object, and the type Normal or Warning. It returns the
@@ -403,6 +404,7 @@ func Watch[E Event, C any](p *Pipeline[E], what string) (*Consumer[E, C], error)
 		return nil, err
 	}
 	c := &Consumer[E, C]{p: p, q: w, w: w, what: what, logger: p.logger, missedBase: missedBase}
+	c.handled.End() // no goroutine takes its events yet
 	c.stop = c.stopWatcher
 	p.register(c)
 	return c, nil
@@ -420,6 +422,7 @@ func WatchFold[E Event, K comparable, P any, C any](p *Pipeline[E], q *Fold[E, K
 		return nil, broadcast.ErrClosed
 	}
 	c := &Consumer[E, C]{p: p, q: q, what: what, logger: p.logger}
+	c.handled.End() // no goroutine takes its events yet
 	c.stop = func() { p.removeFold(q) }
 	p.register(c)
 	return c, nil
@@ -536,10 +539,11 @@ type HandlerCounts struct {
 // events left are not handed to the handler: they are counted as
 // abandoned, and the goroutine ends.
 func (p *Pipeline[E]) StartHandler(logger klog.Logger, handler func(E), ended func()) (*Consumer[E, HandlerCounts], error) {
+	aborting := p.life.Aborting()
 	return Start(p, p.handlers, "event handler", logger, func(c *Consumer[E, HandlerCounts]) {
 		var counts HandlerCounts
 		for ev := range c.All() {
-			if p.Aborted() {
+			if aborting.Err() != nil {
 				counts.Abandoned++
 				c.Done(&counts)
 				continue
