@@ -1,5 +1,5 @@
 // Package hashlru holds the least-recently-used caches under herald's
-// correlator and rate limiter: golang-lru's simplelru keyed by a 64-bit
+// correlator, rate limiter and events.k8s.io writer: golang-lru's simplelru keyed by a 64-bit
 // hash the caller computes once per key, so that a large struct key is
 // hashed once per event, compared once on a hit, never hashed again by a
 // map, and built only when it is stored. The rare keys that share a hash
