@@ -48,8 +48,8 @@ type EventCorrelator struct {
 	// so that its name, generated from that time, is no other event's.
 	stamp func(time.Time) time.Time
 
-	// mu guards the engine, the two items it is handed, which are reused
-	// from call to call, and the field hasher.
+	// mu guards engine, in, standIn, combo and hasher: the items the
+	// engine is handed are reused from call to call.
 	mu      sync.Mutex
 	engine  *correlation.Correlator[*item, key, member, last]
 	in      item     // the event being correlated

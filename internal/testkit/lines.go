@@ -11,7 +11,7 @@ import (
 // Lines keeps the lines written to its Logger. Its zero value is ready to
 // use; it is safe for concurrent use.
 type Lines struct {
-	mu  sync.Mutex // guards all
+	mu  sync.Mutex // guards all lines written
 	all []string
 }
 
