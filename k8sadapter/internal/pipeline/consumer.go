@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -90,8 +91,8 @@ func (c *Consumer[E, C]) All() iter.Seq[E] { return c.w.All() }
 
 // Done records, on the goroutine of a watcher's consumer, that one more
 // event was handled and that its counters now are *counts. It releases
-// the Flush calls this event completes and logs the drops at the
-// consumer's queue since the last call, one line per burst.
+// the Flush calls this event completes and logs the drops at a watcher's
+// queue since the last call, one line per burst.
 func (c *Consumer[E, C]) Done(counts *C) { c.publish(counts, 1, false) }
 
 // Reach is Done for a Fold's consumer: the first handled events of its
@@ -279,15 +280,51 @@ func (c *Consumer[E, C]) reportRest() {
 	}
 }
 
-// takeDropsLocked returns the drops at the consumer's queue since the
-// last call.
+// takeDropsLocked returns the drops at a watcher's queue since the last
+// call. A watcher's queue drops on the broadcaster's distributor, which
+// logs nothing: the consumer's goroutine logs them when it next finishes
+// an event. A Fold's drops are counted and logged where they happen, on
+// the recorder's goroutine (countDrop): none here.
 func (c *Consumer[E, C]) takeDropsLocked() uint64 {
+	if c.w == nil {
+		return 0
+	}
 	dropped := c.q.Dropped()
 	fresh := dropped - c.dropSeen
 	c.dropSeen = dropped
 	return fresh
 }
 
+// dropLog is a Fold's consumer as Publish sees it: the log of what its
+// Fold refuses for want of room.
+type dropLog interface {
+	// countDrop counts one event refused at now, and returns the logger
+	// and count of the line that is due, if one is (one per burst).
+	countDrop(now time.Time) (logger klog.Logger, n uint64, due bool)
+	logDrops(logger klog.Logger, n uint64)
+}
+
+// dropLine is a drop-log line due, for Publish to write.
+type dropLine struct {
+	log    dropLog
+	logger klog.Logger
+	n      uint64
+}
+
+// countDrop is dropLog's: it runs on the recorder's goroutine, and takes
+// the consumer's lock only when a line is due, to read its logger.
+func (c *Consumer[E, C]) countDrop(now time.Time) (klog.Logger, uint64, bool) {
+	n, due := c.drops.Add(now, 1)
+	if !due {
+		return klog.Logger{}, 0, false
+	}
+	c.mu.Lock()
+	logger := c.logger
+	c.mu.Unlock()
+	return logger, n, true
+}
+
+// logDrops writes a drop-log line reporting n events dropped.
 func (c *Consumer[E, C]) logDrops(logger klog.Logger, n uint64) {
 	logger.Error(nil, "Unable to deliver events: the watcher's queue is full, dropped events (it falls behind the recorders)",
 		"watcher", c.what, "dropped", n, "reportedEvery", BurstInterval)

@@ -268,6 +268,6 @@ func (f *Fold[E, K, P]) Folded() uint64 { return f.folded.Load() }
 func (f *Fold[E, K, P]) Abandoned() uint64 { return f.abandoned.Load() }
 
 // offer is Offer as the Pipeline sees a Fold.
-func (f *Fold[E, K, P]) offer(ev E) { f.Offer(ev) }
+func (f *Fold[E, K, P]) offer(ev E) Offered { return f.Offer(ev) }
 
 func (f *Fold[E, K, P]) isFolder() {}

@@ -78,8 +78,8 @@ type Pipeline[E Event] struct {
 	// shutdown. An event is in every Fold of the sinks started before its
 	// Publish, and in none of those stopped before it.
 	gate   sync.RWMutex
-	closed bool        // the shutdown began; guarded by gate
-	folds  []Folder[E] // the sinks' Folds; guarded by gate
+	closed bool           // the shutdown began; guarded by gate
+	folds  []sinkQueue[E] // the sinks' Folds; guarded by gate
 
 	mu        sync.Mutex // guards consumers
 	consumers []flushable
@@ -88,9 +88,16 @@ type Pipeline[E Event] struct {
 // Folder is a Fold, whatever its key and data, as the Pipeline sees it.
 // Only a *Fold is one.
 type Folder[E Event] interface {
-	offer(ev E)
+	offer(ev E) Offered
 	isFolder()
 	Close()
+}
+
+// sinkQueue is a sink's Fold, and the drop log of its consumer, which
+// reports what the Fold refuses for want of room.
+type sinkQueue[E Event] struct {
+	q   Folder[E]
+	log dropLog
 }
 
 // flushable is a consumer, as Flush and Shutdown see it.
@@ -166,9 +173,8 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 		}
 		return
 	}
-	for _, f := range p.folds {
-		f.offer(ev)
-	}
+	var lines [2]dropLine // room for the usual few, so that none allocates
+	due := p.offer(ev, lines[:0])
 	sent := true
 	if p.watched.Load() > 0 {
 		// Closed only after the gate closed: the error cannot happen here.
@@ -176,18 +182,38 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 	}
 	p.queued.Add(1)
 	var n uint64
-	due := false
+	refusedDue := false
 	if !sent {
 		// Counted before the gate opens, so that Shutdown, which closes
 		// it, finds the refusal in queueFullLog's rest; logged after.
 		p.refused.Add(1)
-		n, due = p.queueFullLog.Add(p.clock.Now(), 1)
+		n, refusedDue = p.queueFullLog.Add(p.clock.Now(), 1)
 	}
 	p.gate.RUnlock()
-	if due {
+	if refusedDue {
 		logger.Error(nil, "Unable to hand event to the event handlers: too many queued events, dropped event", "event", klog.KObj(ev),
 			"droppedSinceLastReport", n, "reportedEvery", BurstInterval)
 	}
+	for _, l := range due { // the gate open: a slow logger holds no Shutdown
+		l.log.logDrops(l.logger, l.n)
+	}
+}
+
+// offer offers ev to every sink's Fold. A Fold that refuses ev for want
+// of room counts it in its consumer's drop log, here, on the recorder's
+// goroutine, while the sink's own may be stuck in a call: the lines that
+// are due are appended to due and returned, for Publish to write once the
+// gate is open. The caller holds the gate for reading.
+func (p *Pipeline[E]) offer(ev E, due []dropLine) []dropLine {
+	for _, s := range p.folds {
+		if s.q.offer(ev) != Full {
+			continue
+		}
+		if logger, n, ok := s.log.countDrop(p.clock.Now()); ok {
+			due = append(due, dropLine{log: s.log, logger: logger, n: n})
+		}
+	}
+	return due
 }
 
 // PublishFolded is Publish for an event the recorder has not built, which
@@ -203,7 +229,7 @@ func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
 	}
 	p.gate.RLock()
 	defer p.gate.RUnlock()
-	if p.closed || len(p.folds) != 1 || !fold(p.folds[0]) {
+	if p.closed || len(p.folds) != 1 || !fold(p.folds[0].q) {
 		return false
 	}
 	p.queued.Add(1)

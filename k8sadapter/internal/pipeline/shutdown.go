@@ -53,8 +53,8 @@ func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 	// their goroutines end once they have dealt with what waits.
 	p.gate.Lock()
 	p.closed = true
-	for _, f := range p.folds {
-		f.Close()
+	for _, s := range p.folds {
+		s.q.Close()
 	}
 	p.gate.Unlock()
 	// DropNewest watchers never make the distributor wait: this returns

@@ -34,10 +34,10 @@ func Watch[E Event, C any](p *Pipeline[E], what string) (*Consumer[E, C], error)
 // with Consumer.Reach. Once the shutdown has begun it returns
 // broadcast.ErrClosed.
 func WatchFold[E Event, K comparable, P any, C any](p *Pipeline[E], q *Fold[E, K, P], what string) (*Consumer[E, C], error) {
-	if !p.addFold(q) {
+	c := &Consumer[E, C]{p: p, q: q, what: what, logger: p.logger}
+	if !p.addFold(q, c) {
 		return nil, broadcast.ErrClosed
 	}
-	c := &Consumer[E, C]{p: p, q: q, what: what, logger: p.logger}
 	c.handled.End() // no goroutine takes its events yet
 	c.stop = func() { p.removeFold(q) }
 	p.register(c)
@@ -51,25 +51,26 @@ func StartFold[E Event, K comparable, P any, C any](p *Pipeline[E], set *Set[E, 
 	if !p.life.Add() {
 		return nil, broadcast.ErrClosed
 	}
-	if !p.addFold(q) { // the shutdown began meanwhile
+	c := &Consumer[E, C]{p: p, q: q, what: what, logger: logger, running: true}
+	if !p.addFold(q, c) { // the shutdown began meanwhile
 		p.life.Done()
 		return nil, broadcast.ErrClosed
 	}
-	c := &Consumer[E, C]{p: p, q: q, what: what, logger: logger, running: true}
 	c.stop = func() { p.removeFold(q) }
 	launch(p, set, c, run)
 	return c, nil
 }
 
-// addFold makes Publish offer every event to q from now on. It reports
-// false, adding nothing, once the shutdown has begun.
-func (p *Pipeline[E]) addFold(q Folder[E]) bool {
+// addFold makes Publish offer every event to q from now on, and log what
+// q refuses in c's drop log. It reports false, adding nothing, once the
+// shutdown has begun.
+func (p *Pipeline[E]) addFold(q Folder[E], c dropLog) bool {
 	p.gate.Lock()
 	defer p.gate.Unlock()
 	if p.closed {
 		return false
 	}
-	p.folds = append(p.folds, q)
+	p.folds = append(p.folds, sinkQueue[E]{q: q, log: c})
 	return true
 }
 
@@ -78,7 +79,7 @@ func (p *Pipeline[E]) addFold(q Folder[E]) bool {
 func (p *Pipeline[E]) removeFold(q Folder[E]) {
 	p.gate.Lock()
 	defer p.gate.Unlock()
-	p.folds = slices.DeleteFunc(p.folds, func(o Folder[E]) bool { return o == q })
+	p.folds = slices.DeleteFunc(p.folds, func(o sinkQueue[E]) bool { return o.q == q })
 	q.Close()
 }
 
