@@ -155,8 +155,10 @@ func (p *Pipeline[E]) Accept(logger klog.Logger, scheme *runtime.Scheme, object 
 }
 
 // Publish hands an accepted event, without blocking, to the Fold of every
-// sink started (each Fold counts what it folds or refuses) and, if a
-// handler or logger is started, to the broadcaster. An event recorded
+// sink started (each Fold counts what it folds or refuses; a refusal for
+// want of room is logged here, one line per burst, in the drop log of the
+// sink's consumer) and, if a handler or logger is started, to the
+// broadcaster. An event recorded
 // once the shutdown has begun goes nowhere: it is counted as
 // DroppedClosed and logged, one line per burst. An event the
 // broadcaster's full incoming queue refuses reaches no handler, and each
