@@ -20,7 +20,7 @@ import (
 type Correlator[T any, K comparable] struct {
 	seed maphash.Seed // hashes every key
 
-	mu     sync.Mutex // guards engine and the keys below
+	mu     sync.Mutex // guards engine, key, group, member, spam and storedPanics
 	engine *correlation.Correlator[T, K, K, T]
 	// The keys of the call in progress, kept by the engine's Hash
 	// functions for its Match and Make: each key function runs once per

@@ -15,9 +15,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testclocks "k8s.io/utils/clock/testing"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -93,10 +94,12 @@ func TestStopRightAfterRecordingHandlesEveryEvent(t *testing.T) {
 // TestSinkQueueDropsAreLoggedPerBurst: a sink that falls behind by more
 // than its queue loses events; the log says so once per burst, with the
 // count, and the lines add up to DroppedSinkQueue. (client-go drops them
-// silently; herald used to as well.)
+// silently; herald used to as well.) The recorder that drops writes the
+// line: the first drop of a burst is logged at once, the rest of the
+// burst by the next line due, here the last one, at Shutdown.
 func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithQueueLength(5))
@@ -114,8 +117,8 @@ func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 		}
 		const line = "the watcher's queue is full"
 		burst()
-		if got := log.With(line); len(got) != 1 || !strings.Contains(got[0], `"dropped"=14`) || !strings.Contains(got[0], `"watcher"="sink"`) {
-			t.Fatalf("after a burst of drops: %q, want one line reporting 14", got)
+		if got := log.With(line); len(got) != 1 || !strings.Contains(got[0], `"dropped"=1 `) || !strings.Contains(got[0], `"watcher"="sink"`) {
+			t.Fatalf("after a burst of drops: %q, want one line reporting the first", got)
 		}
 		burst() // at the same instant: counted, reported later
 		if got := log.With(line); len(got) != 1 {
@@ -124,11 +127,54 @@ func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 		g.release()
 		join(t, e)
 		got := log.With(line)
-		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=14`) {
-			t.Errorf("after Shutdown: %q, want a last line reporting the other 14", got)
+		if len(got) != 2 || !strings.Contains(got[1], `"dropped"=27`) {
+			t.Errorf("after Shutdown: %q, want a last line reporting the other 27", got)
 		}
 		if s := e.Stats(); s.DroppedSinkQueue != 28 || s.Created != 12 || sinkFates(s) != s.Queued {
 			t.Errorf("Stats() = %+v, want 28 dropped at the sink's queue, 12 created, all accounted for", s)
+		}
+	})
+}
+
+// TestSinkQueueDropsAreLoggedWhileTheSinkHangs: events dropped at the
+// full queue of a sink that hangs in a call are logged at once, by the
+// recorder that drops them, not when the sink next finishes an event: an
+// operator reads why events are missing while it still hangs.
+func TestSinkQueueDropsAreLoggedWhileTheSinkHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testkit.Lines
+		clk := testclocks.NewFakeClock(t0)
+		g := newGate()
+		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
+		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithQueueLength(5), k8sadapter.WithClock(clk))
+		e.StartRecordingToSink(sink)
+		r := recorder(e)
+		const line = "the watcher's queue is full"
+		n := 0
+		record := func(events int) { // each about an object of its own: none folds
+			for range events {
+				r.Eventf(pod(fmt.Sprint("p", n)), v1.EventTypeNormal, "Started", "event %d", n)
+				n++
+				synctest.Wait() // the sink takes the first, and hangs in its create
+			}
+		}
+		record(7) // one in the sink, 5 queued, the 7th dropped
+		if got := log.With(line); len(got) != 1 || !strings.Contains(got[0], `"dropped"=1 `) {
+			t.Fatalf("the sink hangs, 1 event dropped: %q, want a line reporting it now", got)
+		}
+		record(100)                // within the burst interval: counted
+		clk.Step(10 * time.Second) // the drop log's burst interval
+		record(1)                  // the next burst: its line reports those since the last
+		if got := log.With(line); len(got) != 2 || !strings.Contains(got[1], `"dropped"=101`) {
+			t.Fatalf("the sink still hangs, 101 more dropped over an interval: %q, want a second line reporting 101", got)
+		}
+		if s := e.Stats(); s.DroppedSinkQueue != 102 || s.Created != 0 {
+			t.Errorf("Stats() = %+v, want 102 dropped at the sink's queue and the sink still in its first create", s)
+		}
+		g.release()
+		join(t, e)
+		if got := log.With(line); len(got) != 2 {
+			t.Errorf("after Shutdown: %q, want no more lines: every drop was reported", got)
 		}
 	})
 }
@@ -138,7 +184,7 @@ func TestSinkQueueDropsAreLoggedPerBurst(t *testing.T) {
 // the lot, not one per event.
 func TestRecordingAfterShutdownLogsOncePerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
 		e.Shutdown()
 		r := recorder(e)
@@ -200,7 +246,7 @@ func TestStoppedWatchersAreNotKept(t *testing.T) {
 // goroutine then ends.
 func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		sink := &scriptSink{onCreate: func(_ int, e *v1.Event) (*v1.Event, error) { g.wait(); return e, nil }}
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)), k8sadapter.WithShutdownTimeout(5*time.Second))
@@ -243,7 +289,7 @@ func TestShutdownTimeoutBoundsShutdown(t *testing.T) {
 // events the handlers still held.
 func TestShutdownDeadlineAbandonsHandlerQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		var calls atomic.Int64
 		e := k8sadapter.NewBroadcaster(k8sadapter.WithContext(logContext(&log)))
@@ -313,7 +359,7 @@ func TestFoldHoldsUpTo64Repeats(t *testing.T) {
 // and logged, and a later Shutdown returns broadcast.ErrClosed.
 func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		g := newGate()
 		sink := &scriptSink{onPatch: func(_ int, e *v1.Event, _ []byte) (*v1.Event, error) {
 			g.wait()
@@ -356,7 +402,7 @@ func TestNoCreateAfterDeadlineWhenPatchFindsEventGone(t *testing.T) {
 // deliberate difference the package doc lists.
 func TestWriteErrorLinesNameTheEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		sink := &scriptSink{onCreate: func(n int, e *v1.Event) (*v1.Event, error) {
 			if n == 1 {
 				return nil, errors.New("connection refused")

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // Compile-time proof of the drop-in promise.

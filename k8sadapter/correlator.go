@@ -3,32 +3,17 @@ package k8sadapter
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/correlate"
 	"github.com/heraldgo/herald/internal/correlation"
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
-
-// client-go's correlator defaults (tools/record/events_cache.go).
-const (
-	defaultLRUCacheSize         = 4096
-	defaultBurstSize            = 25
-	defaultMaxEvents            = 10
-	defaultMaxIntervalInSeconds = 600
-)
-
-// defaultQPS is client-go's float32 1/300, converted as client-go converts
-// it: the refill time is 299.99999 s, not 300 s.
-var defaultQPS float32 = 1. / 300.
 
 // EventCorrelator is client-go's record.EventCorrelator on herald's
 // correlation engine (the one under package correlate): for the same
@@ -63,8 +48,8 @@ type EventCorrelator struct {
 	// so that its name, generated from that time, is no other event's.
 	stamp func(time.Time) time.Time
 
-	// mu guards the engine, the two items it is handed, which are reused
-	// from call to call, and the field hasher.
+	// mu guards engine, in, standIn, combo and hasher: the items the
+	// engine is handed are reused from call to call.
 	mu      sync.Mutex
 	engine  *correlation.Correlator[*item, key, member, last]
 	in      item     // the event being correlated
@@ -89,28 +74,6 @@ type item struct {
 	// keep): a combined event's, and the sink's rebuilt occurrences'.
 	unnamed bool
 }
-
-// The engine's keys of the default functions.
-var (
-	eventKeyer = correlation.Keyer[*item, key]{
-		Hash:  func(it *item) uint64 { return eventHash(&it.f) },
-		Match: func(it *item, k *key) bool { return isEventKey(it.e, k) },
-		Make:  func(it *item) key { return eventKey(it.e) },
-	}
-	groupKeyer = correlation.Keyer[*item, key]{
-		Hash:  func(it *item) uint64 { return groupHash(&it.f) },
-		Match: func(it *item, k *key) bool { return isGroupKey(it.e, k) },
-		Make:  func(it *item) key { return groupKey(it.e) },
-	}
-	spamKeyer = correlation.Keyer[*item, key]{
-		Hash:  func(it *item) uint64 { return spamHash(&it.f) },
-		Match: func(it *item, k *key) bool { return isSpamKey(it.e, k) },
-		Make:  func(it *item) key { return spamKey(it.e) },
-	}
-)
-
-// messageMember tells the members of a default group apart by message.
-func messageMember(it *item) member { return member{h: it.f.message, s: it.e.Message} }
 
 // last is what the engine remembers of an event: what a repeat patches.
 type last struct{ name, rv string }
@@ -140,128 +103,6 @@ type result struct {
 type patched struct {
 	result
 	buf [248]byte
-}
-
-// NewEventCorrelator returns a correlator with client-go's defaults, reading
-// time from c.
-func NewEventCorrelator(c clock.PassiveClock) *EventCorrelator {
-	return NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: c})
-}
-
-// NewEventCorrelatorWithOptions returns a correlator configured as client-go
-// configures one from o: zero fields take the defaults (LRU 4096 entries per
-// cache, burst 25, 1/300 tokens per second, 10 distinct messages within 600
-// s before events are combined). Out-of-range numbers behave as in
-// client-go, which takes them as unsigned: a negative MaxEvents never
-// combines (a KeyFunc is still called on every event); a negative or huge
-// MaxIntervalInSeconds starts every group afresh (so that MaxEvents 1
-// combines every event); a negative QPS never refills a spam bucket
-// (BurstSize events, then none), and a NaN QPS never skips an event. A
-// negative LRUCacheSize or BurstSize means the default.
-func NewEventCorrelatorWithOptions(o record.CorrelatorOptions) *EventCorrelator {
-	if o.LRUCacheSize <= 0 {
-		o.LRUCacheSize = defaultLRUCacheSize
-	}
-	if o.BurstSize <= 0 {
-		o.BurstSize = defaultBurstSize
-	}
-	if o.QPS == 0 {
-		o.QPS = defaultQPS
-	}
-	if o.MaxEvents == 0 {
-		o.MaxEvents = defaultMaxEvents
-	}
-	if o.MaxIntervalInSeconds == 0 {
-		o.MaxIntervalInSeconds = defaultMaxIntervalInSeconds
-	}
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
-	}
-	ec := &EventCorrelator{
-		msg:      o.MessageFunc,
-		ownMsg:   o.MessageFunc != nil,
-		userCode: o.MessageFunc != nil || o.KeyFunc != nil || o.SpamKeyFunc != nil,
-	}
-	if ec.msg == nil {
-		ec.msg = record.EventAggregatorByReasonMessageFunc
-	}
-	opts := correlation.Options[*item, key, member, last]{
-		Key:     eventKeyer,
-		Group:   groupKeyer,
-		Member:  messageMember,
-		Combine: ec.combine,
-		Spam:    spamKeyer,
-		Seed:    seed,
-		Keep:    ec.keep,
-		// client-go reads the clock for the aggregator and again for the
-		// spam filter; a clock that moves on every reading tells the two
-		// apart. The system clock's second reading is a few nanoseconds
-		// later, which no decision can tell from the first: it is read
-		// once.
-		SpamClock:  !isRealClock(o.Clock),
-		CacheSize:  o.LRUCacheSize,
-		MaxMembers: o.MaxEvents,
-		// client-go's arithmetic, through uint and with its overflow: a
-		// negative or huge interval wraps to a window no interval exceeds
-		// less than, so every group starts afresh.
-		Window: time.Duration(uint(o.MaxIntervalInSeconds)) * time.Second,
-		Burst:  o.BurstSize,
-		Rate:   rate.Limit(o.QPS),
-		Clock:  o.Clock,
-	}
-	if math.IsInf(float64(o.QPS), 1) {
-		opts.Rate = rate.Inf
-	}
-	if f := o.SpamKeyFunc; f != nil {
-		opts.Spam = correlation.Keyer[*item, key]{
-			Hash:  func(it *item) uint64 { it.spam = f(it.e); return customHash(kindCustomSpam, it.spam) },
-			Match: func(it *item, k *key) bool { return k.custom == it.spam },
-			Make:  func(it *item) key { return key{custom: it.spam} },
-		}
-	}
-	if f := o.KeyFunc; f != nil {
-		// client-go takes the event's key before it calls KeyFunc, and
-		// the spam key and a combined event from the event after: a
-		// KeyFunc that writes the event changes those, not the former.
-		// So the event key is kept as it was, and the fields are hashed
-		// again once the function has run.
-		keyFunc := func(it *item) {
-			it.group, it.member = f(it.e)
-			it.f = ec.hasher.hash(it.e)
-		}
-		opts.Key = correlation.Keyer[*item, key]{
-			Hash:  func(it *item) uint64 { it.key = eventKey(it.e); return eventHash(&it.f) },
-			Match: func(it *item, k *key) bool { return *k == it.key },
-			Make:  func(it *item) key { return it.key },
-		}
-		opts.Group = correlation.Keyer[*item, key]{
-			Hash:  func(it *item) uint64 { keyFunc(it); return customHash(kindCustomGroup, it.group) },
-			Match: func(it *item, k *key) bool { return k.custom == it.group },
-			Make:  func(it *item) key { return key{custom: it.group} },
-		}
-		opts.Member = func(it *item) member { return member{h: hashString(it.member), s: it.member} }
-		if o.MaxEvents < 0 {
-			// No group is ever full (below), but client-go still calls
-			// KeyFunc on every event, after it takes the event's key.
-			hash := opts.Key.Hash
-			opts.Key.Hash = func(it *item) uint64 { h := hash(it); keyFunc(it); return h }
-		}
-	}
-	if o.MaxEvents < 0 {
-		// client-go's uint makes it huge: no group is ever full.
-		opts.Group, opts.Member = correlation.Keyer[*item, key]{}, nil
-	}
-	ec.engine = correlation.New(opts)
-	return ec
-}
-
-// isRealClock reports whether c is the system clock.
-func isRealClock(c clock.PassiveClock) bool {
-	switch c.(type) {
-	case clock.RealClock, *clock.RealClock:
-		return true
-	}
-	return false
 }
 
 // seed records a first occurrence as client-go does: with the event's own

@@ -57,8 +57,9 @@
 //     class, abandoned at shutdown...; see Stats for the equations), and
 //     each drop is logged, once per burst with a count: a full queue
 //     before the watchers, a sink or handler that falls behind its own
-//     queue, recording after Shutdown. client-go drops silently when a
-//     sink falls behind.
+//     queue, recording after Shutdown. A sink's drops are logged by the
+//     recorder that makes them, so the line appears while the sink hangs.
+//     client-go drops silently when a sink falls behind.
 //   - Containment: a sink or handler that panics is logged and counted and
 //     the next event goes on; a sink that hangs holds only its own queue; a
 //     sink that returns neither event nor error is counted, not a crash;

@@ -13,7 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	testclocks "k8s.io/utils/clock/testing"
 
-	"github.com/heraldgo/herald/internal/flushtest"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -107,7 +107,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			r.Eventf(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "Started", "event %d", i)
 			synctest.Wait()
 		}
-		flushtest.WhileHeld(t, e.Flush, g.release, "its events")
+		testkit.WhileHeld(t, e.Flush, g.release, "its events")
 		// Exact at once: no waiting after Flush.
 		want := k8sadapter.Stats{Queued: 20, Created: 6, DroppedSinkQueue: 14}
 		if diff := cmp.Diff(want, h.Stats()); diff != "" {
@@ -270,7 +270,7 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 		for range 29 {
 			r.Event(pod("crash"), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
 		}
-		flushtest.WhileHeld(t, e.Flush, g.release, "the first event")
+		testkit.WhileHeld(t, e.Flush, g.release, "the first event")
 		calls := sink.snapshot()
 		if got := verbs(calls); len(got) != 2 || got[1] != "patch" || calls[1].event.Count != 25 {
 			t.Fatalf("sink calls %v; want a create and one patch of count 25", got)

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/heraldgo/herald/internal/kube"
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // What folds in a sink's queue, and why the stored events stay client-go's.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter"
 )
 
@@ -115,7 +115,7 @@ func (s *scriptSink) snapshot() []call {
 
 // logContext returns a context carrying a logger that writes to l, for
 // WithContext.
-func logContext(l *testlog.Lines) context.Context {
+func logContext(l *testkit.Lines) context.Context {
 	return klog.NewContext(context.Background(), l.Logger())
 }
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // Defaults, equal to client-go's where client-go has the same knob.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 // Compile-time proof that a Recorder is what client-go's NewRecorder returns.

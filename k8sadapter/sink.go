@@ -1,7 +1,6 @@
 package k8sadapter
 
 import (
-	"context"
 	"math/rand/v2"
 	"time"
 
@@ -11,8 +10,8 @@ import (
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/internal/kube"
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // sinkWriter writes the events of one queue to one sink, one at a time,
@@ -30,6 +29,11 @@ type sinkWriter struct {
 	counts  sinkCounts
 	scratch [2]v1.Event // rebuilt occurrences (see handle)
 }
+
+// aborted reports whether a shutdown's deadline has passed: the sink
+// abandons what it holds, and starts no sink call (record.EventSink's
+// calls take no context to end).
+func (s *sinkWriter) aborted() bool { return s.e.p.Aborting().Err() != nil }
 
 func (e *EventBroadcaster) newSinkWriter(sink record.EventSink) *sinkWriter {
 	o := e.correlatorOptions()
@@ -130,7 +134,7 @@ func (s *sinkWriter) handle(w *waiting) {
 	n := w.Events
 	var h held
 	for i := range n {
-		if s.e.p.Aborted() {
+		if s.aborted() {
 			s.w.Abandon(&s.counts.Counts, uint64(n-i)+h.events, pastDeadline)
 			return
 		}
@@ -189,12 +193,12 @@ const pastDeadline = "past the shutdown deadline"
 // (repeats it counted since) added. Past the shutdown deadline, it writes
 // nothing: the events are abandoned.
 func (s *sinkWriter) record(res *EventCorrelateResult, combined bool, events uint64, later int32) {
-	if s.e.p.Aborted() {
+	if s.aborted() {
 		s.w.Abandon(&s.counts.Counts, events, pastDeadline)
 		return
 	}
 	s.patch, s.later = res.Patch, later
-	if !s.w.WriteN(context.Background(), &s.counts.Counts, res.Event, s.attempt, events) {
+	if !s.w.WriteN(s.e.p.Aborting(), &s.counts.Counts, res.Event, s.attempt, events) {
 		return
 	}
 	if combined {
@@ -212,7 +216,7 @@ func (s *sinkWriter) write(ev *v1.Event) (got *v1.Event, created bool, err error
 	if update {
 		got, err = kube.Call(func() (*v1.Event, error) { return s.sink.Patch(ev, s.patch) })
 	}
-	if update && util.IsKeyNotFoundError(err) && s.e.p.Aborted() {
+	if update && util.IsKeyNotFoundError(err) && s.aborted() {
 		return nil, false, pipeline.ErrAbandoned // no Create after the deadline
 	}
 	if !update || util.IsKeyNotFoundError(err) {

@@ -1,6 +1,6 @@
 package k8sadapter
 
-import "github.com/heraldgo/herald/internal/pipeline"
+import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 
 // Stats counts what happened to every event handed to the broadcaster's
 // recorders: each one ends in exactly one fate, so that none is lost
@@ -57,11 +57,12 @@ type Stats struct {
 	// InvalidType counts events refused for a type other than Normal or
 	// Warning.
 	InvalidType uint64
-	// DroppedQueueFull is always zero: no queue stands before every sink
-	// and handler any more (each sink's queue folds repeats and counts
-	// what it refuses in DroppedSinkQueue; the handlers count what they
-	// miss in DroppedWatcherQueue). It stays so that code reading it
+	// DroppedQueueFull is always zero. It stays so that code reading it
 	// compiles and its sums stay right.
+	//
+	// Deprecated: no queue stands before every sink and handler any more:
+	// read DroppedSinkQueue, what a sink's queue refused (it folds
+	// repeats), and DroppedWatcherQueue, what a handler missed.
 	DroppedQueueFull uint64
 	// DroppedClosed counts events recorded after Shutdown began.
 	DroppedClosed uint64

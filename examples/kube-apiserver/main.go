@@ -217,7 +217,7 @@ func printEvents(out io.Writer, events []v1.Event, now time.Time) {
 // holds once the queues are empty; the written events are split two ways.
 func printStats(out io.Writer, st k8sadapter.Stats) {
 	written := st.Created + st.Patched
-	dropped := st.InvalidObject + st.InvalidType + st.DroppedQueueFull + st.DroppedClosed + st.DroppedSinkQueue
+	dropped := st.InvalidObject + st.InvalidType + st.DroppedClosed + st.DroppedSinkQueue
 	failed := st.FailedConstruction + st.FailedRejected + st.FailedRetries + st.FailedShutdown + st.FailedPanic
 	fmt.Fprintf(out, "herald: recorded %d = written %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
 		st.Recorded, written, st.SpamSkipped, dropped, failed, st.Abandoned)

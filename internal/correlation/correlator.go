@@ -20,6 +20,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/heraldgo/herald/internal/hashlru"
+	"github.com/heraldgo/herald/internal/seam"
+	"github.com/heraldgo/herald/ratelimit"
 )
 
 // Clock tells the time.
@@ -45,15 +47,14 @@ func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.M
 // Options configures a Correlator. Every function is required unless it
 // says what a zero value means. The numbers must be positive where they
 // are used: CacheSize always, MaxMembers and Window with Group, Burst with
-// Spam; Rate must be set with Spam, and is x/time/rate's to interpret (a
-// negative one never refills a bucket, as client-go's spam filter does
-// with a negative QPS).
+// Spam; Rate must be positive with Spam (rate.Inf never skips): the spam
+// buckets are a ratelimit.Limiter's, which takes no other.
 //
 // The Hash functions, Member, Combine and the clock may run the user's
 // code: they run before Correlate changes anything, so that a panic in any
 // of them leaves the Correlator as it was. Match, Make, Seed and Keep also
 // run while it commits, and must not panic.
-type Options[T, K any, M comparable, L any] struct {
+type Options[T any, K comparable, M comparable, L any] struct {
 	// Key is the key of a value, under which it is counted.
 	Key Keyer[T, K]
 	// Group is the key of a value's group, and Member the key that tells
@@ -85,7 +86,7 @@ type Options[T, K any, M comparable, L any] struct {
 
 // Correlator is the engine. Its zero value is not usable: create one with
 // New.
-type Correlator[T, K any, M comparable, L any] struct {
+type Correlator[T any, K comparable, M comparable, L any] struct {
 	key, group, spamKey Keyer[T, K]
 	member              func(T) M
 	combine             func(T, time.Time) T
@@ -98,8 +99,14 @@ type Correlator[T, K any, M comparable, L any] struct {
 
 	groups *hashlru.Cache[K, group[M]]
 	obs    *hashlru.Cache[obsKey[K], Observation[L]]
-	spam   *hashlru.Limiter[K] // nil without Options.Spam
-	stats  Stats
+	spam   seam.AllowHashed[K] // a ratelimit.Limiter's; nil without Options.Spam
+	// spamOf is the value whose spam bucket commit takes a token from,
+	// and spamMatch and spamMake its spam key's Match and Make: made once,
+	// so that the call through spam allocates no closure.
+	spamOf    T
+	spamMatch func(*K) bool
+	spamMake  func() K
+	stats     Stats
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -165,14 +172,14 @@ type obsKey[K any] struct {
 // required function or clock and on a number below 1 that is used (the
 // group settings with Group, the spam settings with Spam): the callers
 // check what their users give.
-func New[T, K any, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K, M, L] {
+func New[T any, K comparable, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K, M, L] {
 	grouped, spam := o.Group.Hash != nil, o.Spam.Hash != nil
 	switch {
 	case !o.Key.set() || o.Keep == nil || o.Clock == nil || o.CacheSize < 1:
 		panic("correlation: incomplete Options")
 	case grouped && (!o.Group.set() || o.Member == nil || o.MaxMembers < 1):
 		panic("correlation: incomplete group Options")
-	case spam && (!o.Spam.set() || o.Burst < 1 || o.Rate == 0):
+	case spam && (!o.Spam.set() || o.Burst < 1 || !(o.Rate > 0)):
 		panic("correlation: incomplete spam Options")
 	}
 	c := &Correlator[T, K, M, L]{
@@ -191,7 +198,10 @@ func New[T, K any, M comparable, L any](o Options[T, K, M, L]) *Correlator[T, K,
 		obs:        hashlru.New[obsKey[K], Observation[L]](o.CacheSize),
 	}
 	if spam {
-		c.spam = hashlru.NewLimiter[K](o.Rate, o.Burst, o.CacheSize)
+		lim := ratelimit.New[K](ratelimit.Options{Limit: o.Rate, Burst: o.Burst, Size: o.CacheSize})
+		c.spam = seam.AllowHashedOf[K](lim) // by the Spam keyer's hashes
+		c.spamMatch = func(k *K) bool { return c.spamKey.Match(c.spamOf, k) }
+		c.spamMake = func() K { return c.spamKey.Make(c.spamOf) }
 	}
 	return c
 }
@@ -311,11 +321,10 @@ func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
 
 	// After the count: a skipped occurrence still counts.
 	if c.spam != nil {
-		e := res.Event
-		res.Skip = !c.spam.AllowAt(p.skh,
-			func(k *K) bool { return c.spamKey.Match(e, k) },
-			func() K { return c.spamKey.Make(e) },
-			p.spamNow)
+		c.spamOf = res.Event
+		res.Skip = !c.spam(p.skh, c.spamMatch, c.spamMake, p.spamNow)
+		var none T
+		c.spamOf = none // keeps no value alive
 	}
 
 	if res.Combined {

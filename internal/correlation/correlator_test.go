@@ -3,6 +3,7 @@ package correlation_test
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -303,6 +304,36 @@ func TestNewPanicsOnIncompleteOptions(t *testing.T) {
 			}()
 			if err == nil {
 				t.Error("New did not panic")
+			}
+		})
+	}
+}
+
+// TestNewRefusesSpamRates: the spam buckets are a ratelimit.Limiter's,
+// which takes positive rates only; a caller maps others first.
+func TestNewRefusesSpamRates(t *testing.T) {
+	tests := []struct {
+		name string
+		rate rate.Limit
+		want bool // panics
+	}{
+		{"positive", 1, false},
+		{"rate.Inf", rate.Inf, false},
+		{"zero", 0, true},
+		{"negative", -1, true},
+		{"NaN", rate.Limit(math.NaN()), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(&clock{t: t0}, hashOf)
+			o.Rate = tc.rate
+			got := func() (p any) {
+				defer func() { p = recover() }()
+				correlation.New(o)
+				return nil
+			}()
+			if (got != nil) != tc.want {
+				t.Errorf("New with Rate %v panicked with %v, want a panic: %v", tc.rate, got, tc.want)
 			}
 		})
 	}

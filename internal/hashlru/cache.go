@@ -1,5 +1,5 @@
 // Package hashlru holds the least-recently-used caches under herald's
-// correlator and rate limiter: golang-lru's simplelru keyed by a 64-bit
+// correlator, rate limiter and events.k8s.io writer: golang-lru's simplelru keyed by a 64-bit
 // hash the caller computes once per key, so that a large struct key is
 // hashed once per event, compared once on a hit, never hashed again by a
 // map, and built only when it is stored. The rare keys that share a hash
@@ -9,7 +9,11 @@
 // as golang-lru's Cache does around simplelru.
 package hashlru
 
-import "github.com/hashicorp/golang-lru/v2/simplelru"
+import (
+	"iter"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
 
 // Cache maps keys of type K to values of type V, holding at most Size
 // keys; adding one more forgets the least recently used. Values live in
@@ -157,12 +161,88 @@ func (c *Cache[K, V]) evictOldest() uint64 {
 		// the nodes held never outnumber the keys the cache holds when
 		// full. Clearing the key here would write it twice.
 		next := n.next
-		n.next, c.free = c.free, n
-		c.n--
+		c.release(n)
 		c.evicted++
 		n = next
 	}
 	return h
+}
+
+// Remove forgets the key whose hash is h and which match accepts, and
+// reports whether the cache held it. The other keys of the same hash, if
+// any, become the most recently used.
+func (c *Cache[K, V]) Remove(h uint64, match func(*K) bool) bool {
+	first, ok := c.lru.Peek(h)
+	if !ok {
+		return false
+	}
+	var prev *node[K, V]
+	for n := first; n != nil; prev, n = n, n.next {
+		if !match(&n.key) {
+			continue
+		}
+		switch {
+		case prev != nil:
+			prev.next = n.next
+			c.lru.Get(h) // as when n heads the entry
+		case n.next != nil:
+			c.lru.Add(h, n.next) // rare: the next key of the hash heads the entry now
+		default:
+			c.lru.Remove(h)
+		}
+		c.release(n)
+		return true
+	}
+	return false
+}
+
+// RemoveOldest forgets the least recently used key and returns it and
+// its value, or reports false if the cache is empty: for an owner that
+// deals with a key before it makes room for another (Add then forgets
+// none). The other keys of its hash, if any, become the most recently
+// used.
+func (c *Cache[K, V]) RemoveOldest() (key K, val V, ok bool) {
+	h, first, ok := c.lru.GetOldest()
+	if !ok {
+		return key, val, false
+	}
+	key, val = first.key, first.val
+	if first.next != nil {
+		c.lru.Add(h, first.next) // rare: the next key of the hash heads the entry now
+	} else {
+		c.lru.Remove(h)
+	}
+	c.release(first)
+	return key, val, true
+}
+
+// release puts n, no longer held, on the free list. It keeps its key and
+// value until Add reuses it (see evictOldest).
+func (c *Cache[K, V]) release(n *node[K, V]) {
+	n.next, c.free = c.free, n
+	c.n--
+}
+
+// All returns the keys and values held, least recently used first,
+// without marking them used. The loop may Remove the key it is given; any
+// other change to the cache during the loop leaves the keys it yields
+// unspecified.
+func (c *Cache[K, V]) All() iter.Seq2[*K, *V] {
+	return func(yield func(*K, *V) bool) {
+		for _, h := range c.lru.Keys() {
+			first, ok := c.lru.Peek(h)
+			if !ok {
+				continue
+			}
+			for n := first; n != nil; {
+				next := n.next // before yield, which may remove n
+				if !yield(&n.key, &n.val) {
+					return
+				}
+				n = next
+			}
+		}
+	}
 }
 
 // Len returns the number of keys held.

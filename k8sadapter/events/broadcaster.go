@@ -11,7 +11,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // Compile-time proof of the drop-in promise.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	testclocks "k8s.io/utils/clock/testing"
 
-	"github.com/heraldgo/herald/internal/flushtest"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
 
@@ -104,7 +104,7 @@ func TestFlushCountsDroppedEvents(t *testing.T) {
 			r.Eventf(pod(fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "Started", "Starting", "x")
 			synctest.Wait()
 		}
-		flushtest.WhileHeld(t, e.Flush, func() { close(release) }, "its events")
+		testkit.WhileHeld(t, e.Flush, func() { close(release) }, "its events")
 		want := events.Stats{Recorded: 20, Queued: 20, Created: 6, DroppedSinkQueue: 14, Evicted: 1}
 		if diff := cmp.Diff(want, e.Stats()); diff != "" {
 			t.Errorf("Stats() after Flush (-want +got):\n%s", diff)
@@ -265,7 +265,7 @@ func TestFlushCoversFoldedEvents(t *testing.T) {
 		for range 9 {
 			r.Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x") // folded: one entry
 		}
-		flushtest.WhileHeld(t, e.Flush, func() { close(release) }, "the series' first event")
+		testkit.WhileHeld(t, e.Flush, func() { close(release) }, "the series' first event")
 		calls, stored := s.snapshot()
 		if verbs(calls) != "create patch" || len(stored) != 1 || stored[0].Series == nil || stored[0].Series.Count != 10 {
 			t.Fatalf("after Flush: calls %q, stored %+v; want a create and one patch of count 10", verbs(calls), stored)

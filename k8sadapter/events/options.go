@@ -6,7 +6,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/internal/pipeline"
+	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
 // client-go's timings and sizes.

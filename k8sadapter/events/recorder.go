@@ -11,7 +11,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 // Compile-time proof that a Recorder is what client-go's NewRecorder

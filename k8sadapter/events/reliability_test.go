@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	testclocks "k8s.io/utils/clock/testing"
 
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
 
@@ -108,7 +108,7 @@ func TestRecordingContextEnd(t *testing.T) {
 // logger, as client-go's do), and the writer logs to the logger of its
 // context.
 func TestLoggersAreRaceFree(t *testing.T) {
-	var log testlog.Lines
+	var log testkit.Lines
 	s := newSink()
 	s.onCreate = func(n int, _ *eventsv1.Event) error {
 		if n == 1 {
@@ -167,7 +167,7 @@ func TestStartRecordingWithNilContext(t *testing.T) {
 // events are not), and logged once per burst with a count, not once each.
 // The clock never moves here: one burst.
 func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
-	var log testlog.Lines
+	var log testkit.Lines
 	clk := testclocks.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := events.NewBroadcaster(newSink(), events.WithQueueLength(1), events.WithClock(clk))
 	if err := e.StartRecordingToSinkWithContext(quiet); err != nil {
@@ -205,7 +205,7 @@ func TestQueueFullDropsAreLoggedPerBurst(t *testing.T) {
 // TestRecordingAfterShutdownLogsOncePerBurst: every event recorded after
 // Shutdown is refused and counted, with one log line for the lot.
 func TestRecordingAfterShutdownLogsOncePerBurst(t *testing.T) {
-	var log testlog.Lines
+	var log testkit.Lines
 	e := events.NewBroadcaster(newSink())
 	e.Shutdown()
 	r := e.NewRecorder(scheme.Scheme, "c").WithLogger(log.Logger())

@@ -19,7 +19,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter/events"
 )
 
@@ -86,7 +86,7 @@ func openSeries(t *testing.T, e *events.EventBroadcaster, r clientevents.EventRe
 // server does not have.
 func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		s := newSink()
 		e := events.NewBroadcaster(s)
 		if err := e.StartRecordingToSinkWithContext(klog.NewContext(context.Background(), log.Logger())); err != nil {
@@ -114,7 +114,7 @@ func TestShutdownDeadlineCountsUnwrittenSeries(t *testing.T) {
 // every series gets its final count.
 func TestRecordingContextEndDuringFinalCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		s := newSink()
 		e := events.NewBroadcaster(s)
 		ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log.Logger()))
@@ -206,7 +206,7 @@ func TestFinishPassStopsAtDeadline(t *testing.T) {
 // call (HandlerAbandoned); both goroutines end once their calls return.
 func TestShutdownDeadlineAbandonsQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		release := make(chan struct{})
 		s := newSink()
 		s.onCreate = func(int, *eventsv1.Event) error { <-release; return nil }
@@ -361,4 +361,44 @@ func shutdownPastDeadline(t *testing.T, e *events.EventBroadcaster) {
 	if err := e.ShutdownContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ShutdownContext = %v, want the deadline", err)
 	}
+}
+
+// heedingSink is a sink whose Create waits for its context to end: what
+// a client does with a request the server never answers.
+type heedingSink struct {
+	*sink
+	ended chan error // what the context's Err was when Create returned
+}
+
+func (s *heedingSink) Create(ctx context.Context, _ *eventsv1.Event) (*eventsv1.Event, error) {
+	<-ctx.Done()
+	s.ended <- ctx.Err()
+	return nil, ctx.Err()
+}
+
+// TestSinkCallContextEndsAtDeadline: the context a sink call takes ends
+// when the shutdown's deadline passes, though the recording context has
+// not: a sink that heeds it returns then, and the writer's goroutine ends
+// with the event in the call failed for the shutdown, without waiting
+// for the recording context.
+func TestSinkCallContextEndsAtDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &heedingSink{sink: newSink(), ended: make(chan error, 1)}
+		e := events.NewBroadcaster(s)
+		if err := e.StartRecordingToSinkWithContext(quiet); err != nil { // never ends
+			t.Fatal(err)
+		}
+		e.NewRecorder(scheme.Scheme, "c").Eventf(pod("a"), nil, v1.EventTypeWarning, "BackOff", "Restarting", "x")
+		synctest.Wait() // the writer is in the create
+		shutdownPastDeadline(t, e)
+		if err := <-s.ended; !errors.Is(err, context.Canceled) {
+			t.Errorf("the create's context ended with %v, want it canceled at the deadline", err)
+		}
+		if err := e.ShutdownContext(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("ShutdownContext after the writer ended = %v, want broadcast.ErrClosed at once", err)
+		}
+		if st := e.Stats(); st.FailedShutdown != 1 || writerFates(st) != st.Queued {
+			t.Errorf("Stats() = %+v, want the event in the call failed for the shutdown", st)
+		}
+	})
 }

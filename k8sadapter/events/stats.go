@@ -1,6 +1,6 @@
 package events
 
-import "github.com/heraldgo/herald/internal/pipeline"
+import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 
 // Stats counts what happened to every event handed to the broadcaster's
 // recorders; each one ends in exactly one fate. On the recorder side,
@@ -43,13 +43,19 @@ type Stats struct {
 	// events accepted, for the writer and the handlers; the others were
 	// refused: InvalidObject for want of a reference to the regarding
 	// object (nil, typed nil, unknown to the scheme), InvalidType for a
-	// type other than Normal or Warning, DroppedClosed because Shutdown
-	// had begun. DroppedQueueFull is always zero: no queue stands before
-	// all of them any more (the writer's folds repeats, and refuses only
-	// new series beyond its capacity, DroppedSinkQueue; the handlers'
-	// count what they miss, DroppedWatcherQueue). It stays so that code
-	// reading it compiles and its sums stay right.
-	Recorded, Queued, InvalidObject, InvalidType, DroppedQueueFull, DroppedClosed uint64
+	// type other than Normal or Warning, DroppedClosed (below) because
+	// Shutdown had begun.
+	Recorded, Queued, InvalidObject, InvalidType uint64
+	// DroppedQueueFull is always zero. It stays so that code reading it
+	// compiles and its sums stay right.
+	//
+	// Deprecated: no queue stands before the writer and the handlers any
+	// more: read DroppedSinkQueue, what the writer's queue refused (it
+	// folds repeats, and refuses only new series beyond its capacity), and
+	// DroppedWatcherQueue, what a handler missed.
+	DroppedQueueFull uint64
+	// DroppedClosed counts events refused because Shutdown had begun.
+	DroppedClosed uint64
 
 	// What the sink's writer did with each queued event. Created: a first
 	// occurrence, or a second whose event was gone, created. Patched: a

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 )
 
 // byReason folds events with the same reason, at most max in one entry,
@@ -139,7 +139,7 @@ func TestFoldClose(t *testing.T) {
 // position; Shutdown refuses later events as DroppedClosed.
 func TestFlushCoversTheFolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var log testlog.Lines
+		var log testkit.Lines
 		p := newPipeline(t, 100, &log)
 		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
 		q := NewFold(100, byReason(100))

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 func TestClassOf(t *testing.T) {

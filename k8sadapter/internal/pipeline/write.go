@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 // Class is what an error from a sink means for the event being written.

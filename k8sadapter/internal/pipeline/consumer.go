@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // ErrRunning is returned by Consumer.Go while the consumer's goroutine
@@ -51,16 +52,18 @@ type Consumer[E Event, C any] struct {
 	// refused when a watcher's consumer was registered: those refused
 	// since, until it stopped (missedEnd), it missed.
 	missedBase uint64
+	// handled counts the events finished with; Flush waits on it. It is
+	// ended while no goroutine takes the events, which releases every
+	// Flush: nothing would reach their targets.
+	handled wait.Counter
 
-	mu        sync.Mutex // guards the fields below
+	mu        sync.Mutex // guards logger, counts, dropSeen, running, drain, ended and missedEnd, and orders handled with counts
 	logger    klog.Logger
 	counts    C
-	handled   uint64
 	dropSeen  uint64 // queue drops already given to the drop log
 	running   bool   // a goroutine takes the events
 	drain     func() // set by Drain: deals with what is left
-	waiters   []waiter
-	ended     bool // a watcher's consumer stopped missing refused events
+	ended     bool   // a watcher's consumer stopped missing refused events
 	missedEnd uint64
 }
 
@@ -82,20 +85,14 @@ type abandoner interface {
 	Abandoned() uint64
 }
 
-// waiter is a Flush waiting until a consumer has handled target events.
-type waiter struct {
-	target uint64
-	done   chan struct{}
-}
-
 // All returns a watcher consumer's events in order, as
 // broadcast.Watcher.All.
 func (c *Consumer[E, C]) All() iter.Seq[E] { return c.w.All() }
 
 // Done records, on the goroutine of a watcher's consumer, that one more
 // event was handled and that its counters now are *counts. It releases
-// the Flush calls this event completes and logs the drops at the
-// consumer's queue since the last call, one line per burst.
+// the Flush calls this event completes and logs the drops at a watcher's
+// queue since the last call, one line per burst.
 func (c *Consumer[E, C]) Done(counts *C) { c.publish(counts, 1, false) }
 
 // Reach is Done for a Fold's consumer: the first handled events of its
@@ -111,13 +108,11 @@ func (c *Consumer[E, C]) Publish(counts *C) { c.publish(counts, 0, false) }
 func (c *Consumer[E, C]) publish(counts *C, n uint64, reach bool) {
 	c.mu.Lock()
 	c.counts = *counts
-	if reach {
-		c.handled = n
-	} else {
-		c.handled += n
-	}
-	if len(c.waiters) > 0 {
-		c.releaseLocked()
+	switch {
+	case reach:
+		c.handled.Advance(n)
+	case n > 0:
+		c.handled.Add(n)
 	}
 	fresh, logger := c.takeDropsLocked(), c.logger
 	c.mu.Unlock()
@@ -126,18 +121,6 @@ func (c *Consumer[E, C]) publish(counts *C, n uint64, reach bool) {
 			c.logDrops(logger, n)
 		}
 	}
-}
-
-// releaseLocked releases the waiters whose target is reached, or all of
-// them once no goroutine runs.
-func (c *Consumer[E, C]) releaseLocked() {
-	c.waiters = slices.DeleteFunc(c.waiters, func(w waiter) bool {
-		if c.running && c.handled < w.target {
-			return false
-		}
-		close(w.done)
-		return true
-	})
 }
 
 // Stop ends the consumer's queue at the current position: every event
@@ -186,7 +169,7 @@ func (c *Consumer[E, C]) missedLocked() uint64 {
 // registered: none of the watchers got those.
 func (c *Consumer[E, C]) Tally() Tally[C] {
 	c.mu.Lock()
-	t := Tally[C]{Counts: c.counts, Handled: c.handled}
+	t := Tally[C]{Counts: c.counts, Handled: c.handled.Load()}
 	missed := c.missedLocked()
 	c.mu.Unlock()
 	// Read after handled, so that Queued >= Handled + Dropped.
@@ -215,29 +198,10 @@ func (c *Consumer[E, C]) abandonQueued() uint64 {
 // the watcher did not drop (a DropNewest watcher's drops never enter its
 // queue); a Fold's counts them as soon as Publish has returned.
 func (c *Consumer[E, C]) await(ctx context.Context) error {
-	target := c.q.Delivered()
-	c.mu.Lock()
-	if !c.running || c.handled >= target {
-		c.mu.Unlock()
-		return nil
+	if err := c.handled.Wait(ctx, c.q.Delivered()); err != wait.ErrEnded {
+		return err
 	}
-	w := waiter{target: target, done: make(chan struct{})}
-	c.waiters = append(c.waiters, w)
-	c.mu.Unlock()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-w.done: // released as ctx ended
-		return nil
-	default:
-	}
-	c.waiters = slices.DeleteFunc(c.waiters, func(o waiter) bool { return o.done == w.done })
-	return ctx.Err()
+	return nil
 }
 
 // Go starts the consumer's goroutine, which runs run and logs with
@@ -255,6 +219,7 @@ func (c *Consumer[E, C]) Go(logger klog.Logger, run func(*Consumer[E, C])) error
 		return broadcast.ErrClosed
 	}
 	c.running, c.logger = true, logger
+	c.handled.Reopen()
 	go func() {
 		defer c.p.life.Done()
 		run(c)
@@ -273,7 +238,7 @@ func (c *Consumer[E, C]) stopped() {
 		c.drain = nil
 		if f == nil {
 			c.running = false
-			c.releaseLocked()
+			c.handled.End()
 			c.mu.Unlock()
 			break
 		}
@@ -297,6 +262,7 @@ func (c *Consumer[E, C]) Drain(f func()) {
 		return
 	}
 	c.running = true // this goroutine takes the events now
+	c.handled.Reopen()
 	c.mu.Unlock()
 	c.stopped()
 }
@@ -314,59 +280,52 @@ func (c *Consumer[E, C]) reportRest() {
 	}
 }
 
-// takeDropsLocked returns the drops at the consumer's queue since the
-// last call.
+// takeDropsLocked returns the drops at a watcher's queue since the last
+// call. A watcher's queue drops on the broadcaster's distributor, which
+// logs nothing: the consumer's goroutine logs them when it next finishes
+// an event. A Fold's drops are counted and logged where they happen, on
+// the recorder's goroutine (countDrop): none here.
 func (c *Consumer[E, C]) takeDropsLocked() uint64 {
+	if c.w == nil {
+		return 0
+	}
 	dropped := c.q.Dropped()
 	fresh := dropped - c.dropSeen
 	c.dropSeen = dropped
 	return fresh
 }
 
+// dropLog is a Fold's consumer as Publish sees it: the log of what its
+// Fold refuses for want of room.
+type dropLog interface {
+	// countDrop counts one event refused at now, and returns the logger
+	// and count of the line that is due, if one is (one per burst).
+	countDrop(now time.Time) (logger klog.Logger, n uint64, due bool)
+	logDrops(logger klog.Logger, n uint64)
+}
+
+// dropLine is a drop-log line due, for Publish to write.
+type dropLine struct {
+	log    dropLog
+	logger klog.Logger
+	n      uint64
+}
+
+// countDrop is dropLog's: it runs on the recorder's goroutine, and takes
+// the consumer's lock only when a line is due, to read its logger.
+func (c *Consumer[E, C]) countDrop(now time.Time) (klog.Logger, uint64, bool) {
+	n, due := c.drops.Add(now, 1)
+	if !due {
+		return klog.Logger{}, 0, false
+	}
+	c.mu.Lock()
+	logger := c.logger
+	c.mu.Unlock()
+	return logger, n, true
+}
+
+// logDrops writes a drop-log line reporting n events dropped.
 func (c *Consumer[E, C]) logDrops(logger klog.Logger, n uint64) {
 	logger.Error(nil, "Unable to deliver events: the watcher's queue is full, dropped events (it falls behind the recorders)",
 		"watcher", c.what, "dropped", n, "reportedEvery", BurstInterval)
-}
-
-// Set is the consumers of one kind (the sinks, the handlers): those
-// running and the summed tally of those that ended, so that Stats stays
-// exact however many have come and gone, in memory that does not grow
-// with them. It is safe for concurrent use.
-type Set[E Event, C any] struct {
-	add func(*C, C) // adds counters
-
-	mu    sync.Mutex // guards live, ended
-	live  []*Consumer[E, C]
-	ended Tally[C]
-}
-
-// NewSet returns an empty Set whose counters add with add.
-func NewSet[E Event, C any](add func(*C, C)) *Set[E, C] { return &Set[E, C]{add: add} }
-
-// Sum returns the tally of every consumer the set has had.
-func (s *Set[E, C]) Sum() Tally[C] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.ended
-	for _, c := range s.live {
-		s.addTally(&t, c.Tally())
-	}
-	return t
-}
-
-func (s *Set[E, C]) addTally(t *Tally[C], o Tally[C]) {
-	s.add(&t.Counts, o.Counts)
-	t.Queued += o.Queued
-	t.Handled += o.Handled
-	t.Dropped += o.Dropped
-	t.Folded += o.Folded
-	t.Abandoned += o.Abandoned
-}
-
-// retire moves c from the running consumers to the ended total.
-func (s *Set[E, C]) retire(c *Consumer[E, C]) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.live = slices.DeleteFunc(s.live, func(o *Consumer[E, C]) bool { return o == c })
-	s.addTally(&s.ended, c.Tally())
 }

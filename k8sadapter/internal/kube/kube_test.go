@@ -4,16 +4,13 @@ import (
 	"errors"
 	"testing"
 
-	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestReference(t *testing.T) {
 	ref, err := kube.Reference(scheme.Scheme, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "b"}})

@@ -1,6 +1,4 @@
-// Package testlog captures what a logger writes, for tests of what an
-// operator reads: which lines, how many.
-package testlog
+package testkit
 
 import (
 	"strings"
@@ -13,7 +11,7 @@ import (
 // Lines keeps the lines written to its Logger. Its zero value is ready to
 // use; it is safe for concurrent use.
 type Lines struct {
-	mu  sync.Mutex // guards all
+	mu  sync.Mutex // guards all lines written
 	all []string
 }
 

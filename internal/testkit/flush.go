@@ -1,6 +1,4 @@
-// Package flushtest holds the check both adapters' tests make of Flush:
-// that it waits for what a sink holds, and returns once it is released.
-package flushtest
+package testkit
 
 import (
 	"context"

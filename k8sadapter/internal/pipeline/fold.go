@@ -3,6 +3,9 @@ package pipeline
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/heraldgo/herald/internal/ring"
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // Fold is one sink's queue: the events the recorders hand it wait there,
@@ -22,17 +25,16 @@ import (
 // NewFold.
 type Fold[E Event, K comparable, P any] struct {
 	rule  FoldRule[E, K, P]
-	limit int
 	ready chan struct{} // capacity 1: an entry was queued, or the Fold closed
 
 	// Written under mu, read without it (Tally, Flush).
 	delivered, dropped, folded, abandoned atomic.Uint64
 
-	mu     sync.Mutex // guards the fields below
+	mu     sync.Mutex // guards closed, newest, queue and free
 	closed bool
-	newest map[K]*Entry[E, K, P] // the newest waiting entry of each key
-	queue  ring[*Entry[E, K, P]] // the waiting entries, oldest first
-	free   []*Entry[E, K, P]     // entries handed back, for reuse
+	newest map[K]*Entry[E, K, P]      // the newest waiting entry of each key
+	queue  ring.Ring[*Entry[E, K, P]] // the waiting entries, oldest first, at most the limit
+	free   []*Entry[E, K, P]          // entries handed back, for reuse
 }
 
 // FoldRule says which events fold into which.
@@ -84,9 +86,9 @@ const (
 func NewFold[E Event, K comparable, P any](limit int, rule FoldRule[E, K, P]) *Fold[E, K, P] {
 	return &Fold[E, K, P]{
 		rule:   rule,
-		limit:  max(limit, 1),
 		ready:  make(chan struct{}, 1),
 		newest: make(map[K]*Entry[E, K, P]),
+		queue:  ring.New[*Entry[E, K, P]](max(limit, 1)),
 	}
 }
 
@@ -112,7 +114,7 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 			return Folded
 		}
 	}
-	if f.queue.len() >= f.limit {
+	if f.queue.Free() == 0 {
 		f.dropped.Add(1)
 		f.mu.Unlock()
 		return Full
@@ -124,11 +126,11 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 		f.newest[k] = w
 	}
 	f.delivered.Add(1)
-	wake := f.queue.len() == 0 // the taker waits only once it found none
-	f.queue.push(w)
+	wake := f.queue.Len() == 0 // the taker waits only once it found none
+	f.queue.Push(w)
 	f.mu.Unlock()
 	if wake {
-		signal(f.ready)
+		wait.Signal(f.ready)
 	}
 	return Queued
 }
@@ -180,10 +182,10 @@ func (f *Fold[E, K, P]) allocLocked() *Entry[E, K, P] {
 func (f *Fold[E, K, P]) Take() (w *Entry[E, K, P], closed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.queue.len() == 0 {
+	if f.queue.Len() == 0 {
 		return nil, f.closed
 	}
-	w = f.queue.pop()
+	w = f.queue.Pop()
 	if w.keyed && f.newest[w.Key] == w {
 		delete(f.newest, w.Key)
 	}
@@ -200,8 +202,8 @@ func (f *Fold[E, K, P]) Done(w *Entry[E, K, P]) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.free = append(f.free, w)
-	if f.queue.len() > 0 {
-		return f.queue.peek().seq
+	if f.queue.Len() > 0 {
+		return f.queue.Peek().seq
 	}
 	return f.delivered.Load()
 }
@@ -226,15 +228,15 @@ func (f *Fold[E, K, P]) Abandon() uint64 {
 	defer f.mu.Unlock()
 	f.closed = true
 	var n uint64
-	for f.queue.len() > 0 {
-		w := f.queue.pop()
+	for f.queue.Len() > 0 {
+		w := f.queue.Pop()
 		n += uint64(w.Events)
 		f.reset(w)
 		f.free = append(f.free, w)
 	}
 	clear(f.newest)
 	f.abandoned.Add(n)
-	signal(f.ready)
+	wait.Signal(f.ready)
 	return n
 }
 
@@ -244,7 +246,7 @@ func (f *Fold[E, K, P]) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
-	signal(f.ready)
+	wait.Signal(f.ready)
 }
 
 // Ready receives a value after an entry was queued into an empty Fold, or
@@ -266,47 +268,6 @@ func (f *Fold[E, K, P]) Folded() uint64 { return f.folded.Load() }
 func (f *Fold[E, K, P]) Abandoned() uint64 { return f.abandoned.Load() }
 
 // offer is Offer as the Pipeline sees a Fold.
-func (f *Fold[E, K, P]) offer(ev E) { f.Offer(ev) }
+func (f *Fold[E, K, P]) offer(ev E) Offered { return f.Offer(ev) }
 
 func (f *Fold[E, K, P]) isFolder() {}
-
-// signal sends on c, a channel of capacity 1, unless a value waits there
-// already.
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
-// ring is a FIFO queue on a slice that grows by doubling. Its zero value
-// is an empty ring.
-type ring[T any] struct {
-	buf  []T
-	head int // index of the oldest element
-	n    int
-}
-
-func (r *ring[T]) len() int { return r.n }
-
-func (r *ring[T]) push(v T) {
-	if r.n == len(r.buf) {
-		buf := make([]T, max(2*len(r.buf), 16))
-		k := copy(buf, r.buf[r.head:])
-		copy(buf[k:], r.buf[:r.head])
-		r.buf, r.head = buf, 0
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = v
-	r.n++
-}
-
-func (r *ring[T]) peek() T { return r.buf[r.head] }
-
-func (r *ring[T]) pop() T {
-	var zero T
-	v := r.buf[r.head]
-	r.buf[r.head] = zero
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
-	return v
-}

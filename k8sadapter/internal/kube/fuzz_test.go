@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/tools/record/util"
 
-	"github.com/heraldgo/herald/internal/kube"
+	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
 // FuzzEventName checks EventName against client-go's

@@ -1,18 +1,16 @@
-package testlog_test
+package testkit_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 
-	"go.uber.org/goleak"
-
-	"github.com/heraldgo/herald/internal/testlog"
+	"github.com/heraldgo/herald/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 func TestWith(t *testing.T) {
-	var l testlog.Lines
+	var l testkit.Lines
 	log := l.Logger()
 	log.Info("Event occurred", "reason", "Started")
 	log.Error(errors.New("down"), "Unable to write event", "dropped", 3)
@@ -23,4 +21,19 @@ func TestWith(t *testing.T) {
 	if got := l.With("event"); len(got) != 2 {
 		t.Errorf(`With("event") = %q, want 2 lines, V(5) included`, got)
 	}
+}
+
+func TestWhileHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		held := make(chan struct{})
+		flush := func(ctx context.Context) error {
+			select {
+			case <-held:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		testkit.WhileHeld(t, flush, func() { close(held) }, "an event")
+	})
 }
