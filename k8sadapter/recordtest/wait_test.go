@@ -1,0 +1,163 @@
+package recordtest_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldgo/herald/k8sadapter/recordtest"
+)
+
+// failsafe bounds a wait that should end at once: only a bug reaches it.
+const failsafe = time.Minute
+
+// TestConcurrent records from many goroutines, in both modes, through
+// both APIs, while others wait for the last events and read snapshots;
+// run under -race. Every call is kept, in the plain mode as an event, in
+// the correlated mode as a count.
+func TestConcurrent(t *testing.T) {
+	const workers, calls = 8, 200
+	for _, correlate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("correlate=%v", correlate), func(t *testing.T) {
+			r := recordtest.New(recordtest.Options{Correlate: correlate})
+			ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+			defer cancel()
+			var wg sync.WaitGroup
+			for w := range workers {
+				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", w), Namespace: "shop"}}
+				wg.Go(func() {
+					for i := range calls {
+						r.Event(obj, v1.EventTypeNormal, "Synced", "synced")
+						r.EventsRecorder().Eventf(obj, nil, v1.EventTypeNormal, "Synced", "Sync", "call %d", i)
+						if i%50 == 0 {
+							_ = r.Events()
+						}
+					}
+				})
+				wg.Go(func() { // the last core/v1 event of this worker
+					want := recordtest.Match{Name: obj.Name, Action: "Sync", Message: fmt.Sprintf("call %d", calls-1)}
+					if _, err := r.WaitFor(ctx, want.Matches); err != nil {
+						t.Errorf("WaitFor(%v) = %v", want, err)
+					}
+				})
+			}
+			wg.Wait()
+			checkConcurrent(t, r, correlate, workers, calls)
+		})
+	}
+}
+
+// checkConcurrent checks what TestConcurrent kept.
+func checkConcurrent(t *testing.T, r *recordtest.Recorder, correlate bool, workers, calls int) {
+	t.Helper()
+	if got := len(r.Strings()); got != 2*workers*calls {
+		t.Errorf("%d lines, want one a call: %d", got, 2*workers*calls)
+	}
+	var count int32
+	for _, e := range r.Events() {
+		if e.Action == "" {
+			count += e.Count
+		}
+	}
+	// The correlated mode's spam filter lets 25 of each object's repeats
+	// through at once, and counts the rest with the next that passes: none.
+	want := int32(workers * calls)
+	if correlate {
+		want = int32(workers * 25)
+	}
+	if count != want {
+		t.Errorf("core/v1 events count %d calls, want %d", count, want)
+	}
+}
+
+// TestWait checks that Wait returns once n events are kept by another
+// goroutine, and returns the context's error when it ends first.
+func TestWait(t *testing.T) {
+	var r recordtest.Recorder
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3 {
+			r.Eventf(pod, v1.EventTypeNormal, "Synced", "call %d", i)
+		}
+	}()
+	events, err := r.Wait(ctx, 3)
+	<-done
+	if err != nil || len(events) < 3 || events[2].Message != "call 2" {
+		t.Fatalf("Wait(3) = %v, %v; want the 3 events", events, err)
+	}
+	ended, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	if events, err := r.Wait(ended, 4); err != context.Canceled || events != nil {
+		t.Errorf("Wait(4) with a canceled context = %v, %v; want nil, context.Canceled", events, err)
+	}
+	if _, err := r.WaitFor(ended, recordtest.Match{Reason: "Gone"}.Matches); err != context.Canceled {
+		t.Errorf("WaitFor(Gone) with a canceled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestWaitForCount waits for a count that folding reaches: a change to an
+// event kept wakes the waiter as a new event does.
+func TestWaitForCount(t *testing.T) {
+	r := recordtest.New(recordtest.Options{Correlate: true})
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+		r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+	}()
+	e := r.AwaitEvent(ctx, t, recordtest.Match{Reason: "BackOff", Count: 3})
+	<-done
+	if e.Count != 3 {
+		t.Errorf("AwaitEvent(Count 3) = %v", e)
+	}
+}
+
+// TestNoGoroutine checks that recording, in either mode, and waiting for
+// what is kept leave no goroutine behind.
+func TestNoGoroutine(t *testing.T) {
+	for _, correlate := range []bool{false, true} {
+		r := recordtest.New(recordtest.Options{Correlate: correlate})
+		r.Event(pod, v1.EventTypeNormal, "R", "m")
+		r.EventsRecorder().Eventf(pod, nil, v1.EventTypeNormal, "R", "A", "m")
+		if _, err := r.Wait(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		goleak.VerifyNone(t)
+	}
+}
+
+// TestWaitForAcrossReset blocks a waiter, resets the Recorder under it,
+// and checks that the waiter finds the event kept after the Reset (its
+// place in the list of changes is one of the old list).
+func TestWaitForAcrossReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var r recordtest.Recorder
+		for range 3 {
+			r.Event(pod, v1.EventTypeNormal, "A", "m")
+		}
+		got := make(chan recordtest.Event)
+		go func() {
+			e, _ := r.WaitFor(context.Background(), recordtest.Match{Reason: "B"}.Matches)
+			got <- e
+		}()
+		synctest.Wait() // the waiter has read the 3 events and waits
+		r.Reset()
+		r.Event(pod, v1.EventTypeNormal, "B", "m")
+		if e := <-got; e.Reason != "B" {
+			t.Errorf("WaitFor(B) = %v", e)
+		}
+	})
+}
