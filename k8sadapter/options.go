@@ -49,7 +49,8 @@ func defaultConfig() config {
 // WithSleepDuration sets the pause between attempts to write an event to a
 // sink. The first pause after a failure is a random fraction of it, so that
 // many clients do not retry in step after an apiserver outage. Zero means no
-// pause; negative values are treated as zero.
+// pause, as in client-go (the one option whose zero is not the default:
+// it is client-go's own); negative values are treated as zero.
 func WithSleepDuration(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.SetSleep(d) }
 }
@@ -84,8 +85,8 @@ func WithClock(c clock.PassiveClock) BroadcasterOption {
 }
 
 // WithMaxTries sets how many times an event is offered to a sink before it
-// is given up on (DefaultMaxTries, client-go's fixed 12). Values below 1 mean
-// 1.
+// is given up on (DefaultMaxTries, client-go's fixed 12): 1 is a single
+// try. Zero (or less) means the default.
 func WithMaxTries(n int) BroadcasterOption {
 	return func(c *config) { c.SetMaxTries(n) }
 }
@@ -102,7 +103,8 @@ func WithQueueLength(n int) BroadcasterOption {
 
 // WithShutdownTimeout bounds how long Shutdown spends flushing queued
 // events to the sinks (DefaultShutdownTimeout). ShutdownContext uses its
-// context instead. Values below zero mean zero: no flush beyond one pass.
+// context instead. Zero means the default; a negative value means no flush
+// beyond one pass.
 func WithShutdownTimeout(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.SetShutdownTimeout(d) }
 }

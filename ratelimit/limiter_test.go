@@ -300,7 +300,6 @@ func TestThrottleAllowAt(t *testing.T) {
 			{"", 0, false},
 			{"", 100 * time.Millisecond, true},
 		}},
-		{"zero limit never throttles", 0, 0, times(1000, call{"", 0, true})},
 		{"rate.Inf never throttles", rate.Inf, 1, times(1000, call{"", 0, true})},
 	}
 	for _, tc := range tests {
@@ -325,7 +324,7 @@ func TestThrottleWait(t *testing.T) {
 	}{
 		{10, 1, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}},
 		{10, 3, []time.Duration{0, 0, 0, 100 * time.Millisecond, 200 * time.Millisecond}},
-		{0, 0, []time.Duration{0, 0, 0, 0}},
+		{rate.Inf, 0, []time.Duration{0, 0, 0, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("limit=%v,burst=%d", tc.limit, tc.burst), func(t *testing.T) {
@@ -382,19 +381,17 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 		// An ended context wins even over an available token.
 		ended, cancelEnded := context.WithCancel(context.Background())
 		cancelEnded()
-		free := ratelimit.NewThrottle(0, 0)
+		free := ratelimit.NewThrottle(rate.Inf, 0)
 		if err := free.Wait(ended); !errors.Is(err, context.Canceled) {
 			t.Errorf("Wait(cancelled ctx) = %v, want context.Canceled", err)
 		}
 	})
 }
 
-// TestNewThrottlePanicsOnInvalidInput: as TestNewPanicsOnInvalidOptions,
-// for a Throttle.
 // TestThrottleWaitPanicsOnNilContext: a nil ctx is a programming error,
 // named as such, whatever the limit (rate.Limiter dereferenced it).
 func TestThrottleWaitPanicsOnNilContext(t *testing.T) {
-	for _, limit := range []rate.Limit{0, 10, rate.Inf} {
+	for _, limit := range []rate.Limit{0.001, 10, rate.Inf} {
 		th := ratelimit.NewThrottle(limit, 1)
 		//lint:ignore SA1012 a nil Context is what is tested
 		if got := panicValue(func() { _ = th.Wait(nil) }); got != "ratelimit: nil Context" {
@@ -403,6 +400,8 @@ func TestThrottleWaitPanicsOnNilContext(t *testing.T) {
 	}
 }
 
+// TestNewThrottlePanicsOnInvalidInput: as TestNewPanicsOnInvalidOptions,
+// for a Throttle.
 func TestNewThrottlePanicsOnInvalidInput(t *testing.T) {
 	tests := []struct {
 		limit rate.Limit
@@ -410,6 +409,7 @@ func TestNewThrottlePanicsOnInvalidInput(t *testing.T) {
 		want  string
 	}{
 		{-1, 1, "ratelimit: negative throttle limit"},
+		{0, 1, "ratelimit: zero throttle limit (a bucket that never refills; rate.Inf means no limit)"},
 		{rate.Limit(math.NaN()), 1, "ratelimit: NaN throttle limit"},
 		{1, -1, "ratelimit: negative throttle burst"},
 	}

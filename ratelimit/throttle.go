@@ -17,21 +17,21 @@ type Throttle struct {
 	l *rate.Limiter
 }
 
-// NewThrottle returns a Throttle that starts with a full bucket. A zero
-// limit means rate.Inf: every write may proceed at once. A zero burst means
-// 1. It panics if limit or burst is negative, or limit is NaN (which would
-// let every write proceed, unnoticed).
+// NewThrottle returns a Throttle that starts with a full bucket. The limit
+// is as x/time/rate's: rate.Inf lets every write proceed at once. A zero
+// burst means 1. It panics if limit is zero (a bucket that never refills:
+// pass rate.Inf for no limit), negative or NaN (which would let every
+// write proceed, unnoticed), or if burst is negative.
 func NewThrottle(limit rate.Limit, burst int) *Throttle {
 	switch {
+	case limit == 0:
+		panic("ratelimit: zero throttle limit (a bucket that never refills; rate.Inf means no limit)")
 	case limit < 0:
 		panic("ratelimit: negative throttle limit")
 	case math.IsNaN(float64(limit)):
 		panic("ratelimit: NaN throttle limit")
 	case burst < 0:
 		panic("ratelimit: negative throttle burst")
-	}
-	if limit == 0 {
-		limit = rate.Inf
 	}
 	return &Throttle{l: rate.NewLimiter(limit, max(burst, 1))}
 }

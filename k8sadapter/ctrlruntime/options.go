@@ -46,10 +46,14 @@ func WithRegisterer(r prometheus.Registerer) Option {
 
 // WithShutdownTimeout bounds the flush when the manager stops
 // (DefaultShutdownTimeout). Keep it below the manager's
-// GracefulShutdownTimeout. Zero or less means no wait: what is still
-// queued then is abandoned, logged and counted.
+// GracefulShutdownTimeout. Zero means the default; a negative value means
+// no wait: what is still queued then is abandoned, logged and counted.
 func WithShutdownTimeout(d time.Duration) Option {
-	return func(cfg *config) { cfg.shutdownTimeout = max(d, 0) }
+	return func(cfg *config) {
+		if d != 0 {
+			cfg.shutdownTimeout = max(d, 0)
+		}
+	}
 }
 
 // WithCoreOptions passes opts to k8sadapter.NewBroadcaster, the core/v1

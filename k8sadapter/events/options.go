@@ -55,7 +55,8 @@ func defaultConfig() config {
 }
 
 // WithSleepDuration sets the base pause between attempts to write an
-// event. Negative values mean zero.
+// event. Zero means no pause, as in the core/v1 adapter's client-go
+// option; negative values mean zero.
 func WithSleepDuration(d time.Duration) Option { return func(c *config) { c.SetSleep(d) } }
 
 // WithClock sets the clock for event times, event names, series times,
@@ -70,8 +71,8 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
-// WithMaxTries sets how many times an event is offered to the sink. Values
-// below 1 mean 1.
+// WithMaxTries sets how many times an event is offered to the sink
+// (DefaultMaxTries): 1 is a single try. Zero (or less) means the default.
 func WithMaxTries(n int) Option { return func(c *config) { c.SetMaxTries(n) } }
 
 // WithQueueLength sets the capacity of the queues: the writer's, in
@@ -101,6 +102,7 @@ func WithLogger(logger klog.Logger) Option {
 	return func(c *config) { c.logger = &logger }
 }
 
-// WithShutdownTimeout bounds how long Shutdown flushes. Negative values
-// mean zero.
+// WithShutdownTimeout bounds how long Shutdown flushes
+// (DefaultShutdownTimeout). Zero means the default; a negative value means
+// no flush beyond one pass.
 func WithShutdownTimeout(d time.Duration) Option { return func(c *config) { c.SetShutdownTimeout(d) } }

@@ -27,8 +27,13 @@ func DefaultConfig() Config {
 // SetSleep sets Sleep; negative values mean zero.
 func (c *Config) SetSleep(d time.Duration) { c.Sleep = max(d, 0) }
 
-// SetMaxTries sets MaxTries; values below 1 mean 1.
-func (c *Config) SetMaxTries(n int) { c.MaxTries = max(n, 1) }
+// SetMaxTries sets MaxTries; values below 1 keep the current one (the
+// default): zero means the default, as everywhere in herald.
+func (c *Config) SetMaxTries(n int) {
+	if n > 0 {
+		c.MaxTries = n
+	}
+}
 
 // SetQueueLength sets QueueLength; values below 1 keep the current one.
 func (c *Config) SetQueueLength(n int) {
@@ -37,5 +42,10 @@ func (c *Config) SetQueueLength(n int) {
 	}
 }
 
-// SetShutdownTimeout sets ShutdownTimeout; negative values mean zero.
-func (c *Config) SetShutdownTimeout(d time.Duration) { c.ShutdownTimeout = max(d, 0) }
+// SetShutdownTimeout sets ShutdownTimeout: zero keeps the current one (the
+// default); a negative value means none, one pass and no flush.
+func (c *Config) SetShutdownTimeout(d time.Duration) {
+	if d != 0 {
+		c.ShutdownTimeout = max(d, 0)
+	}
+}
