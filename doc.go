@@ -21,12 +21,17 @@
 //   - k8sadapter/events: the same for the newer events.k8s.io/v1 API and
 //     client-go's tools/events (series of isomorphic events), with one
 //     writer goroutine instead of one per event and a bounded cache.
+//   - k8sadapter/recordtest: recorders for users' tests, for both event
+//     APIs, that keep structured events and wait for them without sleeps,
+//     optionally through the real correlation, to see what would be stored.
 //   - k8sadapter/ctrlruntime (a module of its own): both recorders for a
 //     controller-runtime manager, flushed when it stops, with Prometheus
 //     metrics.
 //   - natsbridge (a module of its own): Topic[T] carries broadcast's order
 //     and policies across processes on NATS JetStream, one stream per
-//     topic; natsbridge/embedded runs a NATS server in the process.
+//     topic; natsbridge/embedded runs a NATS server in the process, and
+//     natsbridge/natstest runs nats-server processes, alone or as a
+//     cluster, for tests that kill and restart them.
 //
 // The generic packages (broadcast, ratelimit, correlate) import nothing
 // from Kubernetes; only k8sadapter and its subpackages do.
