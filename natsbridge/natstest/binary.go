@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"testing"
 )
 
 // serverModule is the module whose main package is nats-server.
@@ -27,7 +26,7 @@ var (
 // nats-server's module in the test binary's build list, building it the
 // first time (go install, into the user's cache directory; once per test
 // binary, and reused by later runs). It fails the test if it cannot.
-func Binary(t testing.TB) string {
+func Binary(t T) string {
 	t.Helper()
 	binaryOnce.Do(func() { binaryPath, binaryErr = findBinary() })
 	if binaryErr != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +18,7 @@ import (
 // for concurrent use. Its zero value is not usable: get one from
 // StartCluster.
 type Cluster struct {
-	t       testing.TB
+	t       T
 	opts    Options
 	Servers []*Server
 }
@@ -27,7 +26,7 @@ type Cluster struct {
 // StartCluster starts n nats-server processes (n ≥ 1) as one JetStream
 // cluster and returns once JetStream answers (it has elected a meta
 // leader). Every process is stopped when the test ends.
-func StartCluster(t testing.TB, n int, o Options) *Cluster {
+func StartCluster(t T, n int, o Options) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("natstest: a cluster of %d servers", n)

@@ -1,8 +1,6 @@
 package natstest
 
 import (
-	"testing"
-
 	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
@@ -11,7 +9,7 @@ import (
 // shuts it down when the test ends. It is the fastest real server: connect
 // to it with Server.Connect (no socket at all), or set o.Listen to reach
 // it over loopback TCP (through a Relay, say).
-func Embedded(t testing.TB, o embedded.Options) *embedded.Server {
+func Embedded(t T, o embedded.Options) *embedded.Server {
 	t.Helper()
 	if o.Dir == "" {
 		o.Dir = t.TempDir()

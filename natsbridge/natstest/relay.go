@@ -4,7 +4,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // Relay forwards TCP connections from clients to servers, one loopback
@@ -27,7 +26,7 @@ type Relay struct {
 
 // NewRelay starts a relay in front of the servers at urls (nats://host:port
 // each) and stops it, closing every connection, when the test ends.
-func NewRelay(t testing.TB, urls ...string) *Relay {
+func NewRelay(t T, urls ...string) *Relay {
 	t.Helper()
 	r := &Relay{conns: map[net.Conn]struct{}{}, held: make(chan struct{}), published: map[string]int{}}
 	close(r.held)

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,7 +47,7 @@ func (o Options) readyTimeout() time.Duration {
 // concurrent use. Its zero value is not usable: get one from StartServer
 // or StartCluster.
 type Server struct {
-	t      testing.TB
+	t      T
 	name   string
 	port   int
 	conf   string // the configuration file
@@ -62,7 +61,7 @@ type Server struct {
 
 // StartServer starts one nats-server process with JetStream, storing in a
 // directory of the test's, and stops it when the test ends.
-func StartServer(t testing.TB, o Options) *Server {
+func StartServer(t T, o Options) *Server {
 	t.Helper()
 	s := newServer(t, "n1", o, "")
 	s.single = true
@@ -72,7 +71,7 @@ func StartServer(t testing.TB, o Options) *Server {
 
 // newServer writes a server's configuration; cluster, if not empty, is the
 // configuration's cluster block.
-func newServer(t testing.TB, name string, o Options, cluster string) *Server {
+func newServer(t T, name string, o Options, cluster string) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	s := &Server{t: t, name: name, port: freePort(t), opts: o, log: filepath.Join(dir, "server.log"), conf: filepath.Join(dir, "server.conf")}
@@ -186,7 +185,7 @@ func (s *Server) Log() string {
 
 // waitJetStream returns once JetStream at url answers an account info
 // request (in a cluster: once it has a meta leader).
-func waitJetStream(t testing.TB, url string, timeout time.Duration, log func() string) {
+func waitJetStream(t T, url string, timeout time.Duration, log func() string) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
@@ -229,7 +228,7 @@ var (
 
 // freePort returns a TCP port on loopback that nothing listens on and that
 // no other server of this test binary was given.
-func freePort(t testing.TB) int {
+func freePort(t T) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
