@@ -274,7 +274,11 @@
 // a nil ctx before it begins. Each follows one sequence: it stops taking
 // new work at once, finishes what it holds, and, if its ctx ends first,
 // abandons the rest, counts it, and returns ctx.Err(). It returns only
-// once its goroutines have exited, whatever it returns.
+// once its goroutines have exited, whatever it returns, with one
+// exception: a mirror's Broadcaster.Shutdown returns once its distributor
+// has exited, while the goroutine reading the stream for it is told to
+// stop and may still be deleting its consumer (at most 2s); Topic.Shutdown
+// waits for that goroutine too.
 //
 // Publisher.Shutdown: Publish and TryPublish return ErrClosed from the
 // moment it begins. It waits until the stream has confirmed every accepted

@@ -31,7 +31,7 @@ type item[T any] struct {
 // keeps reading and the queue drops, counting each drop.
 //
 // A Watcher is safe for concurrent use; Seq is exact when one goroutine
-// reads. Its zero value is not usable: get one from Topic.Watch and call
+// reads a queue watcher (see Seq). Its zero value is not usable: get one from Topic.Watch and call
 // Stop when done with it.
 type Watcher[T any] struct {
 	t     *Topic[T]
@@ -41,7 +41,8 @@ type Watcher[T any] struct {
 	start uint64
 	seq   atomic.Uint64
 
-	stopOnce sync.Once
+	stopOnce   sync.Once
+	finishOnce sync.Once // saves a durable position and hands it over
 
 	// The read mode, chosen by the first read (readPull, readChannel),
 	// and the Events channel and its pump. Once stopped is set, no pump
@@ -198,9 +199,13 @@ func (w *Watcher[T]) stop(ctx context.Context) error {
 	w.closeQueue()
 	err := w.f.halt(ctx) // the deletion of the consumer
 	if w.f.durable != nil {
-		dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
-		w.f.finishDurable(dctx)
-		cancel()
+		// Once, for a Stop and a Topic.Shutdown that run together: the
+		// second waits for the first.
+		w.finishOnce.Do(func() {
+			dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+			w.f.finishDurable(dctx)
+			cancel()
+		})
 	}
 	w.t.forget(w)
 	return err
@@ -266,7 +271,12 @@ func (w *Watcher[T]) Start() uint64 { return w.start }
 
 // Seq returns the stream sequence of the last value read from the watcher
 // (through All, Next or Events), or Start()-1 if none was. A watcher made
-// again with WatchOptions{From: Seq()+1} resumes where this one was.
+// again with WatchOptions{From: Seq()+1} resumes where this one was. On a
+// queue watcher (All or Next read first) it is exact as soon as a read
+// returns; on a channel watcher (Events first) the goroutine that sends
+// on the channel records it just after each receive, so it may lag the
+// value just received, never run ahead of it; it is exact once Stop has
+// returned.
 func (w *Watcher[T]) Seq() uint64 { return w.seq.Load() }
 
 // Gaps returns how many values owed to the watcher the stream no longer
