@@ -34,7 +34,9 @@ type entry struct {
 // (Patched, or a failure), or SeriesObserved; folded ones in Folded too.
 func (wr *writer) handle(w *pending) {
 	n := int32(w.Events)
-	if wr.ctx.Err() != nil { // past the deadline, or the recording ended
+	// Past the deadline, or the recording ended. The abort is read
+	// itself: the context that follows it learns of it a moment later.
+	if wr.aborted() || wr.ctx.Err() != nil {
 		wr.abandonHeld(uint64(n))
 		return
 	}
@@ -202,7 +204,7 @@ func (wr *writer) flush(giveUp context.Context) {
 		if s == nil || s.Count <= ent.written {
 			continue
 		}
-		if giveUp.Err() != nil {
+		if giveUp.Err() != nil || wr.aborted() {
 			unwritten++
 			events += uint64(s.Count - ent.written)
 			continue
