@@ -58,16 +58,16 @@ func TestBroadcaster(t *testing.T) {
 		s := b.Stats()
 		const msg = "{message}"
 		check(t, got, map[string]point{
-			"messaging.client.sent.messages{messaging.operation.name=publish}":                                c(msg, s.Published),
-			"messaging.client.sent.messages{error.type=incoming_queue_full,messaging.operation.name=publish}": c(msg, s.DroppedIncoming),
-			"herald.broadcast.delivered":                                      c(msg, s.Delivered),
-			"herald.broadcast.dropped{herald.drop.reason=drop_newest}":        c(msg, s.DroppedNewest),
-			"herald.broadcast.dropped{herald.drop.reason=drop_oldest}":        c(msg, s.DroppedOldest),
-			"herald.broadcast.dropped{herald.drop.reason=shutdown}":           c(msg, s.DroppedShutdown),
-			"herald.broadcast.watchers":                                       u("{watcher}", s.Watchers),
-			"herald.broadcast.incoming.depth":                                 g(msg, float64(b.Incoming())),
-			"herald.broadcast.queue.depth":                                    g(msg, float64(block.Backlog().Queued)),
-			"herald.broadcast.queue.oldest_age":                               g("s", 6), // seen since the first collection, 6 s ago
+			"messaging.client.sent.messages{messaging.operation.name=publish}":                                counter(msg, s.Published),
+			"messaging.client.sent.messages{error.type=incoming_queue_full,messaging.operation.name=publish}": counter(msg, s.DroppedIncoming),
+			"herald.broadcast.delivered":                               counter(msg, s.Delivered),
+			"herald.broadcast.dropped{herald.drop.reason=drop_newest}": counter(msg, s.DroppedNewest),
+			"herald.broadcast.dropped{herald.drop.reason=drop_oldest}": counter(msg, s.DroppedOldest),
+			"herald.broadcast.dropped{herald.drop.reason=shutdown}":    counter(msg, s.DroppedShutdown),
+			"herald.broadcast.watchers":                                updown("{watcher}", s.Watchers),
+			"herald.broadcast.incoming.depth":                          gauge(msg, float64(b.Incoming())),
+			"herald.broadcast.queue.depth":                             gauge(msg, float64(block.Backlog().Queued)),
+			"herald.broadcast.queue.oldest_age":                        gauge("s", 6), // seen since the first collection, 6 s ago
 		})
 		if s.Published != 4 || s.DroppedIncoming != 1 || s.DroppedNewest != 2 || s.DroppedOldest != 2 || b.Incoming() != 1 {
 			t.Errorf("Stats = %+v, Incoming %d: not the state the test means to build", s, b.Incoming())

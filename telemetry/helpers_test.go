@@ -78,13 +78,13 @@ func collect(t testing.TB, r *sdkmetric.ManualReader, common ...attribute.KeyVal
 func key(t testing.TB, name string, a attribute.Set, common []attribute.KeyValue) string {
 	for _, kv := range common {
 		if v, ok := a.Value(kv.Key); !ok || v != kv.Value {
-			t.Errorf("%s %v: want %s=%s", name, a.ToSlice(), kv.Key, kv.Value.Emit())
+			t.Errorf("%s %v: want %s=%s", name, a.ToSlice(), kv.Key, kv.Value.String())
 		}
 	}
 	var rest []string
 	for _, kv := range a.ToSlice() {
 		if !slices.ContainsFunc(common, func(c attribute.KeyValue) bool { return c.Key == kv.Key }) {
-			rest = append(rest, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			rest = append(rest, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 	}
 	if len(rest) == 0 {
@@ -93,10 +93,10 @@ func key(t testing.TB, name string, a attribute.Set, common []attribute.KeyValue
 	return name + "{" + strings.Join(rest, ",") + "}"
 }
 
-// c, u and g are wanted points: a counter, an up-down counter and a gauge.
-func c(unit string, v uint64) point { return point{"counter", unit, float64(v)} }
-func u(unit string, v int) point    { return point{"updown", unit, float64(v)} }
-func g(unit string, v float64) point {
+// counter, updown and gauge are wanted points: a counter, an up-down counter and a gauge.
+func counter(unit string, v uint64) point { return point{"counter", unit, float64(v)} }
+func updown(unit string, v int) point     { return point{"updown", unit, float64(v)} }
+func gauge(unit string, v float64) point {
 	return point{"gauge", unit, v}
 }
 
