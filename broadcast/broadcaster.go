@@ -44,6 +44,8 @@ type Broadcaster[T any] struct {
 	space    wait.Queue    // publishers, parked for room in queue
 
 	d distributor[T] // owned by the distributor goroutine
+
+	open openSet[T] // the open watchers, for Backlogs
 }
 
 // New returns a Broadcaster configured by opts (the zero Options gives the
@@ -110,6 +112,7 @@ func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[
 		return nil, ErrClosed
 	}
 	b.watchers.Add(1)
+	b.open.add(w)
 	wait.Signal(b.queueMarkerLocked(marker[T]{watch: w}))
 	return w, nil
 }

@@ -238,6 +238,7 @@ func retire[T any](marks []marker[T]) []marker[T] {
 // any) is closed, and its readers return once its queue is drained. Only
 // the distributor calls it.
 func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
+	b.open.remove(w) // before w.mu: Backlogs takes w.mu under the set's lock
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {

@@ -28,6 +28,7 @@ type Watcher[T any] struct {
 	b        *Broadcaster[T]
 	full     FullPolicy // resolved: never the zero value
 	prefix   uint64     // length of the prefix
+	id       uint64     // see Backlog.Watcher; set before the watcher is returned
 	stopOnce sync.Once
 
 	// events is read by readers before every batch and written once: on a

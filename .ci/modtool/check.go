@@ -22,6 +22,9 @@ func check(args []string) error {
 	if fs.NArg() != 0 {
 		usage()
 	}
+	if err := toTop(); err != nil {
+		return err
+	}
 	r, err := load()
 	if err != nil {
 		return err

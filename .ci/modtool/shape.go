@@ -31,11 +31,7 @@ func shape(args []string) error {
 	if len(args) != 0 {
 		usage()
 	}
-	top, err := git("rev-parse", "--show-toplevel")
-	if err != nil {
-		return err
-	}
-	if err := os.Chdir(strings.TrimSpace(top)); err != nil {
+	if err := toTop(); err != nil {
 		return err
 	}
 	out, err := git("ls-files", "*.go")
@@ -74,4 +70,15 @@ func shape(args []string) error {
 		return fmt.Errorf("over the limits:\n\t%s", strings.Join(over, "\n\t"))
 	}
 	return nil
+}
+
+// toTop makes the repository's root the current directory, so that a
+// command that takes no paths works from anywhere in the checkout (as
+// `go run -C .ci/modtool . check` runs it).
+func toTop() error {
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	return os.Chdir(strings.TrimSpace(top))
 }

@@ -1,0 +1,54 @@
+package telemetry_test
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/heraldgo/herald/correlate"
+	"github.com/heraldgo/herald/telemetry"
+)
+
+// TestCorrelator reads every instrument of a correlator that has seen new
+// keys, repeats, a combined group, a skip, panics and an eviction.
+func TestCorrelator(t *testing.T) {
+	meter, reader := newMeter(t)
+	type ev struct{ group, member string }
+	c := correlate.New(func(e ev) any {
+		if e.member == "panic" {
+			panic("key")
+		}
+		return e
+	}, correlate.Options[ev, any]{
+		Group:      func(e ev) (any, any) { return e.group, e.member },
+		Spam:       func(e ev) any { return e.group },
+		MaxMembers: 2,
+		Burst:      3,
+		CacheSize:  2,
+	})
+	reg, err := telemetry.Correlator(meter, "pods", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	for _, e := range []ev{{"a", "1"}, {"a", "1"}, {"a", "2"}, {"a", "3"}, {"b", "1"}, {"c", "1"}, {"a", "panic"}} {
+		_, _ = c.Correlate(e)
+	}
+	c.Stored([]int{1}, correlate.Observation[ev]{}) // a key that panics when hashed
+
+	got := collect(t, reader, attribute.String("herald.correlator.name", "pods"))
+	s := c.Stats()
+	const r = "{result}"
+	check(t, got, map[string]point{
+		"herald.correlate.results{herald.correlate.key=new}":                             counter(r, s.New),
+		"herald.correlate.results{herald.correlate.key=repeat}":                          counter(r, s.Repeats),
+		"herald.correlate.combined":                                                      counter(r, s.Combined),
+		"herald.correlate.skipped":                                                       counter(r, s.Skipped),
+		"herald.correlate.panics{error.type=panic,herald.correlate.operation=correlate}": counter("{call}", s.Panics),
+		"herald.correlate.panics{error.type=panic,herald.correlate.operation=stored}":    counter("{call}", s.StoredPanics),
+		"herald.correlate.evicted":                                                       counter("{key}", s.Evicted),
+	})
+	if s.New == 0 || s.Repeats == 0 || s.Combined == 0 || s.Skipped == 0 || s.Panics == 0 || s.StoredPanics == 0 || s.Evicted == 0 {
+		t.Errorf("Stats = %+v: a counter the test means to move is zero", s)
+	}
+}

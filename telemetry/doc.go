@@ -1,0 +1,86 @@
+// Package telemetry exports the counters of herald's components as
+// OpenTelemetry metrics: one call per component registers its Stats with a
+// metric.Meter as observable instruments, read by a single callback from
+// one snapshot at each collection, and returns the metric.Registration
+// that ends it.
+//
+// # Usage
+//
+//	meter := otel.Meter("shop")          // or provider.Meter(...)
+//	b := broadcast.New[Order](broadcast.Options{})
+//	reg, err := telemetry.Broadcaster(meter, "orders", b)
+//	if err != nil {
+//		return err
+//	}
+//	defer reg.Unregister()
+//	pub := topic.Publisher(natsbridge.PublisherOptions{})
+//	preg, err := telemetry.Publisher(meter, topic, pub)
+//	// … the same for Correlator, Watcher, Mirror, Topic, EventBroadcaster, Events
+//
+// # Instruments
+//
+// Counters are monotonic (messaging.client.* and herald.*.{dropped, failed,
+// retries…}), up-down counters are counts that fall (watchers, pending),
+// gauges are depths and ages. Attribute sets are built once per
+// registration. Where OpenTelemetry's messaging conventions apply, they
+// are used: messaging.system ("herald" for a broadcaster, "nats" for
+// natsbridge), messaging.destination.name (the broadcaster's name or the
+// topic), messaging.operation.name, error.type for failures; herald's
+// own names are herald.<component>.<what>, drops carry herald.drop.reason.
+//
+//	Broadcaster  messaging.client.sent.messages        {message} publish; error.type=incoming_queue_full
+//	             herald.broadcast.delivered            {message} one per value per watcher
+//	             herald.broadcast.dropped              {message} reason drop_newest, drop_oldest, shutdown
+//	             herald.broadcast.watchers             {watcher} up-down
+//	             herald.broadcast.incoming.depth       {message} gauge
+//	             herald.broadcast.queue.depth          {message} gauge, the deepest watcher queue
+//	             herald.broadcast.queue.oldest_age     s         gauge, the longest wait in front of a queue
+//	Mirror       messaging.client.consumed.messages    {message} receive: values read from the stream
+//	             and the herald.broadcast.* instruments, under messaging.system nats
+//	Publisher    messaging.client.sent.messages        {message} publish; error.type=window_full, invalid
+//	             herald.nats.publisher.settled         {message} confirmed; error.type=failed, unconfirmed
+//	             herald.nats.publisher.pending         {message} up-down
+//	             herald.nats.publisher.retries         {message}
+//	             herald.nats.publisher.abandoned       {message} a Forward's
+//	Watcher      messaging.client.consumed.messages    {message} receive
+//	             herald.nats.watcher.dropped           {message} reason queue, gap, poisoned
+//	             herald.nats.watcher.redelivered       {message}
+//	             herald.nats.watcher.restarts          {restart}
+//	             herald.nats.watcher.queue.depth       {message} gauge
+//	             herald.nats.watcher.queue.oldest_age  s         gauge
+//	Topic        herald.nats.topic.dropped             {message} reason gap, poisoned
+//	             herald.nats.topic.restarts            {restart}
+//	             herald.nats.topic.live                {instance} up-down
+//	Correlator   herald.correlate.results              {result}  herald.correlate.key new, repeat
+//	             herald.correlate.combined, .skipped   {result}
+//	             herald.correlate.panics               {call}    herald.correlate.operation correlate, stored
+//	             herald.correlate.evicted              {key}
+//	EventBroadcaster, Events (herald.events.api core/v1, events.k8s.io/v1)
+//	             herald.events.recorded                {event}
+//	             herald.events.outcomes                {event}   created, patched, spam_skipped | series_observed
+//	             herald.events.dropped                 {event}   reason invalid_object, invalid_type, closed,
+//	                                                             sink_queue_full, shutdown_timeout
+//	             herald.events.failed                  {event}   error.type construction, rejected,
+//	                                                             retries_exhausted, shutdown, panic
+//	             herald.events.retries                 {attempt}
+//	             herald.events.handler.dropped         {event}
+//	             herald.events.series.writes           {write}   Events only; error.type=failed
+//
+// # The oldest value's age
+//
+// broadcast takes no time stamp per value. It numbers the values that
+// enter each watcher's queue (broadcast.Backlog: Entered, Queued), and each
+// collection remembers the first collection that saw each count entered:
+// the value in front of a queue, number Entered-Queued, has waited at
+// least since the first collection that had counted it. The age is thus
+// exact to one collection interval and errs low, never high; a value
+// queued before the first collection that saw its watcher counts from
+// that collection. The deepest queue and the longest wait are reported
+// over a broadcaster's watchers: the slow one shows.
+//
+// # Concurrency
+//
+// Every function is safe for concurrent use, and so are the callbacks,
+// which the SDK may run from several readers at once. A registration keeps
+// its component reachable until Unregister; it starts no goroutine.
+package telemetry
