@@ -3,10 +3,12 @@ package natsbridge_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel"
@@ -227,6 +229,34 @@ func TestTraceResentSameHeaders(t *testing.T) {
 		}
 	}
 	t.Logf("%d values, %d sent again", n, st.Retries)
+}
+
+// TestCrossProcessTrace: a publisher in one process publishes each value
+// under a span of its own; a watcher in another reads them, each with the
+// trace ID of its publisher's span (both processes use W3C trace context,
+// over loopback TCP to a server in this one).
+func TestCrossProcessTrace(t *testing.T) {
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	_, js := connect(t, s)
+	const name, n = "crossproc.traced", 20
+	newTopic(t, js, name, natsbridge.TopicOptions{})
+	ctx := testCtx(t)
+	env := []string{topicEnv + "=" + name, traceEnv + "=1"}
+	w := startHelper(t, ctx, "watcher", s.URL(), "w", n, env...)
+	if line := w.line(t); line != "ready" {
+		t.Fatalf("watcher said %q, want ready", line)
+	}
+	p := startHelper(t, ctx, "publisher", s.URL(), "A", n, env...)
+	published, read := p.report(t), w.report(t)
+	if len(published.Traces) != n || len(slices.Compact(slices.Sorted(slices.Values(published.Traces)))) != n {
+		t.Fatalf("the publisher reports %d trace IDs (%v), want %d distinct", len(published.Traces), published.Traces, n)
+	}
+	if diff := cmp.Diff(published.Traces, read.Traces); diff != "" {
+		t.Fatalf("trace IDs (-published +read):\n%s", diff)
+	}
+	if diff := cmp.Diff(span(1, n), ids(read.Orders)); diff != "" {
+		t.Fatalf("values read (-want +got):\n%s", diff)
+	}
 }
 
 // traceparent is the W3C traceparent header of sc.

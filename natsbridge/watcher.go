@@ -27,7 +27,8 @@ type item[T any] struct {
 // Watcher receives the values of a topic stored from its start sequence on,
 // in stream order, through a policy of its own when its queue is full. It
 // reads like a broadcast.Watcher (All, Events, Next, Stop, Dropped,
-// Delivered) and adds where it stands in the stream: Start, Seq, Gaps.
+// Delivered) and adds where it stands in the stream (Start, Seq, Gaps)
+// and the trace context of the last value read (Context).
 //
 // Behind it are one consumer on the server and a private
 // broadcast.Broadcaster with this one watcher, so the policies are
