@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
@@ -80,18 +81,34 @@ func benchTopic[T any](b *testing.B, env benchEnv) *natsbridge.Topic[T] {
 // same codec and a message id on every value (as the Publisher sets, for
 // retries; the stream's deduplication costs the server a little). The
 // Publisher keeps each publisher's values in order across failures (fast
-// batches); the bare loop does not.
+// batches); the bare loop does not. impl=natsbridge runs with no
+// propagator set (OpenTelemetry's default); impl=natsbridge-traced with
+// W3C trace context set and a span in Publish's ctx: each message carries
+// a traceparent header.
 func BenchmarkPublish(b *testing.B) {
 	envs := benchEnvs(b)
 	for _, server := range []string{"single", "cluster"} {
 		env := envs[server]
-		b.Run("server="+server+"/impl=natsbridge", func(b *testing.B) { benchPublish(b, env) })
+		b.Run("server="+server+"/impl=natsbridge", func(b *testing.B) { benchPublish(b, env, false) })
+		b.Run("server="+server+"/impl=natsbridge-traced", func(b *testing.B) { benchPublish(b, env, true) })
 		b.Run("server="+server+"/impl=jetstream-msgid", func(b *testing.B) { benchBarePublish(b, env) })
 	}
 }
 
-func benchPublish(b *testing.B, env benchEnv) {
-	ctx := context.Background()
+// tracedCtx returns ctx as it is, or, if traced, under a span, with W3C
+// trace context set as the global propagator until b ends.
+func tracedCtx(b *testing.B, ctx context.Context, traced bool) context.Context {
+	if !traced {
+		return ctx
+	}
+	tracer, _ := tracing(b)
+	ctx, span := tracer.Start(ctx, "bench")
+	b.Cleanup(func() { span.End() })
+	return ctx
+}
+
+func benchPublish(b *testing.B, env benchEnv, traced bool) {
+	ctx := tracedCtx(b, context.Background(), traced)
 	topic := benchTopic[Order](b, env)
 	p := topic.Publisher(natsbridge.PublisherOptions{})
 	b.ReportAllocs()
@@ -145,18 +162,22 @@ func benchBarePublish(b *testing.B, env benchEnv) {
 
 // BenchmarkRead reads b.N values stored before the timer starts: a Block
 // watcher from the first sequence (Watch, All) against a bare jetstream
-// ordered consumer that decodes with the same codec.
+// ordered consumer that decodes with the same codec. impl=natsbridge-traced
+// reads values published under a span, with W3C trace context set, and
+// takes each value's context (Watcher.Context).
 func BenchmarkRead(b *testing.B) {
 	envs := benchEnvs(b)
 	for _, server := range []string{"single", "cluster"} {
 		env := envs[server]
-		b.Run("server="+server+"/impl=natsbridge", func(b *testing.B) { benchRead(b, env, false) })
-		b.Run("server="+server+"/impl=jetstream-ordered", func(b *testing.B) { benchRead(b, env, true) })
+		b.Run("server="+server+"/impl=natsbridge", func(b *testing.B) { benchRead(b, env, "natsbridge") })
+		b.Run("server="+server+"/impl=natsbridge-traced", func(b *testing.B) { benchRead(b, env, "natsbridge-traced") })
+		b.Run("server="+server+"/impl=jetstream-ordered", func(b *testing.B) { benchRead(b, env, "jetstream-ordered") })
 	}
 }
 
-func benchRead(b *testing.B, env benchEnv, bare bool) {
-	ctx := context.Background()
+func benchRead(b *testing.B, env benchEnv, impl string) {
+	traced := impl == "natsbridge-traced"
+	ctx := tracedCtx(b, context.Background(), traced)
 	topic := benchTopic[Order](b, env)
 	p := topic.Publisher(natsbridge.PublisherOptions{})
 	for i := range b.N {
@@ -169,7 +190,7 @@ func benchRead(b *testing.B, env benchEnv, bare bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	if bare {
+	if impl == "jetstream-ordered" {
 		bareRead(b, env, topic.Stream())
 	} else {
 		w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
@@ -181,6 +202,9 @@ func benchRead(b *testing.B, env benchEnv, bare bool) {
 		for o := range w.All() {
 			if o.ID != next {
 				b.Fatalf("value %d when %d was due", o.ID, next)
+			}
+			if traced && !trace.SpanContextFromContext(w.Context(ctx)).IsRemote() {
+				b.Fatalf("value %d without its trace context", o.ID)
 			}
 			if next++; next == b.N {
 				break

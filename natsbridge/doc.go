@@ -124,6 +124,44 @@
 // first makes a queue watcher, on which Events panics. Values still queued
 // when a watcher stops stay readable, in order, with All and Next.
 //
+// # Tracing
+//
+// Publish carries the trace context of its ctx to the watchers, in the
+// message's headers, with OpenTelemetry's global propagator
+// (otel.GetTextMapPropagator: W3C "traceparent" and "tracestate" headers
+// once the application has set propagation.TraceContext). natsbridge uses
+// OpenTelemetry for propagation only: it starts no span. With no
+// propagator set (OpenTelemetry's default, a no-op), a message carries no
+// header beyond natsbridge's own, and nothing is allocated for tracing.
+//
+//	ctx, span := tracer.Start(ctx, "order placed")
+//	_ = p.Publish(ctx, o) // its message carries span's context
+//	span.End()
+//
+//	for o := range w.All() {
+//		ctx, span := tracer.Start(w.Context(ctx), "ship") // a child of the publisher's span
+//		ship(ctx, o)
+//		span.End()
+//	}
+//
+// Watcher.Context returns its parent with the trace context of the last
+// value read, extracted with the same propagator, as a remote span
+// context, or the parent itself if that value carried none; like Seq, it
+// is exact when one goroutine reads with All or Next. A value sent again
+// (a retry, a new batch after a failover) carries the same headers, and a
+// value that comes again to a durable watcher carries its trace context
+// again. Values carry none when published with TryPublish (it takes no
+// context) or by Forward (a broadcaster's values carry no context); a
+// mirror's local watchers receive values only, through a
+// broadcast.Broadcaster, with no trace context: read through a Watcher
+// where it matters.
+//
+// The limit of a value's size does not depend on tracing: ErrTooLarge
+// comes at the server's max payload less natsbridge's own headers, with
+// or without a propagator. A value that fits only without its trace
+// context (within about 70 bytes of the limit, with W3C trace context) is
+// sent without it, and logged.
+//
 // # Order
 //
 // A publisher sends its values as JetStream fast batches (nats-server 2.14

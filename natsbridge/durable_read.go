@@ -148,7 +148,7 @@ func (f *feed[T]) handleDurable(seq uint64, msg jetstream.Msg) error {
 	if seq <= d.redeliverTo {
 		d.redelivered.Add(1)
 	}
-	return f.deliver(seq, msg.Data(), &readMark{seq: seq, epoch: d.epoch, msg: msg})
+	return f.deliver(seq, msg, &readMark{seq: seq, epoch: d.epoch, msg: msg})
 }
 
 // activate makes this reader the active one, under pin, at the message

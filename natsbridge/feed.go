@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/internal/lifecycle"
@@ -43,7 +44,10 @@ type feed[T any] struct {
 	// durable, if set, makes the feed read a durable consumer shared with
 	// other processes (see durable.go) rather than an ephemeral one.
 	durable *durable
-	out     func(ctx context.Context, seq uint64, v T, mark *readMark) error
+	// out places a value, stored at seq, with its mark (a durable
+	// consumer's, or nil) and its message's headers if they carry a trace
+	// context (or nil).
+	out func(ctx context.Context, seq uint64, v T, mark *readMark, h nats.Header) error
 	// stopOn, if set, is the destination's Done channel: the feed stops
 	// as soon as it is closed.
 	stopOn <-chan struct{}

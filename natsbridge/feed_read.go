@@ -45,7 +45,7 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		if !f.take(seq) {
 			continue // handled already; a fresh consumer never sends it
 		}
-		if err := f.deliver(seq, msg.Data(), nil); err != nil {
+		if err := f.deliver(seq, msg, nil); err != nil {
 			return err
 		}
 	}
@@ -75,11 +75,12 @@ func (c *transitCheck) verdict(err error, delivered uint64) error {
 	return nil
 }
 
-// deliver decodes the message taken at seq and hands its value to out, or
-// counts it as a poison message; either way seq is handled. mark is the
-// durable consumer's, for the value's acknowledgement, or nil.
-func (f *feed[T]) deliver(seq uint64, data []byte, mark *readMark) error {
-	v, err := decode(f.t.codec, data)
+// deliver decodes the message taken at seq and hands its value to out,
+// with the message's headers if they carry a trace context, or counts it
+// as a poison message; either way seq is handled. mark is the durable
+// consumer's, for the value's acknowledgement, or nil.
+func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg, mark *readMark) error {
+	v, err := decode(f.t.codec, msg.Data())
 	if err != nil {
 		f.poisoned.Add(1)
 		f.t.poisoned.Add(1)
@@ -87,7 +88,7 @@ func (f *feed[T]) deliver(seq uint64, data []byte, mark *readMark) error {
 		f.advance(seq)
 		return nil
 	}
-	if err := f.out(f.g.Stopping(), seq, v, mark); err != nil {
+	if err := f.out(f.g.Stopping(), seq, v, mark, traceHeaders(msg.Headers())); err != nil {
 		return err
 	}
 	f.advance(seq)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/heraldgo/herald/broadcast"
 )
 
@@ -47,7 +49,9 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	}
 	m := &mirror[T]{t: t, b: broadcast.New[T](o)}
 	m.f = newFeed(t, "mirror", info.State.LastSeq+1)
-	m.f.out = func(ctx context.Context, _ uint64, v T, _ *readMark) error {
+	// A broadcaster carries values only: a mirror's watchers get no trace
+	// context (see the package doc, "Tracing").
+	m.f.out = func(ctx context.Context, _ uint64, v T, _ *readMark, _ nats.Header) error {
 		err := m.b.Publish(ctx, v)
 		if errors.Is(err, broadcast.ErrClosed) {
 			return errDestClosed

@@ -15,6 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
@@ -29,6 +33,7 @@ const (
 	countEnv = "HERALD_NATSBRIDGE_COUNT" // values to publish, or to read
 	topicEnv = "HERALD_NATSBRIDGE_TOPIC" // the topic, if not crossTopic
 	paceEnv  = "HERALD_NATSBRIDGE_PACE"  // a durable reader's time per value, as a duration
+	traceEnv = "HERALD_NATSBRIDGE_TRACE" // "1": W3C trace context; a publisher publishes each value under a span of its own
 )
 
 const crossTopic = "crossproc.orders"
@@ -39,6 +44,7 @@ type report struct {
 	Redelivered uint64                    `json:"redelivered,omitempty"`
 	Seqs        []uint64                  `json:"seqs,omitempty"`
 	Orders      []Order                   `json:"orders,omitempty"`
+	Traces      []string                  `json:"traces,omitempty"` // with traceEnv: the trace ID of each value published, or read
 	Gaps        uint64                    `json:"gaps"`
 	Dropped     uint64                    `json:"dropped"`
 	Publisher   natsbridge.PublisherStats `json:"publisher"`
@@ -192,13 +198,26 @@ func playRole(role string) error {
 		return err
 	}
 	defer topic.Shutdown(ctx)
+	traced := os.Getenv(traceEnv) == "1"
+	if traced {
+		otel.SetTextMapPropagator(propagation.TraceContext{})
+	}
 	var r report
 	switch role {
 	case "publisher":
 		p := topic.Publisher(natsbridge.PublisherOptions{})
 		name := os.Getenv(nameEnv)
+		tp := sdktrace.NewTracerProvider()
+		defer tp.Shutdown(context.Background())
 		for i := 1; i <= count; i++ {
-			if err := p.Publish(ctx, Order{ID: i, Item: name}); err != nil {
+			pctx := ctx
+			if traced {
+				var span trace.Span
+				pctx, span = tp.Tracer("publisher").Start(ctx, "publish")
+				r.Traces = append(r.Traces, span.SpanContext().TraceID().String())
+				span.End()
+			}
+			if err := p.Publish(pctx, Order{ID: i, Item: name}); err != nil {
 				return err
 			}
 		}
@@ -220,6 +239,9 @@ func playRole(role string) error {
 			}
 			r.Orders = append(r.Orders, o)
 			r.Seqs = append(r.Seqs, w.Seq())
+			if traced {
+				r.Traces = append(r.Traces, trace.SpanContextFromContext(w.Context(ctx)).TraceID().String())
+			}
 		}
 		w.Stop()
 		r.Gaps, r.Dropped = w.Gaps(), w.Dropped()

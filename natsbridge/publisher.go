@@ -37,8 +37,9 @@ type Publisher[T any] struct {
 	// longest id: what a value must leave of the server's max payload.
 	headerRoom int
 	// logInvalid reports values refused before sending; logLost values
-	// that failed or ended unconfirmed, or that a Forward abandoned.
-	logInvalid, logLost *limitedLog
+	// that failed or ended unconfirmed, or that a Forward abandoned;
+	// logTrace values sent without their trace context, which did not fit.
+	logInvalid, logLost, logTrace *limitedLog
 
 	// slots holds one token per accepted value not settled yet; its
 	// capacity is the window.
@@ -88,11 +89,11 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 		wake:     make(chan struct{}, 1),
 		shutErr:  fmt.Errorf("natsbridge: publisher of topic %q is shut down (Publisher.Shutdown or Topic.Shutdown); make another with Topic.Publisher: %w", t.name, ErrClosed),
 	}
-	p.headerRoom = headerSize(p.message(nil, ^uint64(0)))
+	p.headerRoom = headerSize(p.message(nil, make(nats.Header, 2), ^uint64(0)))
 	p.inbox = p.nc.NewInbox()
 	p.link = newLink(cfg.link(p.inbox, nuid.Next()))
 	l := t.log.With(slog.String("component", "publisher"))
-	p.logInvalid, p.logLost = newLimitedLog(l), newLimitedLog(l)
+	p.logInvalid, p.logLost, p.logTrace = newLimitedLog(l), newLimitedLog(l), newLimitedLog(l)
 	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	sub, err := p.nc.Subscribe(p.inbox+".>", p.onReply)
 	if err == nil {
@@ -128,12 +129,17 @@ func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(c
 // ctx.Err() if ctx ends first, and an error wrapping
 // nats.ErrConnectionClosed once the connection is closed. It panics on a
 // nil ctx.
+//
+// The value's message carries the trace context of ctx, written by
+// OpenTelemetry's global propagator, if one is set (see the package doc,
+// "Tracing"); with none set, nothing is added and nothing allocated.
 func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	mustContext(ctx)
 	data, err := p.prepare(v)
 	if err != nil {
 		return err
 	}
+	h := p.headers(ctx, len(data))
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -141,7 +147,7 @@ func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	case <-p.g.Stopping().Done():
 		return p.shutErr
 	}
-	if err := p.accept(data); err != nil {
+	if err := p.accept(data, h); err != nil {
 		return err
 	}
 	p.pump()
@@ -151,12 +157,14 @@ func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 // TryPublish is Publish without waiting: if the window is full it returns
 // false and counts the refusal in Stats.Refused. It never waits for the
 // server; like any write to a connection, sending may wait for the
-// connection's buffer to take the message.
+// connection's buffer to take the message. It takes no context, so its
+// values carry no trace context: publish with Publish where one matters.
 func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 	data, err := p.prepare(v)
 	if err != nil {
 		return false, err
 	}
+	h := make(nats.Header, 2)
 	select {
 	case p.slots <- struct{}{}:
 	default:
@@ -168,14 +176,16 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 		p.mu.Unlock()
 		return false, nil
 	}
-	if err := p.accept(data); err != nil {
+	if err := p.accept(data, h); err != nil {
 		return false, err
 	}
 	p.pump()
 	return true, nil
 }
 
-// prepare checks that a value can be published and encodes it.
+// prepare checks that a value can be published and encodes it. A value
+// is too large when it does not fit with natsbridge's own headers,
+// whatever the tracing (see headers).
 func (p *Publisher[T]) prepare(v T) ([]byte, error) {
 	if p.stopping() {
 		return nil, p.shutErr
@@ -194,11 +204,33 @@ func (p *Publisher[T]) prepare(v T) ([]byte, error) {
 	return data, nil
 }
 
-// accept takes data as a new value, under the next message id; the caller
-// holds a slot, which accept gives back if Shutdown has begun. It looks
-// under p.mu, where the loop looks whether it may exit: a value accepted
-// is one the loop waits for.
-func (p *Publisher[T]) accept(data []byte) error {
+// headers returns the headers of the message of a value of size bytes,
+// holding the trace context of ctx (see injectTrace); accept adds
+// natsbridge's own, which win over anything of the same name. The map is
+// made here rather than under p.mu so that the propagator, the
+// application's code, runs outside the lock.
+//
+// A value that fits only without its trace context is sent without it
+// (and logged): a value matters more than its trace, and whether it can
+// be sent must not depend on how its publisher's process traces.
+func (p *Publisher[T]) headers(ctx context.Context, size int) nats.Header {
+	h := make(nats.Header, 2)
+	if n := injectTrace(ctx, h); n > 0 {
+		if limit := p.nc.MaxPayload(); limit > 0 && int64(size+p.headerRoom+n) > limit {
+			clear(h)
+			p.logTrace.warn("natsbridge: value sent without its trace context, which does not fit in the message",
+				slog.Int("bytes", size), slog.Int("trace_bytes", n))
+		}
+	}
+	return h
+}
+
+// accept takes data as a new value, under the next message id, in a
+// message with the headers h (see prepare); the caller holds a slot, which
+// accept gives back if Shutdown has begun. It looks under p.mu, where the
+// loop looks whether it may exit: a value accepted is one the loop waits
+// for.
+func (p *Publisher[T]) accept(data []byte, h nats.Header) error {
 	p.mu.Lock()
 	if p.stopping() {
 		p.mu.Unlock()
@@ -212,19 +244,20 @@ func (p *Publisher[T]) accept(data []byte) error {
 		return fmt.Errorf("natsbridge: publish to %q: %w", p.t.name, nats.ErrConnectionClosed)
 	}
 	p.counter++
-	p.link.accept(&entry{msg: p.message(data, p.counter), added: time.Now()})
+	p.link.accept(&entry{msg: p.message(data, h, p.counter), added: time.Now()})
 	p.mu.Unlock()
 	return nil
 }
 
-// message returns the message that carries data under the message id n.
-// The headers are set here rather than through publish options; every
-// send of the value sends this message, its reply subject aside.
-func (p *Publisher[T]) message(data []byte, n uint64) nats.Msg {
-	return nats.Msg{Subject: p.t.name, Data: data, Header: nats.Header{
-		jetstream.MsgIDHeader:          {p.idPrefix + strconv.FormatUint(n, 10)},
-		jetstream.ExpectedStreamHeader: p.header,
-	}}
+// message returns the message that carries data under the message id n,
+// with the headers h (a trace context, or none) and natsbridge's own. The
+// headers are set here rather than through publish options; every send of
+// the value sends this message, its reply subject aside: a value sent
+// again carries the same headers, its trace context too.
+func (p *Publisher[T]) message(data []byte, h nats.Header, n uint64) nats.Msg {
+	h[jetstream.MsgIDHeader] = []string{p.idPrefix + strconv.FormatUint(n, 10)}
+	h[jetstream.ExpectedStreamHeader] = p.header
+	return nats.Msg{Subject: p.t.name, Data: data, Header: h}
 }
 
 // headerSize returns the size of m's headers on the wire.
@@ -288,4 +321,5 @@ func (p *Publisher[T]) outcome() error {
 func (p *Publisher[T]) flushLogs() {
 	p.logInvalid.flush()
 	p.logLost.flush()
+	p.logTrace.flush()
 }

@@ -7,22 +7,28 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/heraldgo/herald/broadcast"
 )
 
 // item is a value with the stream sequence it was stored at; prefix values
 // given to Watch have sequence 0. A durable watcher's values carry their
-// message, to acknowledge them once read.
+// message, to acknowledge them once read; a value whose message carried a
+// trace context carries the message's headers (see traceHeaders), nil
+// otherwise.
 type item[T any] struct {
 	seq  uint64
 	v    T
 	mark *readMark
+	h    nats.Header
 }
 
 // Watcher receives the values of a topic stored from its start sequence on,
 // in stream order, through a policy of its own when its queue is full. It
 // reads like a broadcast.Watcher (All, Events, Next, Stop, Dropped,
-// Delivered) and adds where it stands in the stream: Start, Seq, Gaps.
+// Delivered) and adds where it stands in the stream (Start, Seq, Gaps)
+// and the trace context of the last value read (Context).
 //
 // Behind it are one consumer on the server and a private
 // broadcast.Broadcaster with this one watcher, so the policies are
@@ -40,6 +46,10 @@ type Watcher[T any] struct {
 	w     *broadcast.Watcher[item[T]]
 	start uint64
 	seq   atomic.Uint64
+	// trace holds the headers of the last value read (a nats.Header),
+	// nil if it carried no trace context; it is stored only when that
+	// changes or a value carries one (see read).
+	trace atomic.Value
 
 	stopOnce   sync.Once
 	finishOnce sync.Once // saves a durable position and hands it over
@@ -97,8 +107,8 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 	}
 	w.f = newFeed(t, "watcher", start)
 	w.f.durable = d
-	w.f.out = func(ctx context.Context, seq uint64, v T, mark *readMark) error {
-		return w.b.Publish(ctx, item[T]{seq: seq, v: v, mark: mark})
+	w.f.out = func(ctx context.Context, seq uint64, v T, mark *readMark, h nats.Header) error {
+		return w.b.Publish(ctx, item[T]{seq: seq, v: v, mark: mark, h: h})
 	}
 	w.f.end = func(ctx context.Context, _ error) {
 		// The stream is gone: the watcher has ended (before its reader
@@ -278,6 +288,26 @@ func (w *Watcher[T]) Start() uint64 { return w.start }
 // value just received, never run ahead of it; it is exact once Stop has
 // returned.
 func (w *Watcher[T]) Seq() uint64 { return w.seq.Load() }
+
+// Context returns parent with the trace context of the last value read
+// from the watcher (through All, Next or Events): the span context of the
+// Publish call that sent it, as a remote span context, extracted from the
+// value's message with OpenTelemetry's global propagator. It returns
+// parent itself if that value carried none (or was a prefix value), or if
+// none was read. Like Seq, it is exact when one goroutine reads with All
+// or Next; on a channel watcher it is recorded just after each receive,
+// before Seq: once Seq gives a value's sequence, Context gives its trace
+// context. A durable watcher's value that comes again carries its trace
+// context again. It panics on a nil parent. See the package doc,
+// "Tracing".
+func (w *Watcher[T]) Context(parent context.Context) context.Context {
+	mustContext(parent)
+	h, _ := w.trace.Load().(nats.Header)
+	if h == nil {
+		return parent
+	}
+	return extractTrace(parent, h)
+}
 
 // Gaps returns how many values owed to the watcher the stream no longer
 // held when the watcher came to read them: removed by the stream's

@@ -3,6 +3,8 @@ package natsbridge
 import (
 	"context"
 	"iter"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Reading a Watcher: All, Next and Events take values from its queue, and
@@ -165,9 +167,16 @@ func (w *Watcher[T]) takeHeld() (item[T], bool) {
 	return it, true
 }
 
-// read records that the value it was handed to the reader: its sequence,
-// and for a durable watcher the value to acknowledge.
+// read records that the value it was handed to the reader: its trace
+// context, its sequence, and for a durable watcher the value to
+// acknowledge. The trace context goes first, so that a Seq that gives the
+// value's sequence finds its trace context in place. A value without one
+// stores nothing unless the value before had one: no store per value when
+// nothing is traced.
 func (w *Watcher[T]) read(it item[T]) {
+	if last, _ := w.trace.Load().(nats.Header); it.h != nil || last != nil {
+		w.trace.Store(it.h)
+	}
 	if it.seq != 0 {
 		w.seq.Store(it.seq)
 	}
