@@ -241,6 +241,8 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 			// Nobody reads (the active reader died and its turn ran out)
 			// and values it was given wait for acks that will not come:
 			// make them deliverable again, so that a standby gets them.
+			// They were delivered before: they count as redelivered.
+			d.redeliverTo = max(d.redeliverTo, info.Delivered.Stream)
 			return f.resetTo(ctx)
 		}
 		return nil

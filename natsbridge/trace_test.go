@@ -185,7 +185,9 @@ func TestTraceDurableRedelivered(t *testing.T) {
 	if read < n-1 {
 		t.Fatalf("the standby read %d values, want at least %d: those the active reader did not acknowledge", read, n-1)
 	}
-	t.Logf("the standby read %d values delivered before to the active reader (Redelivered() = %d)", read, standby.Redelivered())
+	if got := standby.Redelivered(); got != uint64(read) {
+		t.Errorf("the standby read %d values delivered before to the active reader; Redelivered() = %d, want %d", read, got, read)
+	}
 }
 
 // TestTraceResentSameHeaders: values sent again (their acks lost with the
