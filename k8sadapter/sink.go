@@ -74,7 +74,8 @@ func pause(sleep time.Duration) func(int) time.Duration {
 
 // classify is client-go's recordEvent classification: every StatusError
 // is final; AlreadyExists and a terminating namespace are expected, and
-// logged at V(5).
+// logged at V(5). 403 Forbidden is a class of its own (pipeline.ClassOf),
+// counted in FailedForbidden and logged once per burst.
 func classify(err error, _ *v1.Event) (pipeline.Class, bool) {
 	c := pipeline.ClassOf(err)
 	return c, c == pipeline.Rejected && (apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause))

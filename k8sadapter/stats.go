@@ -17,8 +17,8 @@ import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 // its fate counters:
 //
 //	owed = Created + Patched + SpamSkipped + DroppedSinkQueue
-//	       + FailedConstruction + FailedRejected + FailedRetries
-//	       + FailedShutdown + FailedPanic + Abandoned
+//	       + FailedConstruction + FailedRejected + FailedForbidden
+//	       + FailedRetries + FailedShutdown + FailedPanic + Abandoned
 //
 // An event folded into the one it repeats, waiting in a sink's queue, is
 // counted in Folded as well; its fate is that of the write that carried
@@ -90,9 +90,15 @@ type Stats struct {
 	// FailedConstruction counts events given up on because the request
 	// could not be built (rest.RequestConstructionError).
 	FailedConstruction uint64
-	// FailedRejected counts events the server rejected (any StatusError:
-	// AlreadyExists, namespace terminating, invalid, throttled...).
+	// FailedRejected counts events the server rejected (any StatusError
+	// but 403 Forbidden: AlreadyExists, namespace terminating, invalid,
+	// throttled...).
 	FailedRejected uint64
+	// FailedForbidden counts events the server refused with 403 Forbidden:
+	// the identity the sink writes with lacks an RBAC rule (create or
+	// patch on events in the core API group). Final, as every StatusError
+	// is in client-go; logged once per burst.
+	FailedForbidden uint64
 	// FailedRetries counts events given up on after the last of
 	// WithMaxTries attempts failed.
 	FailedRetries uint64
@@ -158,7 +164,7 @@ func sinkStats(t pipeline.Tally[sinkCounts]) Stats {
 	return Stats{
 		Queued: t.Queued, Created: c.Created, Patched: c.Patched, Deduplicated: c.deduplicated,
 		Aggregated: c.aggregated, SpamSkipped: c.spamSkipped, DroppedSinkQueue: t.Dropped,
-		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected,
+		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedForbidden: c.FailedForbidden,
 		FailedRetries: c.FailedRetries, FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic,
 		Abandoned: c.Abandoned + t.Abandoned, Retries: c.Retries, NilResponses: c.NilResponses,
 		CorrelateErrors: c.correlateErrors, Folded: t.Folded,

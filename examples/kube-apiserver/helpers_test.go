@@ -88,7 +88,7 @@ func settled(e *k8sadapter.EventBroadcaster, h *k8sadapter.Handle) bool {
 // accounted sums the fates of a sink's events.
 func accounted(s k8sadapter.Stats) uint64 {
 	return s.Created + s.Patched + s.SpamSkipped + s.DroppedSinkQueue + s.FailedConstruction +
-		s.FailedRejected + s.FailedRetries + s.FailedShutdown + s.FailedPanic + s.Abandoned
+		s.FailedRejected + s.FailedForbidden + s.FailedRetries + s.FailedShutdown + s.FailedPanic + s.Abandoned
 }
 
 // call is one call of a recordingSink and the apiserver's answer.

@@ -218,7 +218,7 @@ func printEvents(out io.Writer, events []v1.Event, now time.Time) {
 func printStats(out io.Writer, st k8sadapter.Stats) {
 	written := st.Created + st.Patched
 	dropped := st.InvalidObject + st.InvalidType + st.DroppedClosed + st.DroppedSinkQueue
-	failed := st.FailedConstruction + st.FailedRejected + st.FailedRetries + st.FailedShutdown + st.FailedPanic
+	failed := st.FailedConstruction + st.FailedRejected + st.FailedForbidden + st.FailedRetries + st.FailedShutdown + st.FailedPanic
 	fmt.Fprintf(out, "herald: recorded %d = written %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
 		st.Recorded, written, st.SpamSkipped, dropped, failed, st.Abandoned)
 	fmt.Fprintf(out, "  written %d = created %d + patched %d = first occurrences %d + repeats %d + combined %d; retries %d\n",

@@ -19,7 +19,8 @@ const (
 type collector struct {
 	p                                        *Provider
 	recorded, fate, dropped, failed, retries *prometheus.Desc
-	seriesWrites, logDropped                 *prometheus.Desc
+	seriesWrites, logDropped, evicted        *prometheus.Desc
+	permissionMissing, permissionErrors      *prometheus.Desc
 }
 
 func newCollector(p *Provider) *collector {
@@ -35,7 +36,7 @@ func newCollector(p *Provider) *collector {
 			"Recorded events never written, by reason: invalid_object, invalid_type, closed, "+
 				"sink_queue_full, shutdown_timeout.", []string{"api", "reason"}, nil),
 		failed: prometheus.NewDesc("herald_events_failed_total",
-			"Recorded events whose write failed for good, by reason: construction, rejected, "+
+			"Recorded events whose write failed for good, by reason: construction, rejected, forbidden, "+
 				"retries_exhausted, shutdown, panic.", []string{"api", "reason"}, nil),
 		retries: prometheus.NewDesc("herald_events_retries_total",
 			"Event write attempts after the first.", []string{"api"}, nil),
@@ -44,12 +45,23 @@ func newCollector(p *Provider) *collector {
 			[]string{"api", "result"}, nil),
 		logDropped: prometheus.NewDesc("herald_events_log_dropped_total",
 			"Events the event log missed because it fell behind; they were still written.", []string{"api"}, nil),
+		evicted: prometheus.NewDesc("herald_events_evicted_total",
+			"Events the series cache forgot because it was full: a later repeat is created anew (see WithCacheSize).",
+			[]string{"api"}, nil),
+		permissionMissing: prometheus.NewDesc("herald_events_permission_missing",
+			"1 if the identity events are written with lacks the RBAC permission (verb on events in the API "+
+				"group of api) in a namespace checked when the manager started, 0 if it has it.",
+			[]string{"api", "verb"}, nil),
+		permissionErrors: prometheus.NewDesc("herald_events_permission_check_errors_total",
+			"Permission checks cut short by an error of the apiserver's access review (or the check's timeout).",
+			nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.recorded, c.fate, c.dropped, c.failed, c.retries, c.seriesWrites, c.logDropped} {
+	for _, d := range []*prometheus.Desc{c.recorded, c.fate, c.dropped, c.failed, c.retries, c.seriesWrites,
+		c.logDropped, c.evicted, c.permissionMissing, c.permissionErrors} {
 		ch <- d
 	}
 }
@@ -85,6 +97,27 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(c.seriesWrites, s.Events.SeriesWrites, apiEvents, "ok")
 	emit(c.seriesWrites, s.Events.SeriesWriteFailures, apiEvents, "failed")
+	emit(c.evicted, s.Events.Evicted, apiEvents)
+	c.collectPermissions(ch)
+}
+
+// collectPermissions exports what the permission check found: a gauge
+// for each permission it could check, and the count of checks that
+// failed.
+func (c *collector) collectPermissions(ch chan<- prometheus.Metric) {
+	missing, errs := c.p.perms.snapshot()
+	for _, perm := range needed {
+		m, ok := missing[perm]
+		if !ok {
+			continue
+		}
+		v := 0.0
+		if m {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.permissionMissing, prometheus.GaugeValue, v, perm.api, perm.verb)
+	}
+	ch <- prometheus.MustNewConstMetric(c.permissionErrors, prometheus.CounterValue, float64(errs))
 }
 
 // count is one labelled counter.
@@ -106,14 +139,14 @@ type fates struct {
 // written fates, which differ.
 func commonFates(recorded uint64, written []count,
 	invalidObject, invalidType, closed, sinkQueue, abandoned,
-	construction, rejected, retriesExhausted, shutdown, panics,
+	construction, rejected, forbidden, retriesExhausted, shutdown, panics,
 	retries, logDropped uint64) fates {
 	return fates{
 		recorded: recorded,
 		written:  written,
 		dropped: []count{{"invalid_object", invalidObject}, {"invalid_type", invalidType},
 			{"closed", closed}, {"sink_queue_full", sinkQueue}, {"shutdown_timeout", abandoned}},
-		failed: []count{{"construction", construction}, {"rejected", rejected},
+		failed: []count{{"construction", construction}, {"rejected", rejected}, {"forbidden", forbidden},
 			{"retries_exhausted", retriesExhausted}, {"shutdown", shutdown}, {"panic", panics}},
 		retries:    retries,
 		logDropped: logDropped,
@@ -124,7 +157,7 @@ func coreFates(s k8sadapter.Stats) fates {
 	return commonFates(s.Recorded,
 		[]count{{"created", s.Created}, {"patched", s.Patched}, {"spam_skipped", s.SpamSkipped}},
 		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
-		s.FailedConstruction, s.FailedRejected, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
+		s.FailedConstruction, s.FailedRejected, s.FailedForbidden, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
 		s.Retries, s.DroppedWatcherQueue)
 }
 
@@ -132,6 +165,6 @@ func eventsFates(s events.Stats) fates {
 	return commonFates(s.Recorded,
 		[]count{{"created", s.Created}, {"patched", s.Patched}, {"series_observed", s.SeriesObserved}},
 		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
-		s.FailedConstruction, s.FailedRejected, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
+		s.FailedConstruction, s.FailedRejected, s.FailedForbidden, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
 		s.Retries, s.DroppedWatcherQueue)
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/heraldgo/herald/k8sadapter/ctrlruntime"
 )
 
-// gather returns every herald counter in g as "name{label=value,…}" → value.
+// gather returns every herald counter and gauge in g as
+// "name{label=value,…}" → value.
 func gather(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	t.Helper()
 	families, err := g.Gather()
@@ -34,7 +35,11 @@ func gather(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 				labels = append(labels, l.GetName()+"="+l.GetValue())
 			}
 			sort.Strings(labels)
-			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+			v := m.GetCounter().GetValue()
+			if g := m.GetGauge(); g != nil {
+				v = g.GetValue()
+			}
+			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ type Provider struct {
 	client     kubernetes.Interface
 	cfg        config
 	unregister func() // removes the metrics; nil without a registerer
+	perms      permissions
 
 	mu     sync.Mutex // guards core and events, nil until started
 	core   *k8sadapter.EventBroadcaster
@@ -53,7 +55,8 @@ type Stats struct {
 //
 // It fails if the events client cannot be built, if the metrics are
 // already registered (one Provider per registry at a time: a Provider
-// unregisters them when it shuts down), or if mgr no longer accepts
+// unregisters them when it shuts down), if the LeaderLock of
+// WithLeaderLock serves another Provider, or if mgr no longer accepts
 // runnables.
 func New(mgr manager.Manager, opts ...Option) (*Provider, error) {
 	cfg := defaultConfig()
@@ -76,21 +79,50 @@ func New(mgr manager.Manager, opts ...Option) (*Provider, error) {
 		}
 		p.client = c
 	}
-	if reg := cfg.registerer; reg != nil {
-		c := newCollector(p)
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("ctrlruntime: register metrics: %w", err)
-		}
-		var once sync.Once
-		p.unregister = func() { once.Do(func() { reg.Unregister(c) }) }
+	if err := p.register(); err != nil {
+		return nil, err
 	}
-	if err := mgr.Add(&runnable{p: p, cache: mgr.GetCache()}); err != nil {
+	if err := p.add(mgr); err != nil {
 		if p.unregister != nil {
 			p.unregister()
 		}
-		return nil, fmt.Errorf("ctrlruntime: add to manager: %w", err)
+		return nil, err
 	}
 	return p, nil
+}
+
+// register registers the Provider's metrics with the configured
+// registerer, if any, and sets unregister.
+func (p *Provider) register() error {
+	reg := p.cfg.registerer
+	if reg == nil {
+		return nil
+	}
+	c := newCollector(p)
+	if err := reg.Register(c); err != nil {
+		return fmt.Errorf("ctrlruntime: register metrics: %w", err)
+	}
+	var once sync.Once
+	p.unregister = func() { once.Do(func() { reg.Unregister(c) }) }
+	return nil
+}
+
+// add binds the LeaderLock, if any, and adds the Provider's runnable to
+// mgr.
+func (p *Provider) add(mgr manager.Manager) error {
+	l := p.cfg.leaderLock
+	if l != nil {
+		if err := l.bind(p); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(&runnable{p: p, cache: mgr.GetCache()}); err != nil {
+		if l != nil {
+			l.unbind()
+		}
+		return fmt.Errorf("ctrlruntime: add to manager: %w", err)
+	}
+	return nil
 }
 
 // GetEventRecorderFor returns a core/v1 event recorder whose events have
@@ -159,12 +191,18 @@ func (p *Provider) start() (*k8sadapter.EventBroadcaster, *events.EventBroadcast
 	// queue.)
 	logged := logr.NewContext(context.Background(), p.logger)
 
-	p.core = k8sadapter.NewBroadcaster(append([]k8sadapter.BroadcasterOption{k8sadapter.WithContext(logged)}, p.cfg.core...)...)
+	coreOpts := []k8sadapter.BroadcasterOption{k8sadapter.WithContext(logged)}
+	eventsOpts := []events.Option{events.WithLogger(p.logger)}
+	if n := p.cfg.cacheSize; n > 0 {
+		coreOpts = append(coreOpts, k8sadapter.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: n}))
+		eventsOpts = append(eventsOpts, events.WithCacheSize(n))
+	}
+	p.core = k8sadapter.NewBroadcaster(append(coreOpts, p.cfg.core...)...)
 	p.core.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.client.CoreV1().Events("")})
 	p.core.StartStructuredLogging(1)
 
 	p.events = events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: p.client.EventsV1()},
-		append([]events.Option{events.WithLogger(p.logger)}, p.cfg.events...)...)
+		append(eventsOpts, p.cfg.events...)...)
 	// It cannot fail: the broadcaster is new and its sink is not nil.
 	if err := p.events.StartRecordingToSinkWithContext(logged); err != nil {
 		p.logger.Error(err, "Unable to start recording events.k8s.io/v1 events")
@@ -193,22 +231,62 @@ type runnable struct {
 	cache cache.Cache
 }
 
-// Start starts the broadcasters, waits for the manager to stop, and
-// flushes. A flush cut short by the shutdown timeout is logged with what
-// it left; Start returns nil either way, so that the manager's shutdown
-// goes on quietly.
+// Start starts the broadcasters, checks the permission to write events
+// (see WithPermissionCheck), waits for the manager to stop, and flushes.
+// A flush cut short by the shutdown timeout is logged with what it left;
+// Start returns nil either way, so that the manager's start and shutdown
+// go on quietly.
 func (r *runnable) Start(ctx context.Context) error {
 	r.p.start()
+	r.p.checkPermissions(ctx)
 	<-ctx.Done()
-	timeout := r.p.cfg.shutdownTimeout
-	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	if err := r.p.Shutdown(flush); err != nil {
-		s := r.p.Stats()
-		r.p.logger.Error(err, "Not every event was written before the shutdown timeout", "timeout", timeout,
-			"abandoned", s.Core.Abandoned+s.Events.Abandoned)
-	}
+	r.p.stop()
 	return nil
+}
+
+// stop is the flush when the manager stops: both broadcasters shut down,
+// within the shutdown timeout. While the manager leads through the
+// Provider's LeaderLock, the core/v1 broadcaster is flushed instead, and
+// shut down once the lock has recorded "stopped leading", which the
+// manager's leader election does after the runnables stopped.
+func (p *Provider) stop() {
+	timeout := p.cfg.shutdownTimeout
+	last := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		p.logUnwritten(p.Shutdown(ctx), timeout)
+	}
+	if l := p.cfg.leaderLock; l == nil || !l.holdShutdown(last) {
+		last()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p.logUnwritten(p.flushLeading(ctx), timeout)
+}
+
+// flushLeading shuts down the events.k8s.io/v1 broadcaster and flushes
+// the core/v1 one, bounded by ctx, at once.
+func (p *Provider) flushLeading(ctx context.Context) error {
+	core, ev := p.start()
+	coreErr := make(chan error, 1)
+	go func() { coreErr <- core.Flush(ctx) }() // ends before flushLeading returns
+	err := ev.ShutdownContext(ctx)
+	if cerr := <-coreErr; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// logUnwritten logs a flush cut short by the shutdown timeout, with what
+// it left.
+func (p *Provider) logUnwritten(err error, timeout time.Duration) {
+	if err == nil {
+		return
+	}
+	s := p.Stats()
+	p.logger.Error(err, "Not every event was written before the shutdown timeout", "timeout", timeout,
+		"abandoned", s.Core.Abandoned+s.Events.Abandoned)
 }
 
 // GetCache returns the manager's cache; see runnable.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,17 +35,29 @@ func stored(t *testing.T, client *fake.Clientset) (core, ev int) {
 	return len(cl.Items), len(el.Items)
 }
 
-// newProvider returns a Provider for mgr writing to a fake clientset, with
-// its metrics in a registry of its own.
+// newProvider returns a Provider for mgr writing to a fake clientset that
+// allows every access review, with its metrics in a registry of its own.
 func newProvider(t *testing.T, mgr manager.Manager, opts ...ctrlruntime.Option) (*ctrlruntime.Provider, *fake.Clientset) {
 	t.Helper()
-	client := fake.NewClientset()
+	client := newClient(func(*authorizationv1.ResourceAttributes) bool { return true })
 	opts = append([]ctrlruntime.Option{ctrlruntime.WithClient(client), ctrlruntime.WithRegisterer(prometheus.NewRegistry())}, opts...)
 	p, err := ctrlruntime.New(mgr, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return p, client
+}
+
+// newClient returns a fake clientset whose access reviews allow what
+// allowed accepts. (The fake's own answer allows nothing.)
+func newClient(allowed func(*authorizationv1.ResourceAttributes) bool) *fake.Clientset {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		r.Status.Allowed = allowed(r.Spec.ResourceAttributes)
+		return true, r, nil
+	})
+	return client
 }
 
 // A manager stopped right after its controller recorded: every event of
@@ -200,7 +213,7 @@ func TestShutdownWithoutManager(t *testing.T) {
 func TestShutdownTimeoutLogsWhatItAbandoned(t *testing.T) {
 	var l logs
 	mgr := newManager(t, &l)
-	client := fake.NewClientset()
+	client := newClient(func(*authorizationv1.ResourceAttributes) bool { return true })
 	hang, hanging := make(chan struct{}), make(chan struct{}, 1)
 	client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetResource().Group == "" {

@@ -13,8 +13,8 @@ import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 // wait for it), and each ends in exactly one of:
 //
 //	Queued = Created + Patched + SeriesObserved + DroppedSinkQueue
-//	         + FailedConstruction + FailedRejected + FailedRetries
-//	         + FailedShutdown + FailedPanic + Abandoned
+//	         + FailedConstruction + FailedRejected + FailedForbidden
+//	         + FailedRetries + FailedShutdown + FailedPanic + Abandoned
 //
 // An event folded into the event of its series already waiting for the
 // writer is counted in Folded as well, and in the fate client-go would
@@ -80,13 +80,17 @@ type Stats struct {
 	// never refused). FailedConstruction: the
 	// request could not be built. FailedRejected: the server refused it (a
 	// StatusError other than AlreadyExists on a series, which is
-	// retried). FailedRetries: given up on after the last attempt.
+	// retried, and 403 Forbidden). FailedForbidden: the server refused it
+	// with 403 Forbidden, the writer's identity lacking an RBAC rule
+	// (create or patch on events in the events.k8s.io API group); final,
+	// logged once per burst. FailedRetries: given up on after the last
+	// attempt.
 	// FailedShutdown: given up on because the shutdown began, or the
 	// recording context ended, while it was failing. FailedPanic: the
 	// sink panicked. Abandoned: left unwritten because the recording
 	// context ended, or because the broadcaster shut down while no writer
 	// was recording or after its deadline passed.
-	DroppedSinkQueue, FailedConstruction, FailedRejected, FailedRetries, FailedShutdown, FailedPanic, Abandoned uint64
+	DroppedSinkQueue, FailedConstruction, FailedRejected, FailedForbidden, FailedRetries, FailedShutdown, FailedPanic, Abandoned uint64
 	// Retries counts attempts after the first.
 	Retries uint64
 	// SeriesWrites counts series counts written by the refresh, finish and
@@ -124,7 +128,7 @@ func stats(r pipeline.RecorderCounts, w pipeline.Tally[writerCounts], h pipeline
 		DroppedClosed: r.DroppedClosed,
 
 		Created: c.Created, Patched: c.Patched, SeriesObserved: c.seriesObserved, Folded: w.Folded, Evicted: c.evicted, DroppedSinkQueue: w.Dropped,
-		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedRetries: c.FailedRetries,
+		FailedConstruction: c.FailedConstruction, FailedRejected: c.FailedRejected, FailedForbidden: c.FailedForbidden, FailedRetries: c.FailedRetries,
 		FailedShutdown: c.FailedShutdown, FailedPanic: c.FailedPanic, Abandoned: c.Abandoned + w.Abandoned, Retries: c.Retries,
 		SeriesWrites: c.seriesWrites, SeriesWriteFailures: c.seriesWriteFailures, SeriesUnwritten: c.seriesUnwritten,
 		NilResponses: c.NilResponses,

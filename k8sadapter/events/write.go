@@ -26,7 +26,9 @@ func jitter(sleep time.Duration) func(int) time.Duration {
 // classify is client-go's recordEvent classification for events.k8s.io:
 // every StatusError is final, except AlreadyExists for a series (the
 // create of its first occurrence raced the patch, so another attempt
-// finds it); AlreadyExists is expected, and logged at V(5).
+// finds it); AlreadyExists is expected, and logged at V(5). 403 Forbidden
+// is a class of its own (pipeline.ClassOf), counted in FailedForbidden
+// and logged once per burst.
 func classify(err error, ev *eventsv1.Event) (pipeline.Class, bool) {
 	c := pipeline.ClassOf(err)
 	if c != pipeline.Rejected || !apierrors.IsAlreadyExists(err) {

@@ -113,6 +113,11 @@ func (s *Server) flags() []string {
 		// Pods need a service account otherwise, which only a
 		// controller manager would create.
 		"--disable-admission-plugins=ServiceAccount",
+		// RBAC, as a cluster has it (the test server allows every
+		// request otherwise): the administrator, in system:masters, may
+		// do anything; a user the tests impersonate only what the roles
+		// they create grant.
+		"--authorization-mode=RBAC",
 		// Lists read etcd directly. With the watch cache, every
 		// consistent list leaves a goroutine behind for 3 s (the
 		// cache's blockTimeout), also after the server stopped.

@@ -9,9 +9,11 @@
 //	pods, err := s.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 //
 // The apiserver is k8s.io/kubernetes' own test server
-// (cmd/kube-apiserver/app/testing), with a static administrator token and
-// without the ServiceAccount admission plugin, so that pods can be created
-// without a controller manager. No controllers run: a deleted namespace
+// (cmd/kube-apiserver/app/testing), with a static administrator token, RBAC
+// authorization (the administrator is in system:masters; other users,
+// impersonated, get what roles grant them), and without the ServiceAccount
+// admission plugin, so that pods can be created without a controller
+// manager. No controllers run: a deleted namespace
 // stays Terminating, pods are never scheduled.
 //
 // Built with the tag herald_external_apiserver, Start instead connects to

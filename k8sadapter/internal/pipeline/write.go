@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -25,6 +26,12 @@ const (
 	Construction
 	// Rejected: the server refused the event (a StatusError). Final.
 	Rejected
+	// Forbidden: the server refused the write with 403 Forbidden (a
+	// StatusError), its namespace not terminating: the identity's RBAC
+	// rules lack the verb on events, mostly (an admission plugin that
+	// denies events answers so too). Final: another attempt gets the same
+	// answer until someone adds the rule.
+	Forbidden
 	// Panicked: the sink panicked. Final.
 	Panicked
 	// Abandoned: the attempt stopped short of a sink call it would have
@@ -41,8 +48,11 @@ var ErrAbandoned = errors.New("the shutdown deadline passed")
 // request that cannot be built, a StatusError (any: client-go does not
 // retry even 429 or 5xx) and a sink panic are final, everything else
 // (transport errors, UnexpectedObjectError, a wrapped StatusError) is
-// worth another attempt. Each adapter refines it. ErrAbandoned is
-// Abandoned.
+// worth another attempt. Each adapter refines it. A StatusError of 403
+// Forbidden is Forbidden, not Rejected: final as in client-go, but told
+// apart, because what mends it is an RBAC rule; but the 403 of a
+// terminating namespace is Rejected, as the refusal of the namespace it
+// is. ErrAbandoned is Abandoned.
 func ClassOf(err error) Class {
 	if err == ErrAbandoned {
 		return Abandoned
@@ -51,6 +61,9 @@ func ClassOf(err error) Class {
 	case *rest.RequestConstructionError:
 		return Construction
 	case *apierrors.StatusError:
+		if apierrors.IsForbidden(err) && !apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause) {
+			return Forbidden
+		}
 		return Rejected
 	case *kube.SinkPanic:
 		return Panicked
@@ -64,11 +77,12 @@ func ClassOf(err error) Class {
 type Counts struct {
 	// Created and Patched count events written by Create and by Patch.
 	Created, Patched uint64
-	// FailedConstruction, FailedRejected and FailedPanic count events
-	// given up on for an error of that class; FailedRetries after the last
-	// of MaxTries attempts; FailedShutdown because the shutdown began, or
-	// the writer's context ended, while they were failing.
-	FailedConstruction, FailedRejected, FailedPanic, FailedRetries, FailedShutdown uint64
+	// FailedConstruction, FailedRejected, FailedForbidden and FailedPanic
+	// count events given up on for an error of that class; FailedRetries
+	// after the last of MaxTries attempts; FailedShutdown because the
+	// shutdown began, or the writer's context ended, while they were
+	// failing.
+	FailedConstruction, FailedRejected, FailedForbidden, FailedPanic, FailedRetries, FailedShutdown uint64
 	// Abandoned counts events left unwritten because a shutdown deadline
 	// passed (or, for the events.k8s.io writer, its context ended).
 	Abandoned uint64
@@ -83,6 +97,7 @@ func (c *Counts) Add(o Counts) {
 	c.Patched += o.Patched
 	c.FailedConstruction += o.FailedConstruction
 	c.FailedRejected += o.FailedRejected
+	c.FailedForbidden += o.FailedForbidden
 	c.FailedPanic += o.FailedPanic
 	c.FailedRetries += o.FailedRetries
 	c.FailedShutdown += o.FailedShutdown
@@ -123,11 +138,16 @@ type Writer[E Event] struct {
 	// Stats show a long series of retries while it runs, not only once
 	// the event's fate is known.
 	Progress func()
+
+	// forbidden lets the refusals of class Forbidden be logged once per
+	// burst: an identity without the RBAC rule is refused every event.
+	forbidden Burst
 }
 
 // Write offers ev to the sink through attempt, retrying as configured, and
 // counts its fate in c: exactly one of Created, Patched, FailedConstruction,
-// FailedRejected, FailedPanic, FailedRetries, FailedShutdown and Abandoned.
+// FailedRejected, FailedForbidden, FailedPanic, FailedRetries,
+// FailedShutdown and Abandoned.
 // It reports whether ev was written. It returns early, with FailedShutdown,
 // when ctx ends or the shutdown begins during a pause.
 func (w *Writer[E]) Write(ctx context.Context, c *Counts, ev E, attempt Attempt[E]) bool {
@@ -154,6 +174,9 @@ func (w *Writer[E]) WriteN(ctx context.Context, c *Counts, ev E, attempt Attempt
 			return false
 		case Rejected:
 			c.FailedRejected += n
+			return false
+		case Forbidden:
+			c.FailedForbidden += n
 			return false
 		case Panicked:
 			c.FailedPanic += n
@@ -210,6 +233,10 @@ func (w *Writer[E]) try(c *Counts, ev E, attempt Attempt[E]) (Class, bool, error
 		return Retry, created, nil
 	}
 	class, quiet := w.Classify(err, ev)
+	if class == Forbidden {
+		w.logForbidden(err, ev)
+		return class, created, err
+	}
 	var msg string
 	switch class {
 	case Construction:
@@ -229,6 +256,25 @@ func (w *Writer[E]) try(c *Counts, ev E, attempt Attempt[E]) (Class, bool, error
 		w.Logger.Error(err, msg, "event", klog.KObj(ev))
 	}
 	return class, created, err
+}
+
+// forbiddenMsg is the line of a write refused for want of an RBAC rule.
+const forbiddenMsg = "Server forbade writing event (will not retry!): " +
+	"check that the RBAC rules of this identity let it create and patch events in the event's API group " +
+	"(the error names the user, verb, group and namespace), or what admission policy denies events"
+
+// logForbidden logs a write refused with 403 Forbidden: one error line
+// per burst (BurstInterval), with the count since the last one; the
+// others at V(5). The error names the user, the verb, the API group and
+// the namespace the rule is missing for.
+func (w *Writer[E]) logForbidden(err error, ev E) {
+	n, due := w.forbidden.Add(w.Clock.Now(), 1)
+	if !due {
+		w.Logger.V(5).Info(forbiddenMsg, "event", klog.KObj(ev), "err", err)
+		return
+	}
+	w.Logger.Error(err, forbiddenMsg, "event", klog.KObj(ev),
+		"forbiddenSinceLastReport", n, "reportedEvery", BurstInterval)
 }
 
 // pause waits d on the clock. It reports false, at once, if the shutdown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,10 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/heraldgo/herald/internal/testkit"
 	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
@@ -27,6 +30,12 @@ func TestClassOf(t *testing.T) {
 		{&rest.RequestConstructionError{Err: errors.New("bad")}, Construction},
 		{&apierrors.StatusError{}, Rejected},
 		{apierrors.NewTooManyRequests("slow down", 1), Rejected},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "web-0.1", errors.New("no rule")), Forbidden},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Code: 403}}, Forbidden},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{ // the 403 of a terminating namespace
+			Code: 403, Reason: metav1.StatusReasonForbidden,
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: v1.NamespaceTerminatingCause}}},
+		}}, Rejected},
 		{&kube.SinkPanic{Value: "bug"}, Panicked},
 		{&apierrors.UnexpectedObjectError{}, Retry},
 		{errors.New("connection refused"), Retry},
@@ -83,6 +92,8 @@ func TestWriterFates(t *testing.T) {
 		{"neither event nor error", v1.Event{Count: 1}, script{nothing: true}, true, 1, Counts{Created: 1, NilResponses: 1}},
 		{"construction", v1.Event{Count: 1}, script{errs: []error{&rest.RequestConstructionError{}}}, false, 1, Counts{FailedConstruction: 1}},
 		{"rejected", v1.Event{Count: 1}, script{errs: []error{&apierrors.StatusError{}}}, false, 1, Counts{FailedRejected: 1}},
+		{"forbidden", v1.Event{Count: 1}, script{errs: []error{apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("no rule"))}},
+			false, 1, Counts{FailedForbidden: 1}},
 		{"panicked", v1.Event{Count: 1}, script{errs: []error{&kube.SinkPanic{}}}, false, 1, Counts{FailedPanic: 1}},
 		{"retried then created", v1.Event{Count: 1}, script{errs: repeat(down, 2)}, true, 3, Counts{Created: 1, Retries: 2}},
 		{"retry limit", v1.Event{Count: 1}, script{errs: repeat(down, 10)}, false, 4, Counts{FailedRetries: 1, Retries: 3}},
@@ -194,4 +205,49 @@ func TestWriteOnce(t *testing.T) {
 				tc.err, written, settled, len(s.attempts), c, tc.written, tc.settled)
 		}
 	}
+}
+
+// TestWriterLogsForbiddenOncePerBurst: an identity without the RBAC rule
+// is refused every event; each is counted, and one error line a burst
+// says so, with the count since the last one.
+func TestWriterLogsForbiddenOncePerBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log testkit.Lines
+		w := Writer[*v1.Event]{
+			MaxTries: 12,
+			Pause:    func(int) time.Duration { return time.Hour },
+			Classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), false },
+			Clock:    clock.RealClock{}, // the bubble's
+			Stopping: make(chan struct{}),
+			Logger:   log.Logger(),
+		}
+		forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("no rule"))
+		write := func(n int) Counts {
+			var c Counts
+			for range n {
+				s := &script{errs: []error{forbidden}}
+				w.Write(context.Background(), &c, &v1.Event{Count: 1}, s.attempt)
+			}
+			return c
+		}
+		errorLines := func() (out []string) {
+			for _, line := range log.With("Server forbade writing event") {
+				if strings.Contains(line, `"error"=`) {
+					out = append(out, line)
+				}
+			}
+			return out
+		}
+		if c := write(5); c != (Counts{FailedForbidden: 5}) {
+			t.Errorf("counts of 5 forbidden writes = %+v, want FailedForbidden 5", c)
+		}
+		if got := errorLines(); len(got) != 1 || !strings.Contains(got[0], `"forbiddenSinceLastReport"=1`) {
+			t.Errorf("error lines for 5 refusals: %q; want one, reporting the first", got)
+		}
+		time.Sleep(BurstInterval)
+		write(1)
+		if got := errorLines(); len(got) != 2 || !strings.Contains(got[1], `"forbiddenSinceLastReport"=5`) {
+			t.Errorf("error lines after %v: %q; want a second one, reporting the 5 since the first", BurstInterval, got)
+		}
+	})
 }
