@@ -24,7 +24,7 @@ import (
 
 // sinkFates is the sum of a sink's fate counters (see Stats).
 func sinkFates(s k8sadapter.Stats) uint64 {
-	return s.Created + s.Patched + s.SpamSkipped + s.DroppedSinkQueue + s.FailedConstruction + s.FailedRejected +
+	return s.Created + s.Patched + s.SpamSkipped + s.DroppedSinkQueue + s.FailedConstruction + s.FailedRejected + s.FailedForbidden +
 		s.FailedRetries + s.FailedShutdown + s.FailedPanic + s.Abandoned
 }
 

@@ -131,7 +131,7 @@ func printStats(out io.Writer, s k8sadapter.Stats) {
 	fmt.Fprintf(out, "\nrecorded %d = written %d + spam-skipped %d + dropped %d + failed %d + abandoned %d\n",
 		s.Recorded, written, s.SpamSkipped,
 		s.InvalidObject+s.InvalidType+s.DroppedSinkQueue+s.DroppedClosed,
-		s.FailedConstruction+s.FailedRejected+s.FailedRetries+s.FailedShutdown+s.FailedPanic, s.Abandoned)
+		s.FailedConstruction+s.FailedRejected+s.FailedForbidden+s.FailedRetries+s.FailedShutdown+s.FailedPanic, s.Abandoned)
 	fmt.Fprintf(out, "written %d = created %d + patched %d = first occurrences %d + repeats %d + combined %d\n",
 		written, s.Created, s.Patched, written-s.Deduplicated-s.Aggregated, s.Deduplicated, s.Aggregated)
 }

@@ -294,7 +294,7 @@ func printEvents(out io.Writer, client *fake.Clientset, now time.Time) error {
 func printStats(out io.Writer, s k8sadapter.Stats) {
 	written := s.Created + s.Patched
 	dropped := s.InvalidObject + s.InvalidType + s.DroppedClosed + s.DroppedSinkQueue
-	failed := s.FailedConstruction + s.FailedRejected + s.FailedRetries + s.FailedShutdown + s.FailedPanic
+	failed := s.FailedConstruction + s.FailedRejected + s.FailedForbidden + s.FailedRetries + s.FailedShutdown + s.FailedPanic
 	fmt.Fprintf(out, "%6d  written: %d created, %d patched into an earlier event\n", written, s.Created, s.Patched)
 	fmt.Fprintf(out, "        as %d first occurrences, %d repeats of them (count > 1), %d writes of combined events\n",
 		written-s.Deduplicated-s.Aggregated, s.Deduplicated, s.Aggregated)

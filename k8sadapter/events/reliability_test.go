@@ -24,7 +24,7 @@ import (
 
 // writerFates is the sum of the writer's fate counters (see Stats).
 func writerFates(s events.Stats) uint64 {
-	return s.Created + s.Patched + s.SeriesObserved + s.DroppedSinkQueue + s.FailedConstruction + s.FailedRejected +
+	return s.Created + s.Patched + s.SeriesObserved + s.DroppedSinkQueue + s.FailedConstruction + s.FailedRejected + s.FailedForbidden +
 		s.FailedRetries + s.FailedShutdown + s.FailedPanic + s.Abandoned
 }
 
