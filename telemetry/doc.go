@@ -60,7 +60,7 @@
 //	             herald.events.outcomes                {event}   created, patched, spam_skipped | series_observed
 //	             herald.events.dropped                 {event}   reason invalid_object, invalid_type, closed,
 //	                                                             sink_queue_full, shutdown_timeout
-//	             herald.events.failed                  {event}   error.type construction, rejected,
+//	             herald.events.failed                  {event}   error.type construction, rejected, forbidden,
 //	                                                             retries_exhausted, shutdown, panic
 //	             herald.events.retries                 {attempt}
 //	             herald.events.handler.dropped         {event}

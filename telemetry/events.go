@@ -12,10 +12,10 @@ import (
 // terms the two share. third is SpamSkipped (core/v1) or SeriesObserved
 // (events.k8s.io/v1).
 type eventsSnapshot struct {
-	recorded, created, patched, third                          uint64
-	invalidObject, invalidType, closed, sinkQueue, abandoned   uint64
-	construction, rejected, retriesExhausted, shutdown, panics uint64
-	retries, handlerDropped, seriesWrites, seriesFailures      uint64
+	recorded, created, patched, third                                     uint64
+	invalidObject, invalidType, closed, sinkQueue, abandoned              uint64
+	construction, rejected, forbidden, retriesExhausted, shutdown, panics uint64
+	retries, handlerDropped, seriesWrites, seriesFailures                 uint64
 }
 
 // EventBroadcaster registers e's Stats (k8sadapter, core/v1 events) with m,
@@ -30,7 +30,7 @@ func EventBroadcaster(m metric.Meter, e *k8sadapter.EventBroadcaster) (metric.Re
 			recorded: s.Recorded, created: s.Created, patched: s.Patched, third: s.SpamSkipped,
 			invalidObject: s.InvalidObject, invalidType: s.InvalidType, closed: s.DroppedClosed,
 			sinkQueue: s.DroppedSinkQueue, abandoned: s.Abandoned,
-			construction: s.FailedConstruction, rejected: s.FailedRejected, retriesExhausted: s.FailedRetries,
+			construction: s.FailedConstruction, rejected: s.FailedRejected, forbidden: s.FailedForbidden, retriesExhausted: s.FailedRetries,
 			shutdown: s.FailedShutdown, panics: s.FailedPanic,
 			retries: s.Retries, handlerDropped: s.DroppedWatcherQueue,
 		}
@@ -48,7 +48,7 @@ func Events(m metric.Meter, e *events.EventBroadcaster) (metric.Registration, er
 			recorded: s.Recorded, created: s.Created, patched: s.Patched, third: s.SeriesObserved,
 			invalidObject: s.InvalidObject, invalidType: s.InvalidType, closed: s.DroppedClosed,
 			sinkQueue: s.DroppedSinkQueue, abandoned: s.Abandoned,
-			construction: s.FailedConstruction, rejected: s.FailedRejected, retriesExhausted: s.FailedRetries,
+			construction: s.FailedConstruction, rejected: s.FailedRejected, forbidden: s.FailedForbidden, retriesExhausted: s.FailedRetries,
 			shutdown: s.FailedShutdown, panics: s.FailedPanic,
 			retries: s.Retries, handlerDropped: s.DroppedWatcherQueue,
 			seriesWrites: s.SeriesWrites, seriesFailures: s.SeriesWriteFailures,
@@ -80,10 +80,11 @@ func registerEvents(m metric.Meter, api, third string, series bool, snapshot fun
 	} {
 		r.counter("herald.events.dropped", "{event}", dropped, s.reason(c.attr), c.read)
 	}
-	const failed = "Recorded events whose write failed for good, by error.type: construction, rejected, retries_exhausted, shutdown, panic."
+	const failed = "Recorded events whose write failed for good, by error.type: construction, rejected, forbidden (403: check RBAC), retries_exhausted, shutdown, panic."
 	for _, c := range []count[snap]{
 		{"construction", func(x *snap) uint64 { return x.construction }},
 		{"rejected", func(x *snap) uint64 { return x.rejected }},
+		{"forbidden", func(x *snap) uint64 { return x.forbidden }},
 		{"retries_exhausted", func(x *snap) uint64 { return x.retriesExhausted }},
 		{"shutdown", func(x *snap) uint64 { return x.shutdown }},
 		{"panic", func(x *snap) uint64 { return x.panics }},

@@ -21,7 +21,7 @@ import (
 
 // eventsWant is every point of either adapter, from the shared fields.
 func eventsWant(third string, recorded, created, patched, thirdN, invalidObject, invalidType, closed, sinkQueue,
-	abandoned, construction, rejected, retriesExhausted, shutdown, panics, retries, handlerDropped uint64) map[string]point {
+	abandoned, construction, rejected, forbidden, retriesExhausted, shutdown, panics, retries, handlerDropped uint64) map[string]point {
 	const e = "{event}"
 	return map[string]point{
 		"herald.events.recorded":                                      counter(e, recorded),
@@ -35,6 +35,7 @@ func eventsWant(third string, recorded, created, patched, thirdN, invalidObject,
 		"herald.events.dropped{herald.drop.reason=shutdown_timeout}":  counter(e, abandoned),
 		"herald.events.failed{error.type=construction}":               counter(e, construction),
 		"herald.events.failed{error.type=rejected}":                   counter(e, rejected),
+		"herald.events.failed{error.type=forbidden}":                  counter(e, forbidden),
 		"herald.events.failed{error.type=retries_exhausted}":          counter(e, retriesExhausted),
 		"herald.events.failed{error.type=shutdown}":                   counter(e, shutdown),
 		"herald.events.failed{error.type=panic}":                      counter(e, panics),
@@ -71,7 +72,7 @@ func TestEventBroadcaster(t *testing.T) {
 	s := b.Stats()
 	check(t, got, eventsWant("spam_skipped", s.Recorded, s.Created, s.Patched, s.SpamSkipped,
 		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
-		s.FailedConstruction, s.FailedRejected, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
+		s.FailedConstruction, s.FailedRejected, s.FailedForbidden, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
 		s.Retries, s.DroppedWatcherQueue))
 	if s.Created != 1 || s.Patched != 1 || s.InvalidType != 1 || s.DroppedClosed != 1 {
 		t.Errorf("Stats = %+v: not the state the test means to build", s)
@@ -108,7 +109,7 @@ func TestEvents(t *testing.T) {
 	s := b.Stats()
 	want := eventsWant("series_observed", s.Recorded, s.Created, s.Patched, s.SeriesObserved,
 		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
-		s.FailedConstruction, s.FailedRejected, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
+		s.FailedConstruction, s.FailedRejected, s.FailedForbidden, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
 		s.Retries, s.DroppedWatcherQueue)
 	want["herald.events.series.writes"] = counter("{write}", s.SeriesWrites)
 	want["herald.events.series.writes{error.type=failed}"] = counter("{write}", s.SeriesWriteFailures)
