@@ -15,7 +15,12 @@
 // position: midway billing's reading replica is killed (SIGKILL) and
 // shipping's is stopped cleanly, the standbys take over, and the table
 // shows every event handled at least once, the redeliveries counted,
-// nothing lost.
+// nothing lost. Last, a trace across two processes, and the metrics of
+// each: the orders service publishes a few orders, each inside a span of
+// OpenTelemetry's, and a fulfilment process handles each in a span that
+// is its child, the trace context carried in the message's headers; each
+// process reads its Publisher's or Watcher's metrics through the
+// telemetry module. Spans and metrics stay in memory: no collector.
 package main
 
 import (
@@ -65,6 +70,9 @@ func main() {
 	}
 	if spec := os.Getenv(replicaEnv); spec != "" {
 		os.Exit(replicaMain(spec, os.Stdin, os.Stdout))
+	}
+	if spec := os.Getenv(consumerEnv); spec != "" {
+		os.Exit(consumerMain(spec, os.Stdout))
 	}
 	var c config
 	flag.StringVar(&c.server, "server", "", "URL of an existing NATS server with JetStream (default: start one in this process)")
@@ -142,10 +150,14 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	if err := workers(ctx, out, topic, base, c); err != nil {
 		return err
 	}
-	if c.events < 2 {
-		return nil // too few events to stop a replica midway
+	last := c.events
+	if c.events >= 2 { // fewer are too few to stop a replica midway
+		last = 2 * c.events
+		if err := services(ctx, out, topic, replicaSpec{Server: serverURL, Creds: c.creds, Topic: name}, c.events+1, last); err != nil {
+			return err
+		}
 	}
-	return services(ctx, out, topic, replicaSpec{Server: serverURL, Creds: c.creds, Topic: name}, c.events+1, 2*c.events)
+	return traces(ctx, out, topic, consumerSpec{Server: serverURL, Creds: c.creds, Topic: name}, last+1)
 }
 
 // check refuses a negative number of events or retention, naming the flag.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 	}
 	if spec := os.Getenv(replicaEnv); spec != "" {
 		os.Exit(replicaMain(spec, os.Stdin, os.Stdout))
+	}
+	if spec := os.Getenv(consumerEnv); spec != "" {
+		os.Exit(consumerMain(spec, os.Stdout))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -54,6 +58,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	checkServices(t, out.String(), 300)
+	checkTrace(t, out.String())
 }
 
 // checkServices checks the services' summary: billing handled every event
@@ -67,6 +72,77 @@ func checkServices(t *testing.T, out string, n int) {
 	}
 	if want := fmt.Sprintf("shipping handled\n%d of %d, 0 twice", n, n); !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// TestTraces runs the third part alone: every order's two spans are in
+// one trace, the fulfilment process's a child of the orders process's,
+// and each process's metrics count the orders.
+func TestTraces(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc, js, err := dial(srv.URL(), "", "herald-example-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	topic, err := natsbridge.NewTopic(ctx, js, "herald.example.traces", natsbridge.JSON[Event](), natsbridge.TopicOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Shutdown(ctx)
+	var out strings.Builder
+	if err := traces(ctx, &out, topic, consumerSpec{Server: srv.URL(), Topic: topic.Name()}, 1); err != nil {
+		t.Fatalf("traces: %v\n%s", err, out.String())
+	}
+	checkTrace(t, out.String())
+	if !strings.Contains(out.String(), "o-0001") {
+		t.Errorf("the first order after no event is not o-0001:\n%s", out.String())
+	}
+}
+
+// checkTrace checks the third part's tables: a line per order whose trace
+// ids are equal and whose worker's parent is the publisher's span, each
+// order in a trace of its own, and the metrics' counts.
+func checkTrace(t *testing.T, out string) {
+	t.Helper()
+	rows := regexp.MustCompile(`(?m)^o-\d{4} +([0-9a-f]{32}) +([0-9a-f]{32}) +([0-9a-f]{16}) +([0-9a-f]{16})$`).FindAllStringSubmatch(out, -1)
+	if len(rows) != tracedOrders {
+		t.Errorf("%d orders with both spans, want %d:\n%s", len(rows), tracedOrders, out)
+	}
+	traces := map[string]bool{}
+	for _, r := range rows {
+		if r[1] != r[2] {
+			t.Errorf("%q: the fulfilment span's trace %s, want the orders span's %s", r[0], r[2], r[1])
+		}
+		if r[3] != r[4] {
+			t.Errorf("%q: the fulfilment span's parent %s, want the orders span %s", r[0], r[4], r[3])
+		}
+		traces[r[1]] = true
+	}
+	if len(traces) != len(rows) {
+		t.Errorf("%d traces for %d orders, want one each:\n%s", len(traces), len(rows), out)
+	}
+	n := strconv.Itoa(tracedOrders)
+	for _, want := range []string{
+		"Each order.handled span is in its order's trace, a child of its order.placed span",
+		"orders messaging.client.sent.messages " + n + " messaging.operation.name=publish",
+		"orders messaging.client.sent.messages 0 error.type=invalid messaging.operation.name=publish",
+		"orders herald.nats.publisher.settled " + n + " -",
+		"orders herald.nats.publisher.settled 0 error.type=failed",
+		"orders herald.nats.publisher.pending 0 -",
+		"fulfilment messaging.client.consumed.messages " + n + " messaging.consumer.group.name=fulfilment messaging.operation.name=receive",
+		"fulfilment herald.nats.watcher.dropped 0 herald.drop.reason=gap messaging.consumer.group.name=fulfilment",
+		"fulfilment herald.nats.watcher.queue.depth 0 messaging.consumer.group.name=fulfilment",
+	} {
+		if !strings.Contains(squash(out), squash(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
