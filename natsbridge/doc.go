@@ -265,7 +265,9 @@
 // second when its values got no answer at all (TestClusterQuorumLost,
 // TestHostileLoneValueNoAnswer). A watcher's consumer on the killed node is created
 // again on another once the cluster answers: Block watchers stalled for the
-// election plus up to a second. A quorum lost and regained is the same, for
+// election plus up to two seconds (one whose new leader was killed too
+// before it resumed stalled through both: 15s for elections of 7s and 6s,
+// TestClusterLeaderKilled). A quorum lost and regained is the same, for
 // as long as it lasts (TestClusterQuorumLost: ten seconds, a plain
 // subscriber on the subject so that publishes got no answer at all). A
 // single server killed and restarted on its store costs a publisher about
