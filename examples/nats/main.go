@@ -33,7 +33,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -381,48 +380,22 @@ const workerEnv = "HERALD_NATS_EXAMPLE_WORKER"
 
 // proc is a running worker process.
 type proc struct {
+	*child
 	w     worker
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
 	start uint64
 }
 
 // startWorker starts this program again as worker w and waits until its
 // watcher is registered.
 func startWorker(ctx context.Context, w worker) (*proc, error) {
-	spec, err := json.Marshal(w)
+	c, ready, err := startChild(ctx, "worker "+w.Name, workerEnv, w)
 	if err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	// Under go test the executable is the test binary; -test.run keeps it
-	// from running tests if it ever ignores workerEnv.
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &proc{w: w, cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	if !p.out.Scan() {
+	p := &proc{child: c, w: w}
+	if _, err := fmt.Sscanf(ready, "ready %d", &p.start); err != nil {
 		p.kill()
-		return nil, fmt.Errorf("worker %s ended before it was ready", w.Name)
-	}
-	if _, err := fmt.Sscanf(p.out.Text(), "ready %d", &p.start); err != nil {
-		p.kill()
-		return nil, fmt.Errorf("worker %s: %q: %w", w.Name, p.out.Text(), err)
+		return nil, fmt.Errorf("worker %s: %q: %w", w.Name, ready, err)
 	}
 	return p, nil
 }
@@ -452,14 +425,6 @@ func (p *proc) finish() (result, error) {
 		return r, err
 	}
 	return r, p.cmd.Wait()
-}
-
-// kill ends the worker process if it is still running.
-func (p *proc) kill() {
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	}
 }
 
 // workerMain plays the worker described by spec: it watches the topic,

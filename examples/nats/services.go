@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"sync"
 	"text/tabwriter"
@@ -42,9 +41,8 @@ type replicaSpec struct {
 
 // replica is a running replica process, followed as it handles events.
 type replica struct {
+	*child
 	spec   replicaSpec
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
 	fate   string
 	killed bool
 
@@ -225,35 +223,16 @@ func servicesReport(out io.Writer, reps fleet, first, last int) error {
 // startReplica starts this program again as replica s, waits until its
 // watcher is registered, and follows what it handles.
 func startReplica(ctx context.Context, s replicaSpec) (*replica, error) {
-	spec, err := json.Marshal(s)
+	c, ready, err := startChild(ctx, fmt.Sprintf("replica %s/%d", s.Service, s.Replica), replicaEnv, s)
 	if err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+	if ready != "ready" {
+		c.kill()
+		return nil, fmt.Errorf("replica %s/%d: %q", s.Service, s.Replica, ready)
 	}
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), replicaEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	r := &replica{spec: s, cmd: cmd, stdin: stdin, done: make(chan struct{})}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "ready" {
-		r.kill()
-		return nil, fmt.Errorf("replica %s/%d ended before it was ready", s.Service, s.Replica)
-	}
-	go r.follow(lines)
+	r := &replica{child: c, spec: s, done: make(chan struct{})}
+	go r.follow(c.out)
 	return r, nil
 }
 

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -278,38 +276,20 @@ func showAttrs(attrs attribute.Set) string {
 }
 
 // consumer is the running fulfilment process.
-type consumer struct {
-	cmd *exec.Cmd
-	out *bufio.Scanner
-}
+type consumer struct{ *child }
 
 // startConsumer starts this program again as the fulfilment process s
 // and waits until its watcher is registered.
 func startConsumer(ctx context.Context, s consumerSpec) (*consumer, error) {
-	spec, err := json.Marshal(s)
+	c, ready, err := startChild(ctx, "fulfilment", consumerEnv, s)
 	if err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), consumerEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &consumer{cmd: cmd, out: bufio.NewScanner(stdout)}
-	if !c.out.Scan() || c.out.Text() != "ready" {
+	if ready != "ready" {
 		c.kill()
-		return nil, errors.New("fulfilment ended before it was ready")
+		return nil, fmt.Errorf("fulfilment: %q", ready)
 	}
-	return c, nil
+	return &consumer{c}, nil
 }
 
 // finish waits for the process's report, once it has handled every
@@ -323,14 +303,6 @@ func (c *consumer) finish() (consumerReport, error) {
 		return rep, err
 	}
 	return rep, c.cmd.Wait()
-}
-
-// kill ends the process if it is still running.
-func (c *consumer) kill() {
-	if c.cmd.ProcessState == nil {
-		_ = c.cmd.Process.Kill()
-		_ = c.cmd.Wait()
-	}
 }
 
 // consumerMain plays the fulfilment process described by spec: it
