@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/heraldgo/herald/internal/lifecycle"
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // Publisher sends values of T to its topic's stream, keeping a bounded
@@ -164,7 +165,6 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	h := make(nats.Header, 2)
 	select {
 	case p.slots <- struct{}{}:
 	default:
@@ -176,7 +176,7 @@ func (p *Publisher[T]) TryPublish(v T) (sent bool, err error) {
 		p.mu.Unlock()
 		return false, nil
 	}
-	if err := p.accept(data, h); err != nil {
+	if err := p.accept(data, make(nats.Header, 2)); err != nil {
 		return false, err
 	}
 	p.pump()
@@ -262,13 +262,7 @@ func (p *Publisher[T]) message(data []byte, h nats.Header, n uint64) nats.Msg {
 
 // headerSize returns the size of m's headers on the wire.
 func headerSize(m nats.Msg) int {
-	n := len("NATS/1.0\r\n") + len("\r\n")
-	for k, vs := range m.Header {
-		for _, v := range vs {
-			n += len(k) + len(": ") + len(v) + len("\r\n")
-		}
-	}
-	return n
+	return len("NATS/1.0\r\n") + len("\r\n") + fieldsSize(m.Header)
 }
 
 // invalidValue counts and logs a value that cannot be published, and
@@ -296,7 +290,7 @@ func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 		p.link.closing = true
 		p.mu.Unlock()
 	}
-	p.signal()
+	wait.Signal(p.wake)
 	defer p.t.forget(p)
 	defer p.flushLogs() // once the loop, which logs, has exited
 	if err := p.g.Shutdown(ctx); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // The publisher's loop: onReply takes the server's answers as they come
@@ -28,7 +30,7 @@ func (p *Publisher[T]) onReply(m *nats.Msg) {
 	p.mu.Unlock()
 	p.release(freed, failures)
 	p.pump()
-	p.signal() // the loop's next deadline moved
+	wait.Signal(p.wake) // the loop's next deadline moved
 }
 
 // takeSettledLocked takes what the link settled since it was last asked:

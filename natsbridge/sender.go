@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // The publisher's side of the wire: pump sends what its link plans, in
@@ -91,7 +93,7 @@ func (p *Publisher[T]) pump() {
 		// waits for its first answer).
 		if next := p.link.next(now); next.Before(p.wakeAt) {
 			p.wakeAt = next
-			p.signal()
+			wait.Signal(p.wake)
 		}
 		p.mu.Unlock()
 		n, err := p.transmit(p.plan)
@@ -141,13 +143,5 @@ func (p *Publisher[T]) sendFailed(err error) {
 			p.link.fail(refusal(err))
 		}
 	}
-	p.signal()
-}
-
-// signal wakes the loop, without waiting.
-func (p *Publisher[T]) signal() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	wait.Signal(p.wake)
 }
