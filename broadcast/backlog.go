@@ -47,6 +47,13 @@ func (s *openSet[T]) add(w *Watcher[T]) {
 	s.open[w] = struct{}{}
 }
 
+// len returns the number of open watchers.
+func (s *openSet[T]) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
 // remove forgets w once it is closed.
 func (s *openSet[T]) remove(w *Watcher[T]) {
 	s.mu.Lock()

@@ -27,7 +27,6 @@ type Broadcaster[T any] struct {
 
 	delivered atomic.Uint64
 	dropped   [numDropReasons]atomic.Uint64
-	watchers  atomic.Int64
 
 	// mu guards queue, enqueued, marks, stops, closed, refused, flush,
 	// exited, and the parked counts of work and space.
@@ -111,7 +110,6 @@ func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[
 	if b.closed {
 		return nil, ErrClosed
 	}
-	b.watchers.Add(1)
 	b.open.add(w)
 	wait.Signal(b.queueMarkerLocked(marker[T]{watch: w}))
 	return w, nil

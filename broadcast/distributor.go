@@ -238,7 +238,9 @@ func retire[T any](marks []marker[T]) []marker[T] {
 // any) is closed, and its readers return once its queue is drained. Only
 // the distributor calls it.
 func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
-	b.open.remove(w) // before w.mu: Backlogs takes w.mu under the set's lock
+	// Before w.mu (Backlogs takes w.mu under the set's lock), and before
+	// closeDone: once Stop returns, Stats counts w no more.
+	b.open.remove(w)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -249,7 +251,6 @@ func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
 		close(w.ch)
 	}
 	wait.Signal(w.readers.WakeLocked()) // passed on from reader to reader (passOnLocked)
-	b.watchers.Add(-1)                  // before closeDone: once Stop returns, Stats counts w no more
 	close(w.closeDone)                  // last: once Stop sees it, every read sees the close
 
 	if w.active {

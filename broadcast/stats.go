@@ -56,7 +56,7 @@ func (b *Broadcaster[T]) Stats() Stats {
 	s.Delivered = b.delivered.Load()
 	s.DroppedNewest = b.dropped[dropNewest].Load()
 	s.DroppedShutdown = b.dropped[dropShutdown].Load()
-	s.Watchers = int(b.watchers.Load())
+	s.Watchers = b.open.len()
 	b.mu.Lock()
 	s.Published, s.DroppedIncoming = b.enqueued, b.refused
 	b.mu.Unlock()
