@@ -31,4 +31,3 @@ func TestHostile2PublishCancelledCtxRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
