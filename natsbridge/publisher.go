@@ -136,6 +136,9 @@ func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(c
 // "Tracing"); with none set, nothing is added and nothing allocated.
 func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	mustContext(ctx)
+	if err := ctx.Err(); err != nil {
+		return err // before the select, which would pick a free slot as often
+	}
 	data, err := p.prepare(v)
 	if err != nil {
 		return err
