@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -45,6 +44,7 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 		return nil, nil, fmt.Errorf("natsbridge: topic %q: read durable %q: %w", f.t.name, d.name, err)
 	}
 	d.pin = "" // a new request is a standby's until a message says otherwise
+	d.keep.setPin("")
 	return cons, it, nil
 }
 
@@ -88,7 +88,6 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if err := f.handleDurable(md.Sequence.Stream, msg); err != nil {
 			return err
 		}
-		f.ackRead(false)
 	}
 }
 
@@ -97,7 +96,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 // consumer once a heartbeat (checked: when it last asked).
 func (f *feed[T]) idleDurable(cons jetstream.Consumer, delivered uint64, checked *time.Time) error {
 	d := f.durable
-	f.ackRead(false)
+	d.acks.flush(false)
 	// A standby looks more often: it is the one to notice that the active
 	// reader died (see checkDurable).
 	every := f.t.heartbeat
@@ -139,42 +138,57 @@ func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstre
 // pinHeader carries, on each message, the pin of the reader it went to.
 const pinHeader = "Nats-Pin-Id"
 
-// handleDurable hands one message of the durable consumer out.
+// handleDurable places one message of the durable consumer in the
+// watcher's queue.
 func (f *feed[T]) handleDurable(seq uint64, msg jetstream.Msg) error {
-	d := f.durable
 	if !f.take(seq) {
-		return nil // handled already
+		// Handed out already (it comes again after a reset): its message,
+		// of this epoch, can acknowledge it.
+		f.durable.acks.refresh(seq, msg, f.durable.acks.epoch.Load())
+		return nil
 	}
-	if seq <= d.redeliverTo {
-		d.redelivered.Add(1)
-	}
-	return f.deliver(seq, msg, &readMark{seq: seq, epoch: d.epoch, msg: msg})
+	return f.deliver(seq, msg)
 }
 
 // activate makes this reader the active one, under pin, at the message
-// described by md, the first under that pin. It takes the consumer's
-// acknowledged position; if anything was delivered beyond it, the
-// consumer goes back to it (reset), so that the values after it come
-// again, in order.
+// described by md, the first under that pin. It takes over the position's
+// record (see keeper.activate) and its acknowledged position. If another
+// reader held the position meanwhile, what this one still held is handed
+// back and it reads again from the acknowledged position; if anything was
+// delivered beyond that position, the consumer goes back to it (reset),
+// so that the values after it come again, in order.
 func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md *jetstream.MsgMetadata) error {
 	d := f.durable
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
+	defer cancel()
 	info, err := cons.Info(ctx)
-	cancel()
+	if err != nil {
+		return err
+	}
+	handed, others, err := d.keep.activate(ctx)
 	if err != nil {
 		return err
 	}
 	d.pin = pin
+	d.keep.setPin(pin)
 	floor := info.AckFloor.Stream
-	// Another reader's values: this one neither reads them nor counts
-	// them as gaps.
-	f.skipTo(floor)
-	// What was delivered before this reader's first message: fresh
-	// deliveries go in stream order, so up to the one before it.
-	if md.NumDelivered == 1 {
-		d.redeliverTo = max(d.redeliverTo, md.Sequence.Stream-1)
+	if others {
+		// Another reader held the position since this one last did: what
+		// this one holds may be read by the other, or come again. Read
+		// on from the acknowledged position; the values after it that
+		// another reader may have handed out count as redelivered.
+		f.dest.discard()
+		f.rewind(floor + 1)
+		for {
+			r := d.redeliverTo.Load()
+			if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
+				break
+			}
+		}
 	} else {
-		d.redeliverTo = max(d.redeliverTo, info.Delivered.Stream)
+		// Values up to the floor another reader read: this one neither
+		// reads them nor counts them as gaps.
+		f.skipTo(floor)
 	}
 	if md.Sequence.Stream == floor+1 && info.Delivered.Stream == md.Sequence.Stream {
 		return nil // nothing beyond the position but this message
@@ -182,17 +196,22 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md *jetstream.Ms
 	return f.reset(cons)
 }
 
-// reset puts the consumer back at its acknowledged position; deliveries
-// this reader gets that were made before it are dropped.
+// reset puts the consumer back at its acknowledged position, once the
+// values done are acknowledged (the server confirming it), so that only
+// what was not done comes again; deliveries this reader gets that were
+// made before it are dropped.
 func (f *feed[T]) reset(jetstream.Consumer) error {
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
 	defer cancel()
+	if _, err := f.durable.acks.finalAck(ctx); err != nil {
+		return err
+	}
 	if err := f.resetTo(ctx); err != nil {
 		return err
 	}
 	d := f.durable
 	d.syncing = true
-	d.epoch++
+	d.acks.newEpoch()
 	return nil
 }
 
@@ -204,6 +223,10 @@ func (f *feed[T]) resetTo(ctx context.Context) error {
 	}
 	return nil
 }
+
+// rewind makes seq the next sequence the feed takes, also if it took
+// later ones: they come again (see activate).
+func (f *feed[T]) rewind(seq uint64) { f.next.Store(seq) }
 
 // skipTo moves the feed past the values up to seq, which another reader
 // read: they are neither handed out nor counted as gaps.
@@ -237,12 +260,13 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 	}
 	if d.pin == "" || pinned != d.pin {
 		d.pin = "" // standing by: the next message under a pin says when it is active again
+		d.keep.setPin("")
 		if pinned == "" && info.NumAckPending > 0 {
 			// Nobody reads (the active reader died and its turn ran out)
 			// and values it was given wait for acks that will not come:
 			// make them deliverable again, so that a standby gets them.
-			// They were delivered before: they count as redelivered.
-			d.redeliverTo = max(d.redeliverTo, info.Delivered.Stream)
+			// The position's record says which of them may have been
+			// handed out (see activate).
 			return f.resetTo(ctx)
 		}
 		return nil
@@ -254,44 +278,4 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 		return f.reset(cons)
 	}
 	return nil
-}
-
-// ackRead acknowledges the last value the application read, if it was not
-// acknowledged, when ackBatch values or ackEvery have passed (or force),
-// with its message (and so every value before it). A value read before a reset is not
-// acknowledged with its own message: the server numbers deliveries anew
-// from a reset, and a later value acknowledges it.
-func (f *feed[T]) ackRead(force bool) {
-	d := f.durable
-	m := d.lastRead.Load()
-	if m == nil || m.seq <= d.acked || m.epoch != d.epoch {
-		return
-	}
-	if !force && m.seq-d.acked < ackBatch && time.Since(d.ackedAt) < ackEvery {
-		return
-	}
-	if err := m.msg.Ack(); err == nil {
-		d.acked, d.ackedAt = m.seq, time.Now()
-	}
-}
-
-// finishDurable acknowledges what the application read, waiting for the
-// server's answer (bounded by ctx), and gives up this reader's turn so
-// that a standby takes over at once. The feed goroutine has exited.
-func (f *feed[T]) finishDurable(ctx context.Context) {
-	d := f.durable
-	if m := d.lastRead.Load(); m != nil && m.seq > d.acked && m.epoch == d.epoch {
-		if err := m.msg.DoubleAck(ctx); err != nil {
-			f.log.Warn("natsbridge: durable position not saved at Stop: the values after it come again", slog.Uint64("seq", m.seq), errAttr(err))
-		} else {
-			d.acked = m.seq
-		}
-	}
-	if d.pin != "" && f.t.js.Conn().IsConnected() {
-		// Hand over at once: what this reader fetched and its
-		// application did not read is delivered again, to the next
-		// reader.
-		_ = f.resetTo(ctx)
-		_ = f.t.stream.UnpinConsumer(ctx, d.name, durableGroup)
-	}
 }

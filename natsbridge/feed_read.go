@@ -45,7 +45,7 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		if !f.take(seq) {
 			continue // handled already; a fresh consumer never sends it
 		}
-		if err := f.deliver(seq, msg, nil); err != nil {
+		if err := f.deliver(seq, msg); err != nil {
 			return err
 		}
 	}
@@ -75,20 +75,23 @@ func (c *transitCheck) verdict(err error, delivered uint64) error {
 	return nil
 }
 
-// deliver decodes the message taken at seq and hands its value to out,
-// with the message's headers if they carry a trace context, or counts it
-// as a poison message; either way seq is handled. mark is the durable
-// consumer's, for the value's acknowledgement, or nil.
-func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg, mark *readMark) error {
+// deliver decodes the message taken at seq and places its value with
+// the feed's destination, with the message's headers if they carry a
+// trace context, and, on a durable consumer, the message itself (to
+// acknowledge it). A message the codec cannot decode is counted, logged
+// and placed as a poison message. Either way seq is handled.
+func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg) error {
 	v, err := decode(f.t.codec, msg.Data())
+	it := item[T]{seq: seq, v: v, err: err, h: traceHeaders(msg.Headers())}
+	if f.durable != nil {
+		it.msg, it.epoch = msg, f.durable.acks.epoch.Load()
+	}
 	if err != nil {
 		f.poisoned.Add(1)
 		f.t.poisoned.Add(1)
-		f.logPoison.warn("natsbridge: poison message skipped", slog.Uint64("seq", seq), errAttr(err))
-		f.advance(seq)
-		return nil
+		f.logPoison.warn("natsbridge: poison message", slog.Uint64("seq", seq), errAttr(err))
 	}
-	if err := f.out(f.g.Stopping(), seq, v, mark, traceHeaders(msg.Headers())); err != nil {
+	if err := f.dest.put(f.g.Stopping(), it); err != nil {
 		return err
 	}
 	f.advance(seq)

@@ -15,7 +15,7 @@ func TestHostile2PublishCancelledCtxRefused(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "h2cancel2", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	accepted := 0

@@ -39,7 +39,7 @@ func TestHostileFollowersDown(t *testing.T) {
 			if pace == 0 {
 				n = 10000
 			}
-			p := topic.Publisher(natsbridge.PublisherOptions{})
+			p := publisher(t, topic, natsbridge.PublisherOptions{})
 			published := make(chan error, 1)
 			go func() {
 				for i := 1; i <= n; i++ {
@@ -108,7 +108,7 @@ func TestHostileManyPublishersLeaderKilled(t *testing.T) {
 		_, js := dial(t, relay.URL())
 		topic := clusterTopic(t, js, "hostile.many")
 		topics = append(topics, topic)
-		ps = append(ps, topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second}))
+		ps = append(ps, publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: time.Second}))
 	}
 	errs := make(chan error, pubs)
 	for k, p := range ps {
@@ -257,7 +257,7 @@ func TestHostileConfirmedThenLost(t *testing.T) {
 	_, pubJS := dial(t, relay.URL())
 	topic := newTopic(t, pubJS, "hostile.lost", natsbridge.TopicOptions{})
 	ctx := boundedCtx(t, 2*time.Minute)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	var followers []*natstest.Server
@@ -327,7 +327,7 @@ func TestHostileLoneValueNoAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: time.Second})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	for _, s := range down {

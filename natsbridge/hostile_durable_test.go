@@ -57,7 +57,7 @@ func TestHostileDurableSameProcess(t *testing.T) {
 	a := readDurableWatcher(watch(t, topic, opts), 0)
 	b := readDurableWatcher(watch(t, topic, opts), 0)
 	const n = 2000
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, n/2)
 	eventually(t, "the first half read", func() bool { return len(a.read())+len(b.read()) >= n/2 })
 	active, standby := a, b
@@ -78,12 +78,12 @@ func TestHostileDurableSameProcess(t *testing.T) {
 	})
 	first := active.read()
 	second := standby.read()
-	t.Logf("active read %d, stopped at %d; standby read %d from %v; took over in %v; Redelivered %d", len(first), first[len(first)-1], len(second), second[:min(3, len(second))], time.Since(stoppedAt).Round(time.Millisecond), standby.w.Redelivered())
+	t.Logf("active read %d, stopped at %d; standby read %d from %v; took over in %v; Redelivered %d", len(first), first[len(first)-1], len(second), second[:min(3, len(second))], time.Since(stoppedAt).Round(time.Millisecond), standby.w.Stats().Redelivered)
 	if all := append(slices.Clone(first), second...); !slices.Equal(all, span(1, n)) {
 		t.Errorf("together they read %s, not 1..%d once each in order", firstDiff(all, span(1, n)), n)
 	}
-	if standby.w.Redelivered() != 0 {
-		t.Errorf("after a clean Stop, Redelivered() = %d, want 0", standby.w.Redelivered())
+	if standby.w.Stats().Redelivered != 0 {
+		t.Errorf("after a clean Stop, Redelivered() = %d, want 0", standby.w.Stats().Redelivered)
 	}
 	if err := p.Shutdown(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestHostileDeleteDurableWhileReading(t *testing.T) {
 	topic := newTopic(t, js, "hostile.deletedurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	w := watch(t, topic, natsbridge.WatchOptions{Durable: "billing", Takeover: 2 * time.Second})
 	r := readDurableWatcher(w, time.Millisecond)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, 500)
 	eventually(t, "some read", func() bool { return len(r.read()) >= 50 })
 	if err := topic.DeleteDurable(testCtx(t), "billing"); err != nil {
@@ -157,8 +157,8 @@ func TestHostileDurableFromAndStart(t *testing.T) {
 	if got := ids(take(t, w2, 5)); !slices.Equal(got, span(11, 15)) {
 		t.Errorf("rejoined position read %v, want 11..15", got)
 	}
-	if w2.Redelivered() != 0 {
-		t.Errorf("Redelivered() = %d", w2.Redelivered())
+	if w2.Stats().Redelivered != 0 {
+		t.Errorf("Redelivered() = %d", w2.Stats().Redelivered)
 	}
 	// A fresh position without From on a stream with values: what follows.
 	w3 := watch(t, topic, natsbridge.WatchOptions{Durable: "e"})
@@ -210,7 +210,7 @@ func TestHostileDurableSlowReader(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // let its request reach the server first
 	fastW := watch(t, t2, opts)
 	const n = 3000
-	p := t1.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, t1, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, n)
 	if err := p.Shutdown(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -261,12 +261,12 @@ func TestHostileDurableSlowReader(t *testing.T) {
 			twice++
 		}
 	}
-	t.Logf("slow read %d (%v…%v), fast read %d (from %v), %d by both; Redelivered slow %d fast %d", len(slow), slow[:min(3, len(slow))], slow[max(0, len(slow)-3):], len(got), got[:min(3, len(got))], twice, slowW.Redelivered(), fastW.Redelivered())
+	t.Logf("slow read %d (%v…%v), fast read %d (from %v), %d by both; Redelivered slow %d fast %d", len(slow), slow[:min(3, len(slow))], slow[max(0, len(slow)-3):], len(got), got[:min(3, len(got))], twice, slowW.Stats().Redelivered, fastW.Stats().Redelivered)
 	if !slices.IsSorted(slow) || !slices.IsSorted(got) {
 		t.Errorf("a reader read out of stream order")
 	}
-	if uint64(twice) > slowW.Redelivered()+fastW.Redelivered() {
-		t.Errorf("%d values read by both, %d counted as redelivered", twice, slowW.Redelivered()+fastW.Redelivered())
+	if uint64(twice) > slowW.Stats().Redelivered+fastW.Stats().Redelivered {
+		t.Errorf("%d values read by both, %d counted as redelivered", twice, slowW.Stats().Redelivered+fastW.Stats().Redelivered)
 	}
 }
 
@@ -296,12 +296,12 @@ func TestHostileFlushStoppedWhileWaiting(t *testing.T) {
 		t.Fatal("Flush still waiting 5s after Stop")
 	}
 	got := drain(t, w)
-	t.Logf("after Stop: %d readable, Delivered %d, Dropped %d, Seq %d", len(got), w.Delivered(), w.Dropped(), w.Seq())
+	t.Logf("after Stop: %d readable, Delivered %d, Dropped %d, Seq %d", len(got), w.Stats().Delivered, w.Stats().Dropped, w.Seq())
 	if !slices.Equal(ids(got), span(1, len(got))) {
 		t.Errorf("read %v", ids(got))
 	}
-	if uint64(len(got)) != w.Delivered() {
-		t.Errorf("read %d after Stop, Delivered %d", len(got), w.Delivered())
+	if uint64(len(got)) != w.Stats().Delivered {
+		t.Errorf("read %d after Stop, Delivered %d", len(got), w.Stats().Delivered)
 	}
 }
 
@@ -336,7 +336,7 @@ func durableTakeoverMismatch(t *testing.T, joined time.Duration) {
 	maker.Stop()
 	a := readDurableWatcher(watch(t, t1, natsbridge.WatchOptions{Durable: "d", Takeover: joined}), 0)
 	b := readDurableWatcher(watch(t, t2, natsbridge.WatchOptions{Durable: "d", Takeover: joined}), 0)
-	p := t1.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, t1, natsbridge.PublisherOptions{})
 	const n = 4
 	for i := 1; i <= n; i++ {
 		publishN(t, p, i, i)

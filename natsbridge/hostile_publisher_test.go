@@ -29,7 +29,7 @@ func TestHostilePublishWaitingWhenConnClosed(t *testing.T) {
 	relay := natstest.NewRelay(t, s.URL())
 	nc, js := dial(t, relay.URL())
 	topic := newTopic(t, js, "hostile.closed", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 2, AckTimeout: time.Hour})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 2, AckTimeout: time.Hour})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	relay.Hold()
@@ -70,7 +70,7 @@ func TestHostileShutdownCancelledWhileHeld(t *testing.T) {
 	_, js := dial(t, relay.URL())
 	_, adminJS := dial(t, s.URL())
 	topic := newTopic(t, js, "hostile.cancelled", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, 500)
 	relay.Hold()
 	publishN(t, p, 501, 1000)
@@ -106,7 +106,7 @@ func TestHostileStreamDeletedMidStream(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "hostile.deleted", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const n = 20000
 	done := make(chan error, 1)
 	go func() {
@@ -144,7 +144,7 @@ func TestHostileManyGoroutinesWindow(t *testing.T) {
 			s := startServer(t, embedded.Options{})
 			_, js := connect(t, s)
 			topic := newTopic(t, js, "hostile.goroutines", natsbridge.TopicOptions{})
-			p := topic.Publisher(natsbridge.PublisherOptions{Window: window})
+			p := publisher(t, topic, natsbridge.PublisherOptions{Window: window})
 			const gs = 8
 			each := 300
 			if window > 1 {
@@ -196,7 +196,7 @@ func TestHostileDoubleKill(t *testing.T) {
 	_, pubJS := dial(t, relay.URL())
 	_, subJS := dial(t, s.URL())
 	topic := newTopic(t, pubJS, "hostile.doublekill", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
 	const n = 15000
 	published := make(chan error, 1)
 	go func() {
@@ -244,7 +244,7 @@ func TestHostileTooLargeLongName(t *testing.T) {
 	name := strings.Repeat("a", 99) + "." + strings.Repeat("b", 100)
 	topic := newTopicOf(t, js, name, natsbridge.Codec[[]byte](bytesCodec{}), natsbridge.TopicOptions{})
 	limit := maxPayload - 94 - len(topic.Stream())
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
 	for range 1000 {
 		if err := p.Publish(ctx, []byte("x")); err != nil {
@@ -275,7 +275,7 @@ func TestHostileLoneValueHeld(t *testing.T) {
 	relay := natstest.NewRelay(t, s.URL())
 	_, js := dial(t, relay.URL())
 	topic := newTopic(t, js, "hostile.held", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond, DeliveryTimeout: time.Second})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond, DeliveryTimeout: time.Second})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	time.Sleep(100 * time.Millisecond) // the publisher idle
@@ -316,7 +316,7 @@ func TestHostilePurgeMidStream(t *testing.T) {
 			time.Sleep(50 * time.Microsecond) // a slow reader
 		}
 	}()
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const n = 10000
 	published := make(chan error, 1)
 	go func() {
@@ -353,12 +353,12 @@ func TestHostilePurgeMidStream(t *testing.T) {
 	eventually(t, "the reader read what the watcher queued", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return uint64(len(got)) == w.Delivered()
+		return uint64(len(got)) == w.Stats().Delivered
 	})
 	w.Stop()
 	<-readerDone
-	t.Logf("stream holds %d..%d; watcher read %d, gaps %d, dropped %d", stored[0], n, len(got), w.Gaps(), w.Dropped())
-	if !slices.IsSorted(got) || uint64(len(got))+w.Gaps() != n || len(slices.Compact(slices.Clone(got))) != len(got) {
-		t.Errorf("the watcher read %d (sorted %v) and counted %d gaps; want them to add up to %d", len(got), slices.IsSorted(got), w.Gaps(), n)
+	t.Logf("stream holds %d..%d; watcher read %d, gaps %d, dropped %d", stored[0], n, len(got), w.Stats().Gaps, w.Stats().Dropped)
+	if !slices.IsSorted(got) || uint64(len(got))+w.Stats().Gaps != n || len(slices.Compact(slices.Clone(got))) != len(got) {
+		t.Errorf("the watcher read %d (sorted %v) and counted %d gaps; want them to add up to %d", len(got), slices.IsSorted(got), w.Stats().Gaps, n)
 	}
 }

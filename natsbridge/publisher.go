@@ -2,7 +2,6 @@ package natsbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -66,18 +65,26 @@ type Publisher[T any] struct {
 }
 
 // Publisher returns a new Publisher for the topic, configured by o (the
-// zero PublisherOptions gives the defaults). It panics on an invalid o (see
-// the package doc, "Errors and panics"): a negative Window or AckTimeout,
-// or a Window above MaxWindow. After the topic's Shutdown has begun it
-// returns a Publisher that is already shut down.
+// zero PublisherOptions gives the defaults). It returns an error for an
+// invalid o (a negative Window or AckTimeout, a Window above MaxWindow),
+// ErrClosed after the topic's Shutdown has begun, ErrConfigDiffers for a
+// stream opened as it is that does not take the batched publishes a
+// publisher sends (open it once with TopicOptions.Update), and the
+// connection's error if it cannot subscribe to the server's answers.
 //
 // Publisher starts one goroutine, which takes the server's acks, sends
 // values again when a batch breaks, and ends batches; it exits when
 // Shutdown returns. Acks arrive through one subscription on the topic's
 // connection, whose goroutine (nats.go's) ends with it.
-func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
+func (t *Topic[T]) Publisher(o PublisherOptions) (*Publisher[T], error) {
 	if err := checkPublisherOptions(o); err != nil {
-		panic(err.Error())
+		return nil, err
+	}
+	if t.isClosed() {
+		return nil, t.shutErr
+	}
+	if !t.batched {
+		return nil, fmt.Errorf("%w: stream %q does not take batched publishes, which publishers send: open the topic once with TopicOptions.Update to allow them", ErrConfigDiffers, t.streamID)
 	}
 	cfg := newPublisherConfig(o, t.duplicates)
 	p := &Publisher[T]{
@@ -95,26 +102,18 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 	p.link = newLink(cfg.link(p.inbox, nuid.Next()))
 	l := t.log.With(slog.String("component", "publisher"))
 	p.logInvalid, p.logLost, p.logTrace = newLimitedLog(l), newLimitedLog(l), newLimitedLog(l)
-	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	sub, err := p.nc.Subscribe(p.inbox+".>", p.onReply)
-	if err == nil {
-		p.sub = sub
-		err = t.adopt(p)
-	}
-	if errors.Is(err, ErrClosed) {
-		p.shutErr = err // the topic's: it says what to do
-	}
 	if err != nil {
-		p.mu.Lock()
-		p.link.closed = true // nothing is sent: the loop exits at once
-		p.mu.Unlock()
-		p.t.log.Warn("natsbridge: publisher not started", errAttr(err))
+		return nil, fmt.Errorf("natsbridge: topic %q: publisher: subscribe to the server's answers: %w", t.name, err)
 	}
+	p.sub = sub
+	if err := t.adopt(p); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	p.g.Go(p.run)
-	if err != nil {
-		_ = p.Shutdown(context.Background())
-	}
-	return p
+	return p, nil
 }
 
 func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(ctx) }

@@ -1,19 +1,19 @@
 package natsbridge_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
-// TestWatchEventsAfterNextPanics: the first read chooses the read mode; a
-// queue watcher (Next first) refuses Events with a panic that says why,
-// and its values stay readable.
-func TestWatchEventsAfterNextPanics(t *testing.T) {
+// TestWatchEventsOnQueueWatcher: a queue watcher (the default read mode)
+// does not offer Events: it returns a closed channel, never panics, and
+// the watcher's values stay readable with Next and All.
+func TestWatchEventsOnQueueWatcher(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "mode.pull", natsbridge.TopicOptions{})
@@ -22,15 +22,9 @@ func TestWatchEventsAfterNextPanics(t *testing.T) {
 	if o, err := w.Next(testCtx(t)); err != nil || o.ID != 1 {
 		t.Fatalf("Next = %v, %v; want value 1", o.ID, err)
 	}
-	func() {
-		defer func() {
-			r := recover()
-			if msg, _ := r.(string); !strings.Contains(msg, "read mode is chosen by its first read") {
-				t.Errorf("Events after Next: recovered %v, want a panic naming the read mode", r)
-			}
-		}()
-		w.Events()
-	}()
+	if v, ok := <-w.Events(); ok {
+		t.Errorf("Events on a queue watcher gave %v, want a closed channel", v)
+	}
 	var got []int
 	for o := range w.All() {
 		if got = append(got, o.ID); len(got) == 2 {
@@ -38,20 +32,20 @@ func TestWatchEventsAfterNextPanics(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff([]int{2, 3}, got); diff != "" {
-		t.Errorf("after the panic, All read (-want +got):\n%s", diff)
+		t.Errorf("after Events, All read (-want +got):\n%s", diff)
 	}
 }
 
-// TestWatchChannelWatcherStoppedMidLoop: on a channel watcher (Events
-// first) Next and All read the channel; an All loop that goes on past
-// Stop reads the channel until it closes, then the value the pump held,
-// then the queue: every value once, in order.
+// TestWatchChannelWatcherStoppedMidLoop: on a channel watcher
+// (broadcast.ReadChannel) Next and All read the channel; an All loop that
+// goes on past Stop reads the channel until it closes: every value once,
+// in order.
 func TestWatchChannelWatcherStoppedMidLoop(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "mode.channel", natsbridge.TopicOptions{})
-	w := watch(t, topic, natsbridge.WatchOptions{})
 	const n = 50
+	w := watch(t, topic, natsbridge.WatchOptions{Read: broadcast.ReadChannel, QueueLength: n})
 	publishAll(t, topic, 1, n)
 	if err := w.Flush(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -65,8 +59,6 @@ func TestWatchChannelWatcherStoppedMidLoop(t *testing.T) {
 	got = append(got, o.ID)
 	for o := range w.All() {
 		if got = append(got, o.ID); len(got) == 10 {
-			// The pump holds the next value and waits to send it.
-			eventually(t, "the Events pump parked on its send", func() bool { return parkedIn(").pump(") })
 			w.Stop()
 		}
 	}

@@ -146,7 +146,10 @@ func publishAndWait(ctx context.Context, topic *natsbridge.Topic[Event], reps fl
 // publishEvents publishes events first..last as the orders service does,
 // and waits for the stream to confirm them.
 func publishEvents(ctx context.Context, topic *natsbridge.Topic[Event], first, last int) error {
-	pub := topic.Publisher(natsbridge.PublisherOptions{})
+	pub, err := topic.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		return err
+	}
 	for n := first; n <= last; n++ {
 		if err := pub.Publish(ctx, newEvent(n)); err != nil {
 			return err
@@ -354,7 +357,7 @@ func runReplica(s replicaSpec, in io.Reader, out io.Writer) error {
 		fmt.Fprintf(out, "handled %d\n", e.N) // the service's work on the event
 	}
 	w.Stop()
-	line, err := json.Marshal(replicaReport{Redelivered: w.Redelivered()})
+	line, err := json.Marshal(replicaReport{Redelivered: w.Stats().Redelivered})
 	if err != nil {
 		return err
 	}
