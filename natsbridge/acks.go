@@ -115,12 +115,12 @@ type acks struct {
 	// epoch counts the consumer's resets; the feed stamps each message
 	// with the epoch it came in.
 	epoch atomic.Uint64
-	// idle is closed, and replaced, whenever the last outstanding value
-	// is done: what Shutdown waits for.
+	// idle, made when someone waits for it (outstanding), is closed and
+	// cleared when the last outstanding value is done.
 	idle chan struct{}
 }
 
-func newAcks() *acks { return &acks{idle: make(chan struct{})} }
+func newAcks() *acks { return &acks{} }
 
 // hand records that the value at seq, delivered in its message msg in
 // the consumer's epoch, was handed out (done: skipped, a poison message
@@ -157,9 +157,9 @@ func (a *acks) refresh(seq uint64, msg jetstream.Msg, epoch uint64) {
 func (a *acks) done(seq uint64) bool {
 	a.mu.Lock()
 	ok := a.set.markDone(seq)
-	if ok && a.set.open == 0 {
+	if ok && a.set.open == 0 && a.idle != nil {
 		close(a.idle)
-		a.idle = make(chan struct{})
+		a.idle = nil
 	}
 	ref, due := a.dueLocked(time.Now(), false)
 	a.mu.Unlock()
@@ -221,10 +221,16 @@ func (a *acks) finalAck(ctx context.Context) (uint64, error) {
 }
 
 // outstanding returns the number of values handed out and not yet done,
-// and a channel closed when that number next falls to zero.
+// and, if it is not zero, a channel closed when it next falls to zero.
 func (a *acks) outstanding() (int, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.set.open == 0 {
+		return 0, nil
+	}
+	if a.idle == nil {
+		a.idle = make(chan struct{})
+	}
 	return a.set.open, a.idle
 }
 

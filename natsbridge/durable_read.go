@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,15 +48,18 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 }
 
 // consumeDurable hands out the messages of the durable consumer until it
-// fails, acknowledging what the application read as it goes.
+// fails. When no message comes for a while (a heartbeat; a standby, which
+// is the one to notice that the active reader died, looks at least twice
+// per takeover time) it asks the server about the consumer (see
+// checkDurable). The keeper acknowledges what is done as time passes.
 func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence, since the last reset
-	wait := []jetstream.NextOpt{jetstream.NextMaxWait(ackEvery)}
-	checked := time.Now()
+	idle := newIdleClock(f.g.Stopping(), min(f.t.heartbeat, f.durable.takeover/2))
+	defer idle.stop()
 	for {
-		msg, err := it.Next(wait...)
-		if errors.Is(err, nats.ErrTimeout) {
-			if err := f.idleDurable(cons, delivered, &checked); err != nil {
+		msg, err := it.Next(idle.wait...)
+		if idle.passed(err) {
+			if err := f.checkDurable(cons, delivered); err != nil {
 				return err
 			}
 			continue
@@ -65,9 +67,10 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if err != nil {
 			return err
 		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return err
+		idle.tick()
+		md, ok := parseDelivery(msg.Reply())
+		if !ok {
+			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
 		skip, err := f.follow(cons, msg, md, &delivered)
 		if err != nil {
@@ -76,7 +79,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if skip {
 			continue
 		}
-		if md.Sequence.Consumer != delivered+1 {
+		if md.consumer != delivered+1 {
 			// A delivery lost on the way: from the last one acknowledged
 			// again (what this reader handled it drops).
 			if err := f.reset(cons); err != nil {
@@ -84,39 +87,20 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 			}
 			continue
 		}
-		delivered = md.Sequence.Consumer
-		if err := f.handleDurable(md.Sequence.Stream, msg); err != nil {
+		delivered = md.consumer
+		if err := f.handleDurable(md.stream, msg); err != nil {
 			return err
 		}
 	}
 }
 
-// idleDurable is what the durable read loop does when no message came for
-// ackEvery: it acknowledges what was read, and asks the server about the
-// consumer once a heartbeat (checked: when it last asked).
-func (f *feed[T]) idleDurable(cons jetstream.Consumer, delivered uint64, checked *time.Time) error {
-	d := f.durable
-	d.acks.flush(false)
-	// A standby looks more often: it is the one to notice that the active
-	// reader died (see checkDurable).
-	every := f.t.heartbeat
-	if d.pin == "" {
-		every = min(every, d.takeover/2)
-	}
-	if time.Since(*checked) < every {
-		return nil
-	}
-	*checked = time.Now()
-	return f.checkDurable(cons, delivered)
-}
-
-// follow reads the pin of msg, described by md: a message under a new pin
-// makes this reader the active one. It reports whether to drop msg (it
-// comes again after a reset, or was delivered before one), and moves
+// follow reads the pin of msg, whose delivery is md: a message under a
+// new pin makes this reader the active one. It reports whether to drop msg
+// (it comes again after a reset, or was delivered before one), and moves
 // delivered where counting starts anew.
-func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstream.MsgMetadata, delivered *uint64) (skip bool, err error) {
+func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md delivery, delivered *uint64) (skip bool, err error) {
 	d := f.durable
-	if pin := msg.Headers().Get(pinHeader); pin != d.pin {
+	if pin := pinOf(msg); pin != d.pin {
 		// This reader is the active one now.
 		if err := f.activate(cons, pin, md); err != nil {
 			return false, err
@@ -124,15 +108,25 @@ func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstre
 		if d.syncing {
 			return true, nil // the message comes again after the reset
 		}
-		*delivered = md.Sequence.Consumer - 1
+		*delivered = md.consumer - 1
 	}
 	if d.syncing {
-		if md.Sequence.Consumer != 1 {
+		if md.consumer != 1 {
 			return true, nil // delivered before the reset
 		}
 		d.syncing, *delivered = false, 0
 	}
 	return false, nil
+}
+
+// pinOf returns the pin a message of the durable consumer went out under,
+// read without canonicalising the header's name (the server writes it
+// so).
+func pinOf(msg jetstream.Msg) string {
+	if v := msg.Headers()[pinHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // pinHeader carries, on each message, the pin of the reader it went to.
@@ -157,7 +151,7 @@ func (f *feed[T]) handleDurable(seq uint64, msg jetstream.Msg) error {
 // back and it reads again from the acknowledged position; if anything was
 // delivered beyond that position, the consumer goes back to it (reset),
 // so that the values after it come again, in order.
-func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md *jetstream.MsgMetadata) error {
+func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) error {
 	d := f.durable
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
 	defer cancel()
@@ -190,7 +184,7 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md *jetstream.Ms
 		// reads them nor counts them as gaps.
 		f.skipTo(floor)
 	}
-	if md.Sequence.Stream == floor+1 && info.Delivered.Stream == md.Sequence.Stream {
+	if md.stream == floor+1 && info.Delivered.Stream == md.stream {
 		return nil // nothing beyond the position but this message
 	}
 	return f.reset(cons)

@@ -199,33 +199,49 @@ func (c *idleClock) stop() {
 }
 
 // ackSequences reads the stream sequence and the consumer's delivery
-// sequence of a message from its reply subject, as the server writes it:
+// sequence of a message from its reply subject (see delivery).
+func ackSequences(reply string) (sseq, dseq uint64, ok bool) {
+	d, ok := parseDelivery(reply)
+	return d.stream, d.consumer, ok
+}
+
+// delivery is what a message's reply subject says of its delivery.
+type delivery struct {
+	stream   uint64 // the stream sequence
+	consumer uint64 // the consumer's delivery sequence
+	count    uint64 // how many times the message was delivered, this one included
+}
+
+// parseDelivery reads a message's delivery from its reply subject, as the
+// server writes it:
 // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<time>.<backlog>
 // (backlog: the messages the consumer has yet to deliver), or with a
 // domain and an account hash after $JS.ACK (and a last token of its own).
 // It is jetstream.Msg.Metadata without the allocations, for the read loop.
-func ackSequences(reply string) (sseq, dseq uint64, ok bool) {
+func parseDelivery(reply string) (delivery, bool) {
 	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
 	if !ok {
-		return 0, 0, false
+		return delivery{}, false
 	}
-	skip := 3 // stream, consumer, delivered
+	skip := 2 // stream, consumer
 	switch n := strings.Count(rest, ".") + 1; {
 	case n == 7:
 	case n >= 9:
-		skip = 5 // domain, account hash too
+		skip = 4 // domain, account hash too
 	default:
-		return 0, 0, false
+		return delivery{}, false
 	}
 	for range skip {
 		_, rest, _ = strings.Cut(rest, ".")
 	}
+	c, rest, _ := strings.Cut(rest, ".")
 	s, rest, _ := strings.Cut(rest, ".")
 	d, _, _ := strings.Cut(rest, ".")
+	count, err0 := strconv.ParseUint(c, 10, 64)
 	sseq, err1 := strconv.ParseUint(s, 10, 64)
 	dseq, err2 := strconv.ParseUint(d, 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
+	if err0 != nil || err1 != nil || err2 != nil {
+		return delivery{}, false
 	}
-	return sseq, dseq, true
+	return delivery{stream: sseq, consumer: dseq, count: count}, true
 }
