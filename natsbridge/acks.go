@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -106,6 +107,7 @@ func (s *handedSet) advance() {
 // use: the application's goroutines mark values done, the feed and the
 // keeper flush.
 type acks struct {
+	nc    *nats.Conn // sends the acks
 	mu    sync.Mutex // guards set, acked, ackedAt, idle
 	set   handedSet
 	acked uint64 // the stream sequence acknowledged last
@@ -120,7 +122,7 @@ type acks struct {
 	idle chan struct{}
 }
 
-func newAcks() *acks { return &acks{} }
+func newAcks(nc *nats.Conn) *acks { return &acks{nc: nc} }
 
 // hand records that the value at seq, delivered in its message msg in
 // the consumer's epoch, was handed out (done: skipped, a poison message
@@ -195,9 +197,15 @@ func (a *acks) dueLocked(now time.Time, force bool) (ackRef, bool) {
 	return s.ref, true
 }
 
+// ackBody is an acknowledgement's body.
+var ackBody = []byte("+ACK")
+
 // send acknowledges ref's message, and so every value before it (AckAll).
 // A lost ack is sent again with a later one, or at the end (finalAck).
-func (a *acks) send(ref ackRef) { _ = ref.msg.Ack() }
+// It publishes to the message's reply subject itself: the client lets a
+// message be acknowledged once, and finalAck may acknowledge it again,
+// waiting for the server's answer.
+func (a *acks) send(ref ackRef) { _ = a.nc.Publish(ref.msg.Reply(), ackBody) }
 
 // finalAck acknowledges the floor and waits for the server to confirm it,
 // bounded by ctx. It returns the floor's sequence, and an error if the
@@ -211,7 +219,7 @@ func (a *acks) finalAck(ctx context.Context) (uint64, error) {
 	if !ok {
 		return floor, nil // nothing of this epoch to acknowledge
 	}
-	if err := ref.msg.DoubleAck(ctx); err != nil {
+	if _, err := a.nc.RequestWithContext(ctx, ref.msg.Reply(), ackBody); err != nil {
 		return floor, err
 	}
 	a.mu.Lock()

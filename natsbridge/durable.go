@@ -137,11 +137,15 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	if err != nil {
 		return 0, nil, err
 	}
-	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(), finished: make(chan struct{})}
+	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
 	next := "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + o.Durable
 	d.keep = newKeeper(kv, o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
 	return info.AckFloor.Stream + 1, d, nil
 }
+
+// durablesBucket names the key-value bucket that holds the records of a
+// topic's durable positions (see keeper).
+func durablesBucket(stream string) string { return "herald_" + stream }
 
 // durables returns the topic's bucket of durable records (see keeper),
 // creating it, with the stream's replicas, if it is missing.
@@ -151,7 +155,7 @@ func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
 	if t.kv != nil {
 		return t.kv, nil
 	}
-	bucket := "herald_" + t.streamID
+	bucket := durablesBucket(t.streamID)
 	kv, err := t.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = t.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -170,6 +174,23 @@ func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	t.kv = kv
 	return kv, nil
+}
+
+// Delete deletes the topic from the server: its stream, and the
+// key-value bucket that holds the records of its durable positions
+// (herald_<stream>), if there is one. Watchers and mirrors of the topic
+// end (their Err wraps ErrStreamGone), publishers count what they send
+// as Failed. A stream deleted with jetstream directly leaves that bucket
+// behind. ctx bounds the requests; Delete panics on a nil ctx.
+func (t *Topic[T]) Delete(ctx context.Context) error {
+	mustContext(ctx)
+	if err := t.js.DeleteStream(ctx, t.streamID); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("natsbridge: topic %q: delete stream: %w", t.name, err)
+	}
+	if err := t.js.DeleteKeyValue(ctx, durablesBucket(t.streamID)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("natsbridge: topic %q: delete durable records: %w", t.name, err)
+	}
+	return nil
 }
 
 // DeleteDurable deletes the durable position name (WatchOptions.Durable)

@@ -137,7 +137,7 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	}
 	defer topic.Shutdown(ctx)
 	if c.server == "" || !c.keep {
-		defer js.DeleteStream(context.Background(), topic.Stream())
+		defer topic.Delete(context.Background())
 	}
 	if c.keepsAll() {
 		fmt.Fprintf(out, "topic %s: the stream keeps every event\n\n", name)
