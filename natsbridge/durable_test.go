@@ -250,3 +250,41 @@ func TestDurableTakeover(t *testing.T) {
 	logFault(t, "durable: killed reader read %d, acknowledged %d, reserved to %d, had %d delivered; standby took over %v after the kill (Takeover 2s), %d redelivered (%d read twice); clean hand-over in %v",
 		len(dead), acked, rec.Handed, delivered, takeover.Round(time.Millisecond), stopped.Redelivered, twice, handover.Round(time.Millisecond))
 }
+
+// TestDurableStopRacesShutdown: Stop and Topic.Shutdown race on a
+// durable watcher that has read part of the stream; the next reader of
+// the position starts right after the last value read.
+func TestDurableStopRacesShutdown(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	const n = 100
+	seed := newTopic(t, js, "h2dur", natsbridge.TopicOptions{})
+	publishAll(t, seed, 1, n)
+	last := 0
+	for iter := range 6 {
+		topic, err := natsbridge.NewTopic(testCtx(t), js, "h2dur", natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{Durable: "pos", From: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := take(t, w, 5)
+		if got[0].ID != last+1 {
+			t.Fatalf("iter %d: durable reader starts at %d, want %d (after %d)", iter, got[0].ID, last+1, last)
+		}
+		last = got[len(got)-1].ID
+		var wg sync.WaitGroup
+		wg.Go(w.Stop)
+		wg.Go(func() {
+			if err := topic.Shutdown(testCtx(t)); err != nil {
+				t.Errorf("iter %d: Shutdown: %v", iter, err)
+			}
+		})
+		wg.Wait()
+		if r := w.Stats().Redelivered; r != 0 {
+			t.Errorf("iter %d: Redelivered %d", iter, r)
+		}
+	}
+}

@@ -59,8 +59,8 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 }
 
 // put publishes a value the feed read to the broadcaster. A broadcaster
-// carries values only: a mirror's watchers get no trace context (see the
-// package doc, "Tracing"), and poison messages (counted by the feed) are
+// carries values only: a mirror's watchers get no trace context (read
+// through a Watcher where it matters), and poison messages (counted by the feed) are
 // passed over.
 func (m *mirror[T]) put(ctx context.Context, it item[T]) error {
 	if it.err != nil {

@@ -217,10 +217,8 @@ type WatchOptions struct {
 
 // Invalid options. A value no call could work with (a negative size, a
 // duration outside its range, an unknown policy) is refused by the call
-// it is given to, with a message that names the field: with an error
-// where that call returns one (NewTopic, Watch, Mirror), with a panic
-// where it returns none (Topic.Publisher). See the package doc, "Errors
-// and panics".
+// it is given to (NewTopic, Watch, Mirror, Topic.Publisher) with an error
+// that names the field.
 
 // checkTopicOptions returns an error for TopicOptions no topic can work
 // with.

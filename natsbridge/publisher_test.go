@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -608,4 +609,66 @@ func TestPublisherStatsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d snapshots", snapshots)
+}
+
+// TestPublishCancelledCtxConsistent: Publish with an already
+// cancelled ctx that carries a span either returns nil and the value is
+// stored, or returns an error and it is not: the stream holds exactly the
+// values whose Publish returned nil.
+func TestPublishCancelledCtxConsistent(t *testing.T) {
+	tracer, _ := tracing(t)
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2cancel", natsbridge.TopicOptions{})
+	w := watch(t, topic, natsbridge.WatchOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
+	var accepted []int
+	for i := 1; i <= 100; i++ {
+		sctx, sp := tracer.Start(context.Background(), "publish")
+		ctx, cancel := context.WithCancel(sctx)
+		cancel()
+		err := p.Publish(ctx, Order{ID: i})
+		sp.End()
+		switch {
+		case err == nil:
+			accepted = append(accepted, i)
+		case !errors.Is(err, context.Canceled):
+			t.Fatalf("Publish %d: %v", i, err)
+		}
+	}
+	if err := p.Publish(testCtx(t), Order{ID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := take(t, w, len(accepted)+1)
+	if want := append(accepted, 1000); !slices.Equal(ids(got), want) {
+		t.Fatalf("stored %v, want the accepted %v", ids(got), want)
+	}
+	t.Logf("%d of 100 Publish calls with a cancelled ctx were accepted", len(accepted))
+}
+
+// TestPublishCancelledCtxRefused: the doc says Publish returns
+// ctx.Err() if ctx ends first; a ctx cancelled before the call has ended
+// first, so no such Publish is accepted.
+func TestPublishCancelledCtxRefused(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2cancel2", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	accepted := 0
+	for i := range 100 {
+		if err := p.Publish(ctx, Order{ID: i}); err == nil {
+			accepted++
+		}
+	}
+	if accepted > 0 {
+		t.Errorf("%d of 100 Publish calls with an already-cancelled ctx returned nil (and were sent)", accepted)
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
 }

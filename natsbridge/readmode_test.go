@@ -1,7 +1,10 @@
 package natsbridge_test
 
 import (
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -67,5 +70,121 @@ func TestWatchChannelWatcherStoppedMidLoop(t *testing.T) {
 	}
 	if w.Seq() != n {
 		t.Errorf("Seq() = %d, want %d", w.Seq(), n)
+	}
+}
+
+// TestChannelWatcherEventsNextRace: on a channel watcher, Events and
+// Next race as first reads: neither panics, every value is read exactly
+// once, in order, and Seq is the last value's once Stop has returned.
+func TestChannelWatcherEventsNextRace(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2race", natsbridge.TopicOptions{})
+	const n = 30
+	publishAll(t, topic, 1, n)
+	for iter := range 15 {
+		w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1, Read: broadcast.ReadChannel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg       sync.WaitGroup
+			ch       <-chan Order
+			panicked bool
+			first    Order
+			nextErr  error
+		)
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			defer func() {
+				if recover() != nil {
+					panicked = true
+				}
+			}()
+			ch = w.Events()
+		})
+		wg.Go(func() {
+			<-start
+			first, nextErr = w.Next(testCtx(t))
+		})
+		close(start)
+		wg.Wait()
+		if nextErr != nil {
+			t.Fatalf("iter %d: Next: %v", iter, nextErr)
+		}
+		got := []Order{first}
+		if !panicked {
+			timeout := time.After(30 * time.Second)
+			for len(got) < n {
+				select {
+				case v := <-ch:
+					got = append(got, v)
+				case <-timeout:
+					t.Fatalf("iter %d: channel gave %d of %d", iter, len(got), n)
+				}
+			}
+		} else {
+			got = append(got, take(t, w, n-1)...)
+		}
+		w.Stop()
+		got = append(got, drain(t, w)...)
+		if want := span(1, n); !slices.Equal(ids(got), want) {
+			t.Fatalf("iter %d (events panicked %v): read %v, want %v", iter, panicked, ids(got), want)
+		}
+		if w.Seq() != n {
+			t.Fatalf("iter %d: Seq %d after Stop, want %d", iter, w.Seq(), n)
+		}
+	}
+}
+
+// TestChannelWatcherStopMidAll: Stop while All reads a channel
+// watcher. All ends, every value it yielded is yielded once and in order,
+// and a watcher resumed at Seq()+1 reads the rest: nothing lost.
+func TestChannelWatcherStopMidAll(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2stopall", natsbridge.TopicOptions{})
+	const n = 200
+	publishAll(t, topic, 1, n)
+	for iter := range 10 {
+		w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{From: 1, QueueLength: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Events()
+		var got []Order
+		stopAt := 5 + iter*7
+		var stopped sync.WaitGroup
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for v := range w.All() {
+				got = append(got, v)
+				if len(got) == stopAt {
+					stopped.Go(w.Stop)
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("iter %d: All did not end after Stop (read %d)", iter, len(got))
+		}
+		stopped.Wait()
+		if want := span(1, len(got)); !slices.Equal(ids(got), want) {
+			t.Fatalf("iter %d: All yielded %v", iter, ids(got))
+		}
+		if w.Seq() != uint64(len(got)) {
+			t.Fatalf("iter %d: Seq %d after All of %d values", iter, w.Seq(), len(got))
+		}
+		r := watch(t, topic, natsbridge.WatchOptions{From: w.Seq() + 1})
+		if len(got) < n {
+			rest := take(t, r, n-len(got))
+			if want := span(len(got)+1, n); !slices.Equal(ids(rest), want) {
+				t.Fatalf("iter %d: resumed watcher read %v, want %v", iter, ids(rest), want)
+			}
+		}
+		r.Stop()
 	}
 }

@@ -249,9 +249,10 @@ func (t *Topic[T]) Stats() TopicStats {
 
 // Shutdown ends every Publisher, Watcher and Mirror the topic made that is
 // still live, and returns once all have ended: nil, ctx.Err() if ctx ends
-// first, or ErrUnconfirmed if a publisher's values ended unconfirmed. Once
-// it has begun, Watch and Mirror return ErrClosed and Publisher a Publisher
-// already shut down. See the package doc, "Shutdown".
+// first (what was then abandoned is counted as each one documents), or
+// ErrUnconfirmed if a publisher's values ended unconfirmed. Once it has
+// begun, Watch, Mirror and Publisher return ErrClosed. The stream stays on
+// the server (see Delete).
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
 	t.mu.Lock()

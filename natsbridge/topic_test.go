@@ -477,3 +477,40 @@ func TestNewTopicStreamWithoutSchema(t *testing.T) {
 	}
 	newTopic(t, js, "plain", natsbridge.TopicOptions{}) // Order, as it is
 }
+
+// TestTopicShutdownErrClosedRemedy: after Topic.Shutdown, Watch, a new
+// Publisher's Publish and the watcher's reads return ErrClosed, and the
+// errors of the topic and publisher name the remedy.
+func TestTopicShutdownErrClosedRemedy(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic, err := natsbridge.NewTopic(testCtx(t), js, "h2closed", natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topic.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+	if !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
+		t.Errorf("Watch after Shutdown: %v", err)
+	}
+	_, err = topic.Publisher(natsbridge.PublisherOptions{})
+	if !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
+		t.Errorf("Publisher after Shutdown: %v", err)
+	}
+	if _, err := w.Next(testCtx(t)); !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("Next on a channel watcher after Shutdown: %v", err)
+	}
+	if _, ok := <-w.Events(); ok {
+		t.Error("Events channel open after Shutdown")
+	}
+	if err := topic.Shutdown(testCtx(t)); err != nil && !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("second Shutdown: %v", err)
+	}
+	w.Stop()
+}

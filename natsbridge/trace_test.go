@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -390,6 +392,100 @@ func TestTraceTooLarge(t *testing.T) {
 		got := trace.SpanContextFromContext(w.Context(context.Background())).IsValid()
 		if got != traced {
 			t.Errorf("value %d (%d bytes): trace context %v, want %v", i, len(v), got, traced)
+		}
+	}
+}
+
+// TestContextPrefixValue: Context after reading a prefix value
+// returns parent itself, also after a traced value was read, on both
+// read modes.
+func TestContextPrefixValue(t *testing.T) {
+	tracer, _ := tracing(t)
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2prefix", natsbridge.TopicOptions{})
+	spans := publishTraced(t, topic, tracer, 1, 2)
+	parent := context.Background()
+	// A queue watcher: on a channel watcher Context is that of the last
+	// value placed on the channel, not read.
+	for _, events := range []bool{false} {
+		w := watch(t, topic, natsbridge.WatchOptions{From: 1}, Order{ID: -1}, Order{ID: -2})
+		next := func() Order { return take(t, w, 1)[0] }
+		if ctx := w.Context(parent); ctx != parent {
+			t.Errorf("events=%v: Context before any read is not parent", events)
+		}
+		for _, want := range []int{-1, -2, 1, 2} {
+			v := next()
+			if v.ID != want {
+				t.Fatalf("events=%v: read %d, want %d", events, v.ID, want)
+			}
+			checkContext(t, w, parent, v.ID, spans[v.ID])
+		}
+		w.Stop()
+	}
+}
+
+// TestContextConcurrentWithReads: Context and Seq called while a
+// channel watcher is read (run under -race): once Seq gives a value's
+// sequence, Context gives that value's trace context or a later one's.
+func TestContextConcurrentWithReads(t *testing.T) {
+	tracer, _ := tracing(t)
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2ctxrace", natsbridge.TopicOptions{})
+	const n = 300
+	spans := publishTraced(t, topic, tracer, 1, n)
+	byID := map[trace.SpanID]int{}
+	for id, sc := range spans {
+		byID[sc.SpanID()] = id
+	}
+	for _, events := range []bool{true, false} {
+		w := watch(t, topic, natsbridge.WatchOptions{From: 1, QueueLength: 4})
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var bad []string
+		var mu sync.Mutex
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					seq := w.Seq()
+					sc := trace.SpanContextFromContext(w.Context(context.Background()))
+					if seq == 0 {
+						continue
+					}
+					id, ok := byID[sc.SpanID()]
+					if !ok || uint64(id) < seq {
+						mu.Lock()
+						bad = append(bad, "seq "+strconv.Itoa(int(seq))+" context of "+strconv.Itoa(id))
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		read := 0
+		if events {
+			for range n {
+				<-w.Events()
+				read++
+			}
+		} else {
+			for range w.All() {
+				read++
+				if read == n {
+					break
+				}
+			}
+		}
+		close(stop)
+		wg.Wait()
+		w.Stop()
+		if len(bad) > 0 {
+			t.Errorf("events=%v: %d mismatches, first: %v", events, len(bad), bad[:min(5, len(bad))])
 		}
 	}
 }

@@ -45,14 +45,14 @@ func (r *durableReader) read() []int {
 	return slices.Clone(r.got)
 }
 
-// TestHostileDurableSameProcess: two durable watchers with one name in the
+// TestDurableSameProcess: two durable watchers with one name in the
 // same process, on the same connection. One reads, the other stands by;
 // a clean Stop of the active one hands over at once and nothing is read
 // twice (Redelivered stays 0); together they read 1..n once, in order.
-func TestHostileDurableSameProcess(t *testing.T) {
+func TestDurableSameProcess(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.samedurable", natsbridge.TopicOptions{})
+	topic := newTopic(t, js, "edge.samedurable", natsbridge.TopicOptions{})
 	opts := natsbridge.WatchOptions{Durable: "billing", Takeover: 2 * time.Second}
 	a := readDurableWatcher(watch(t, topic, opts), 0)
 	b := readDurableWatcher(watch(t, topic, opts), 0)
@@ -90,13 +90,13 @@ func TestHostileDurableSameProcess(t *testing.T) {
 	}
 }
 
-// TestHostileDeleteDurableWhileReading: DeleteDurable while a watcher reads
+// TestDurableDeletedWhileReading: DeleteDurable while a watcher reads
 // the position: the watcher ends, its Err wraps ErrDurableGone, and a
 // later Watch with that name begins again at its From.
-func TestHostileDeleteDurableWhileReading(t *testing.T) {
+func TestDurableDeletedWhileReading(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.deletedurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	topic := newTopic(t, js, "edge.deletedurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	w := watch(t, topic, natsbridge.WatchOptions{Durable: "billing", Takeover: 2 * time.Second})
 	r := readDurableWatcher(w, time.Millisecond)
 	p := publisher(t, topic, natsbridge.PublisherOptions{})
@@ -130,13 +130,13 @@ func TestHostileDeleteDurableWhileReading(t *testing.T) {
 	}
 }
 
-// TestHostileDurableFromAndStart: a durable position made with From reads
+// TestDurableFromAndStart: a durable position made with From reads
 // from there; Start() reports where the position stands; a later Watch's
 // From is ignored (the position is kept).
-func TestHostileDurableFromAndStart(t *testing.T) {
+func TestDurableFromAndStart(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.durablefrom", natsbridge.TopicOptions{})
+	topic := newTopic(t, js, "edge.durablefrom", natsbridge.TopicOptions{})
 	publishAll(t, topic, 1, 10)
 	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{Durable: "d", From: 5})
 	if err != nil {
@@ -167,12 +167,12 @@ func TestHostileDurableFromAndStart(t *testing.T) {
 	}
 }
 
-// TestHostileTakeoverValidation: Takeover below 2s, negative, or without
+// TestDurableTakeoverValidation: Takeover below 2s, negative, or without
 // Durable is an error; a durable name with a wildcard is ErrInvalidName.
-func TestHostileTakeoverValidation(t *testing.T) {
+func TestDurableTakeoverValidation(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.takeover", natsbridge.TopicOptions{})
+	topic := newTopic(t, js, "edge.takeover", natsbridge.TopicOptions{})
 	for _, o := range []natsbridge.WatchOptions{
 		{Durable: "d", Takeover: time.Second},
 		{Durable: "d", Takeover: 2*time.Second - 1},
@@ -193,17 +193,17 @@ func TestHostileTakeoverValidation(t *testing.T) {
 	}
 }
 
-// TestHostileDurableSlowReader: the active durable reader's application
+// TestDurableSlowReader: the active durable reader's application
 // reads nothing for longer than Takeover (its Block queue stays full); a
 // standby takes over. The doc: at least once, each reader in stream
 // order, values read by both counted in Redelivered.
-func TestHostileDurableSlowReader(t *testing.T) {
+func TestDurableSlowReader(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := startServer(t, embedded.Options{})
 	_, js1 := connect(t, s)
 	_, js2 := connect(t, s)
-	t1 := newTopic(t, js1, "hostile.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
-	t2 := newTopic(t, js2, "hostile.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	t1 := newTopic(t, js1, "edge.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	t2 := newTopic(t, js2, "edge.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	opts := natsbridge.WatchOptions{Durable: "slow", Takeover: 2 * time.Second, QueueLength: 16, Full: broadcast.Block}
 	slowW := watch(t, t1, opts)
 	// The first watcher is the active one: it asked first.
@@ -270,13 +270,13 @@ func TestHostileDurableSlowReader(t *testing.T) {
 	}
 }
 
-// TestHostileFlushStoppedWhileWaiting: Flush waits (a Block watcher whose
+// TestDurableFlushStoppedWhileWaiting: Flush waits (a Block watcher whose
 // queue is full and nobody reads); Stop is called; Flush returns ErrClosed.
 // The values read from the stream but not queued are counted in Dropped.
-func TestHostileFlushStoppedWhileWaiting(t *testing.T) {
+func TestDurableFlushStoppedWhileWaiting(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.flushstop", natsbridge.TopicOptions{ReadAhead: 64})
+	topic := newTopic(t, js, "edge.flushstop", natsbridge.TopicOptions{ReadAhead: 64})
 	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{QueueLength: 4, Full: broadcast.Block})
 	if err != nil {
 		t.Fatal(err)
@@ -307,13 +307,13 @@ func TestHostileFlushStoppedWhileWaiting(t *testing.T) {
 
 var _ = context.Background
 
-// TestHostileDurableTakeoverMismatch: the position is made with Takeover
+// TestDurableTakeoverMismatch: the position is made with Takeover
 // 2s; two later watchers join it with the default Takeover (5s), which the
 // doc says is used only when the position is created. Both stay alive and
 // read; values come one every 3s. The doc: one reader at a time is
 // active, the others stand by and receive nothing, until the active one
 // stops, dies or stops reading. So one watcher must read every value.
-func TestHostileDurableTakeoverMismatch(t *testing.T) {
+func TestDurableTakeoverMismatch(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	for _, joined := range []time.Duration{0, 2 * time.Second} {
 		t.Run("joined with Takeover "+joined.String(), func(t *testing.T) {
@@ -327,8 +327,8 @@ func durableTakeoverMismatch(t *testing.T, joined time.Duration) {
 	s := startServer(t, embedded.Options{})
 	_, js1 := connect(t, s)
 	_, js2 := connect(t, s)
-	t1 := newTopic(t, js1, "hostile.mismatch", natsbridge.TopicOptions{})
-	t2 := newTopic(t, js2, "hostile.mismatch", natsbridge.TopicOptions{})
+	t1 := newTopic(t, js1, "edge.mismatch", natsbridge.TopicOptions{})
+	t2 := newTopic(t, js2, "edge.mismatch", natsbridge.TopicOptions{})
 	maker, err := t1.Watch(testCtx(t), natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -352,13 +352,13 @@ func durableTakeoverMismatch(t *testing.T, joined time.Duration) {
 	}
 }
 
-// TestHostileFlushOnStandby: Flush on a durable watcher that stands by (the
+// TestDurableFlushOnStandby: Flush on a durable watcher that stands by (the
 // other one reads) waits, as its doc says, until the watcher is active:
 // here until its context ends.
-func TestHostileFlushOnStandby(t *testing.T) {
+func TestDurableFlushOnStandby(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.flushstandby", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	topic := newTopic(t, js, "edge.flushstandby", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	opts := natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second}
 	a := readDurableWatcher(watch(t, topic, opts), 0)
 	b := readDurableWatcher(watch(t, topic, opts), 0)
