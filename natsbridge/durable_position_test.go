@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,80 +194,68 @@ func TestDurableTakeoverValidation(t *testing.T) {
 	}
 }
 
-// TestDurableSlowReader: the active durable reader's application
-// reads nothing for longer than Takeover (its Block queue stays full); a
-// standby takes over. The doc: at least once, each reader in stream
-// order, values read by both counted in Redelivered.
-func TestDurableSlowReader(t *testing.T) {
-	t.Parallel() // it waits on servers and faults, not on the CPU
-	s := startServer(t, embedded.Options{})
-	_, js1 := connect(t, s)
-	_, js2 := connect(t, s)
-	t1 := newTopic(t, js1, "edge.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
-	t2 := newTopic(t, js2, "edge.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
-	opts := natsbridge.WatchOptions{Durable: "slow", Takeover: 2 * time.Second, QueueLength: 16, Full: broadcast.Block}
-	slowW := watch(t, t1, opts)
-	// The first watcher is the active one: it asked first.
-	time.Sleep(200 * time.Millisecond) // let its request reach the server first
-	fastW := watch(t, t2, opts)
-	const n = 3000
-	p := publisher(t, t1, natsbridge.PublisherOptions{})
-	publishN(t, p, 1, n)
-	if err := p.Shutdown(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	// The slow reader reads 10 values, then nothing for 5s.
-	var slow []int
-	ctx := testCtx(t)
-	for range 10 {
-		v, err := slowW.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow = append(slow, v.ID)
-	}
-	fast := readDurableWatcher(fastW, 0)
-	time.Sleep(5 * time.Second) // the stall itself
-	// Then it reads on, for a while.
-	for {
-		short, cancel := context.WithTimeout(ctx, 2*time.Second)
-		v, err := slowW.Next(short)
-		cancel()
-		if err != nil {
-			break
-		}
-		slow = append(slow, v.ID)
-	}
-	eventually(t, "the position read to the end", func() bool {
-		r := fast.read()
-		return (len(r) > 0 && r[len(r)-1] == n) || (len(slow) > 0 && slow[len(slow)-1] == n)
-	})
-	fastW.Stop()
-	<-fast.done
-	got := fast.read()
-	seen := map[int]int{}
-	for _, id := range slow {
-		seen[id]++
-	}
-	for _, id := range got {
-		seen[id]++
-	}
-	twice := 0
-	for i := 1; i <= n; i++ {
-		switch seen[i] {
-		case 0:
-			t.Errorf("value %d read by neither", i)
-		case 1:
-		default:
-			twice++
-		}
-	}
-	t.Logf("slow read %d (%v…%v), fast read %d (from %v), %d by both; Redelivered slow %d fast %d", len(slow), slow[:min(3, len(slow))], slow[max(0, len(slow)-3):], len(got), got[:min(3, len(got))], twice, slowW.Stats().Redelivered, fastW.Stats().Redelivered)
-	if !slices.IsSorted(slow) || !slices.IsSorted(got) {
-		t.Errorf("a reader read out of stream order")
-	}
-	if uint64(twice) > slowW.Stats().Redelivered+fastW.Stats().Redelivered {
-		t.Errorf("%d values read by both, %d counted as redelivered", twice, slowW.Stats().Redelivered+fastW.Stats().Redelivered)
+// TestDurableSlowReaderKeepsTurn: the active durable reader is slow for
+// three times its takeover time, either with a handler that runs that
+// long (an All loop's body) or with an application that reads nothing
+// (its Block queue stays full). It keeps its turn all that while: the
+// standby reads nothing, and the slow reader reads every value once, in
+// order, none redelivered.
+func TestDurableSlowReaderKeepsTurn(t *testing.T) {
+	t.Parallel() // it waits on servers and takeover times, not on the CPU
+	for _, stall := range []string{"handler", "queue"} {
+		t.Run(stall, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t, embedded.Options{})
+			_, js1 := connect(t, s)
+			_, js2 := connect(t, s)
+			t1 := newTopic(t, js1, "edge.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+			t2 := newTopic(t, js2, "edge.slowdurable", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+			opts := natsbridge.WatchOptions{Durable: "slow", Takeover: 2 * time.Second, QueueLength: 16, Full: broadcast.Block}
+			slowW := watch(t, t1, opts)
+			const n = 500
+			publishAll(t, t1, 1, 1)
+			ctx := testCtx(t)
+			first, err := slowW.Next(ctx) // the first watcher is the active one
+			if err != nil || first.ID != 1 {
+				t.Fatalf("Next = %v, %v", first.ID, err)
+			}
+			fastW := watch(t, t2, opts)
+			fast := readDurableWatcher(fastW, 0)
+			publishAll(t, t1, 2, n)
+			slow := []int{first.ID}
+			if stall == "handler" {
+				for o := range slowW.All() {
+					slow = append(slow, o.ID)
+					if o.ID == 10 {
+						time.Sleep(6 * time.Second) // a handler three times the takeover time
+					}
+					if o.ID == n {
+						break
+					}
+				}
+			} else {
+				time.Sleep(6 * time.Second) // the application reads nothing: its queue stays full
+				for len(slow) < n {
+					o, err := slowW.Next(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					slow = append(slow, o.ID)
+				}
+				slowW.Done(slowW.Seq()) // handled: no later Next says so
+			}
+			if got := fast.read(); len(got) != 0 {
+				t.Errorf("the standby read %d values (from %d) while the active reader lived", len(got), got[0])
+			}
+			if !slices.Equal(slow, span(1, n)) {
+				t.Errorf("the slow reader read %s", firstDiff(slow, span(1, n)))
+			}
+			if r := slowW.Stats().Redelivered; r != 0 {
+				t.Errorf("Redelivered = %d, want 0", r)
+			}
+			fastW.Stop()
+			<-fast.done
+		})
 	}
 }
 
@@ -372,5 +361,67 @@ func TestDurableFlushOnStandby(t *testing.T) {
 	defer cancel()
 	if err := standby.w.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Flush on a standby durable watcher = %v, want context.DeadlineExceeded: it waits until the watcher is active", err)
+	}
+}
+
+// TestDurableNothingAfterStop: a durable reader reads 100 values and
+// stops with 200 more queued. It hands none of them out after its Stop
+// (Next returns ErrClosed, All ends), counts them as handed back, and the
+// next reader on the name reads them, from 101, none counted as
+// redelivered: no reader handed them out before.
+func TestDurableNothingAfterStop(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.afterstop", natsbridge.TopicOptions{})
+	opts := natsbridge.WatchOptions{Durable: "audit", QueueLength: 300}
+	w := watch(t, topic, opts)
+	publishAll(t, topic, 1, 300)
+	if err := w.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(take(t, w, 100)); !slices.Equal(got, span(1, 100)) {
+		t.Fatalf("read %v, want 1..100", got)
+	}
+	w.Stop()
+	if _, err := w.Next(testCtx(t)); !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("Next after Stop = %v, want ErrClosed: a durable watcher hands out nothing after its Stop", err)
+	}
+	for o := range w.All() {
+		t.Errorf("All after Stop gave %d", o.ID)
+	}
+	if st := w.Stats(); st.HandedBack != 200 || st.Acked != 100 {
+		t.Errorf("Stats after Stop: HandedBack %d, Acked %d; want 200, 100", st.HandedBack, st.Acked)
+	}
+	next := watch(t, topic, opts)
+	if got := ids(take(t, next, 200)); !slices.Equal(got, span(101, 300)) {
+		t.Errorf("the next reader read %s", firstDiff(got, span(101, 300)))
+	}
+	if r := next.Stats().Redelivered; r != 0 {
+		t.Errorf("the next reader's Redelivered = %d, want 0", r)
+	}
+}
+
+// TestDurableRefusesLossyReads: a durable watcher delivers at least once,
+// so Watch refuses the Drop policies, which would acknowledge values no
+// handler saw, and a channel, which cannot say when a value is done; each
+// error names what to use instead.
+func TestDurableRefusesLossyReads(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "edge.lossy", natsbridge.TopicOptions{})
+	tests := []struct {
+		o    natsbridge.WatchOptions
+		want string
+	}{
+		{natsbridge.WatchOptions{Durable: "d", Full: broadcast.DropNewest}, "broadcast.Block"},
+		{natsbridge.WatchOptions{Durable: "d", Full: broadcast.DropOldest}, "broadcast.Block"},
+		{natsbridge.WatchOptions{Durable: "d", Read: broadcast.ReadChannel}, "All or Next"},
+		{natsbridge.WatchOptions{Durable: "my.audit"}, `durable name "my.audit" holds '.'`},
+	}
+	for _, tc := range tests {
+		w, err := topic.Watch(testCtx(t), tc.o)
+		if w != nil || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Watch(%+v) = %v, %v; want an error holding %q", tc.o, w, err, tc.want)
+		}
 	}
 }

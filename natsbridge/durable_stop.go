@@ -69,5 +69,6 @@ func (w *Watcher[T]) finish() {
 			_ = w.t.stream.UnpinConsumer(ctx, d.name, durableGroup)
 		}
 		close(d.finished)
+		w.t.forget(w)
 	})
 }

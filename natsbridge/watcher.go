@@ -403,8 +403,12 @@ func (w *Watcher[T]) halt(ctx context.Context) error {
 			w.closeCh() // the feed goroutine, its only sender, has exited
 		}
 		close(w.halted)
-		w.t.forget(w)
-		if w.d != nil {
+		if w.d == nil {
+			w.t.forget(w)
+		} else {
+			// Until its hand-over, which Topic.Shutdown waits for (see
+			// finish), the topic keeps it, no longer live.
+			w.t.retire(w)
 			w.d.afterStop(w, w.f.log)
 		}
 	})
