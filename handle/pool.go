@@ -1,0 +1,476 @@
+package handle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/burst"
+	"github.com/heraldgo/herald/internal/lifecycle"
+	"github.com/heraldgo/herald/internal/ring"
+	"github.com/heraldgo/herald/internal/wait"
+)
+
+// Func handles one value. It returns nil once the value is handled; an
+// error (or a panic, recovered) makes the Pool handle the value again
+// after a wait, or, once it failed Options.MaxAttempts times or returned
+// an error marked Permanent, give it up as a dead letter. ctx ends when
+// the Pool's Shutdown runs out of time.
+type Func[T any] func(ctx context.Context, v T) error
+
+// Pool handles the values of a Source with up to Options.Workers handlers
+// at once, one value at a time per key and in the order the source
+// delivered them, values of different keys at once. Every value received
+// gets one fate: handled, dead-lettered, or, at Shutdown, abandoned (see
+// Stats). Its zero value is not usable: make one with New, and call
+// Shutdown when done with it. It is safe for concurrent use.
+type Pool[T any, K comparable] struct {
+	src  Source[T]
+	acks AckSource[T]   // src, if it is one
+	sink DeadLetterSink // src, if it is one
+	key  func(T) K      // nil: every value is its own key
+	fn   Func[T]
+	o    Options
+	dead *broadcast.Broadcaster[DeadLetter[T, K]]
+	// deadW is the watcher Pool.DeadLetters returns, registered before
+	// anything is read, so that no dead letter goes before a reader.
+	deadW *broadcast.Watcher[DeadLetter[T, K]]
+
+	// g runs the reader, the workers and the supervisor; its Aborting is
+	// the handlers' ctx. readCtx ends at Shutdown: the reader's receive.
+	g        *lifecycle.Group
+	readCtx  context.Context
+	stopRead context.CancelFunc
+	wakeSup  chan struct{} // capacity 1: an earlier retry is due
+	shutOnce sync.Once
+	shutErr  error
+
+	logPanic, logDead, logSlow burst.Burst
+
+	floor wait.Counter // every value received before this order has its fate
+
+	mu      sync.Mutex // guards the fields below
+	keys    map[K]*lane[T, K]
+	ready   ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
+	busy    map[*lane[T, K]]struct{}
+	retry   retryHeap[T, K]
+	free    []*lane[T, K]
+	ords    ordSet
+	workers wait.Queue // workers waiting for a ready lane
+	reader  wait.Queue // the reader waiting for room
+	stats   Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
+	stopped bool       // Shutdown began
+	readErr error      // why reading ended
+}
+
+// entry is a value in the Pool: its receive order, its source's sequence,
+// and the attempts its source counted before this delivery.
+type entry[T any] struct {
+	v      T
+	seq    uint64
+	ord    uint64
+	before int
+}
+
+// lane is one key's values, in order; only its head is handled, by one
+// worker at a time. A lane exists while it holds a value.
+type lane[T any, K comparable] struct {
+	key     K
+	vals    ring.Ring[entry[T]]
+	running bool      // a worker holds the head
+	retryAt time.Time // the head waits out a retry until then; zero if not
+	heapIdx int       // the lane's place in the retry heap, -1 if none
+	// The head's attempts in this Pool, when its first and last began,
+	// and when the key was last logged as slow.
+	tries       int
+	first, last time.Time
+	logged      time.Time
+}
+
+// New returns a Pool that handles the values of src with fn, ordered by
+// key: values with one key are handled one at a time, in the order src
+// delivered them; values with different keys at once, by up to
+// o.Workers handlers. A nil key makes every value its own key: handled in
+// parallel, with no order (give K explicitly: New[T, struct{}](src, nil,
+// fn, o)).
+//
+// The Pool takes src over: it reads it alone, and its Shutdown stops it.
+// If src is an AckSource (a durable natsbridge watcher), the Pool marks
+// each value done once it is handled or dead-lettered, so that src
+// acknowledges only those.
+//
+// New starts 2 + o.Workers goroutines (a reader, a supervisor of retries
+// and slow keys, the workers), which Shutdown ends. It panics on a nil src
+// or fn, or an invalid o.
+func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Options) *Pool[T, K] {
+	if src == nil || reflect.ValueOf(src).IsZero() {
+		panic("handle: nil Source")
+	}
+	if fn == nil {
+		panic("handle: nil Func")
+	}
+	o = o.resolved()
+	p := &Pool[T, K]{
+		src:     src,
+		key:     key,
+		fn:      fn,
+		o:       o,
+		dead:    broadcast.New[DeadLetter[T, K]](broadcast.Options{QueueLength: o.DeadLetterQueue, IncomingQueueLength: 1}),
+		g:       lifecycle.New(),
+		wakeSup: make(chan struct{}, 1),
+		keys:    make(map[K]*lane[T, K]),
+		busy:    make(map[*lane[T, K]]struct{}),
+		ready:   ring.New[*lane[T, K]](0),
+		workers: wait.NewQueue(),
+		reader:  wait.NewQueue(),
+	}
+	p.acks, _ = src.(AckSource[T])
+	p.sink, _ = src.(DeadLetterSink)
+	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
+	p.readCtx, p.stopRead = context.WithCancel(context.Background())
+	p.g.Go(p.read)
+	p.g.Go(p.supervise)
+	for range o.Workers {
+		p.g.Go(p.work)
+	}
+	return p
+}
+
+// DeadLetters returns the watcher of the Pool's dead letters: every value
+// it gives up on, with its key and why, unless its source keeps them (see
+// DeadLetterSink). It was registered when the Pool was made, so it misses
+// none. It is a Block watcher of Options.DeadLetterQueue values: a worker
+// that gives a value up waits for room, so read it. It closes once the
+// Pool has shut down and its last dead letter was read.
+func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return p.deadW }
+
+// read is the reader goroutine: it takes values from the source while
+// the Pool has room, and places each behind its key.
+func (p *Pool[T, K]) read() {
+	for {
+		p.mu.Lock()
+		for !p.stopped && p.full() {
+			if p.ords.span() >= p.o.Window && !p.stats.Paused {
+				p.stats.Paused = true
+				p.stats.Pauses++
+			}
+			c := p.reader.ParkLocked()
+			p.mu.Unlock()
+			select {
+			case <-c:
+			case <-p.readCtx.Done():
+			}
+			p.mu.Lock()
+			p.reader.UnparkLocked()
+		}
+		p.stats.Paused = false
+		stopped := p.stopped
+		p.mu.Unlock()
+		if stopped {
+			return
+		}
+		d, err := p.receive()
+		if err != nil {
+			p.mu.Lock()
+			if !p.stopped {
+				p.readErr = err
+			}
+			p.mu.Unlock()
+			return
+		}
+		p.accept(d)
+	}
+}
+
+// full reports whether the Pool holds QueueLength values, or reading runs
+// Window values ahead of the oldest without a fate.
+func (p *Pool[T, K]) full() bool {
+	held := p.stats.InFlight + p.stats.Waiting + p.stats.Backoff
+	return held >= p.o.QueueLength || p.ords.span() >= p.o.Window
+}
+
+// receive takes the source's next value.
+func (p *Pool[T, K]) receive() (Delivery[T], error) {
+	if p.acks != nil {
+		return p.acks.Receive(p.readCtx)
+	}
+	v, err := p.src.Next(p.readCtx)
+	return Delivery[T]{Value: v, Attempt: 1}, err
+}
+
+// accept places a value received behind its key, or, if it has none (it
+// could not be decoded, or its key function panicked), dead-letters it.
+func (p *Pool[T, K]) accept(d Delivery[T]) {
+	var k K
+	failed := d.Err
+	if failed == nil && p.key != nil {
+		k, failed = p.keyOf(d.Value)
+	}
+	p.mu.Lock()
+	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), before: max(d.Attempt, 1) - 1}
+	p.stats.Received++
+	if failed != nil {
+		if d.Err != nil {
+			p.stats.Poisoned++
+		}
+		p.stats.InFlight++
+		p.mu.Unlock()
+		now := time.Now()
+		f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
+		for try := 1; !p.giveUp(k, e, f); try++ {
+			if !p.pause(try) {
+				p.settle(e, &p.stats.Abandoned)
+				return
+			}
+		}
+		p.settle(e, &p.stats.DeadLettered)
+		p.done(e)
+		return
+	}
+	l := p.laneLocked(k)
+	l.vals.Push(e)
+	p.stats.Waiting++
+	if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
+		p.readyLocked(l)
+	}
+	p.mu.Unlock()
+}
+
+// keyOf returns v's key, or the panic of the key function as an error.
+func (p *Pool[T, K]) keyOf(v T) (k K, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handle: key function panicked: %v", r)
+		}
+	}()
+	return p.key(v), nil
+}
+
+// laneLocked returns the lane of key k, made if it has none: a new lane
+// for every value when there is no key function.
+func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
+	if p.key != nil {
+		if l, ok := p.keys[k]; ok {
+			return l
+		}
+	}
+	var l *lane[T, K]
+	if n := len(p.free); n > 0 {
+		l, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		l = &lane[T, K]{vals: ring.New[entry[T]](0), heapIdx: -1}
+	}
+	l.key = k
+	if p.key != nil {
+		p.keys[k] = l
+	}
+	return l
+}
+
+// readyLocked queues l for a worker and wakes one.
+func (p *Pool[T, K]) readyLocked(l *lane[T, K]) {
+	p.ready.Push(l)
+	wait.Signal(p.workers.WakeLocked())
+}
+
+// work is a worker goroutine: it handles the head of one ready lane at a
+// time, until Shutdown.
+func (p *Pool[T, K]) work() {
+	for {
+		p.mu.Lock()
+		for !p.stopped && p.ready.Len() == 0 {
+			c := p.workers.ParkLocked()
+			p.mu.Unlock()
+			select {
+			case <-c:
+			case <-p.g.Stopping().Done():
+			}
+			p.mu.Lock()
+			p.workers.UnparkLocked()
+		}
+		if p.stopped {
+			p.mu.Unlock()
+			return
+		}
+		l := p.ready.Pop()
+		if p.ready.Len() > 0 {
+			wait.Signal(p.workers.WakeLocked()) // the hand-off rule: work left for another
+		}
+		e := l.vals.Peek()
+		l.running = true
+		now := time.Now()
+		if l.tries == 0 {
+			l.first = now
+			p.busy[l] = struct{}{}
+		} else {
+			p.stats.Retries++
+		}
+		l.last = now
+		p.stats.Waiting--
+		p.stats.InFlight++
+		p.mu.Unlock()
+		p.finish(l, e, p.call(e.v))
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (p *Pool[T, K]) call(v T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handle: handler panicked: %v", r)
+			p.mu.Lock()
+			p.stats.Panics++
+			p.mu.Unlock()
+			if n, due := p.logPanic.Add(time.Now(), 1); due {
+				p.o.Logger.Warn("handle: handler panicked (handled as a failure)", slog.String("panic", fmt.Sprintf("%T", r)), slog.Uint64("count", n))
+			}
+		}
+	}()
+	return p.fn(p.g.Aborting(), v)
+}
+
+// finish gives the head e of lane l its fate after an attempt that
+// returned err: handled, a retry after a wait, or a dead letter.
+func (p *Pool[T, K]) finish(l *lane[T, K], e entry[T], err error) {
+	p.mu.Lock()
+	l.tries++
+	attempts := e.before + l.tries
+	switch {
+	case err == nil:
+		p.popLocked(l, e, &p.stats.Handled)
+		p.mu.Unlock()
+		p.done(e)
+		return
+	case p.stopped:
+		p.popLocked(l, e, &p.stats.Abandoned)
+		p.mu.Unlock()
+		return
+	case errors.Is(err, ErrPermanent) || attempts >= p.o.MaxAttempts:
+		f := Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
+		p.mu.Unlock()
+		if !p.giveUp(l.key, e, f) {
+			p.mu.Lock()
+			if p.stopped {
+				p.popLocked(l, e, &p.stats.Abandoned)
+			} else {
+				l.tries-- // the dead letter is tried again after a wait
+				p.waitRetryLocked(l)
+			}
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Lock()
+		p.popLocked(l, e, &p.stats.DeadLettered)
+		p.mu.Unlock()
+		p.done(e)
+		return
+	}
+	p.waitRetryLocked(l)
+	p.mu.Unlock()
+}
+
+// waitRetryLocked makes l's head, just failed, wait out its retry.
+func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
+	l.running = false
+	p.stats.InFlight--
+	p.stats.Backoff++
+	l.retryAt = time.Now().Add(p.backoff(max(l.tries, 1)))
+	if p.retry.push(l) {
+		wait.Signal(p.wakeSup) // the earliest retry changed
+	}
+}
+
+// popLocked removes l's head e, now fated (counted in *count), and
+// releases the lane: to the next worker if it holds more values, to the
+// free list otherwise.
+func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64) {
+	l.vals.Pop()
+	l.running, l.tries = false, 0
+	delete(p.busy, l)
+	p.stats.InFlight--
+	*count++
+	p.fateLocked(e.ord)
+	if l.vals.Len() > 0 {
+		p.readyLocked(l)
+		return
+	}
+	if p.key != nil {
+		delete(p.keys, l.key)
+	}
+	var zero K
+	l.key = zero
+	p.free = append(p.free, l)
+}
+
+// settle gives a value that never entered a lane its fate, counted in
+// *count.
+func (p *Pool[T, K]) settle(e entry[T], count *uint64) {
+	p.mu.Lock()
+	p.stats.InFlight--
+	*count++
+	p.fateLocked(e.ord)
+	p.mu.Unlock()
+}
+
+// pause waits before the next of tries to store a dead letter, and
+// reports false if the Pool's Shutdown ran out of time meanwhile.
+func (p *Pool[T, K]) pause(try int) bool {
+	t := time.NewTimer(p.backoff(try))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.g.Aborting().Done():
+		return false
+	}
+}
+
+// fateLocked records that the value of order ord has its fate: the reader
+// may have room, and Flush may return.
+func (p *Pool[T, K]) fateLocked(ord uint64) {
+	p.floor.Advance(p.ords.fate(ord))
+	wait.Signal(p.reader.WakeLocked())
+}
+
+// done tells an AckSource that e has its fate.
+func (p *Pool[T, K]) done(e entry[T]) {
+	if p.acks != nil && e.seq != 0 {
+		p.acks.Done(e.seq)
+	}
+}
+
+// giveUp hands a dead letter to the source, if it keeps them, or to the
+// Pool's dead-letter broadcaster, and reports whether it is stored. A
+// failure to store it is logged; the caller tries again later.
+func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
+	if n, due := p.logDead.Add(time.Now(), 1); due {
+		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
+			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))
+	}
+	ctx := p.g.Aborting()
+	if p.sink != nil && e.seq != 0 {
+		err := p.sink.DeadLetter(ctx, e.seq, f)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, ErrNoDeadLetterSink) {
+			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
+			return false
+		}
+	}
+	err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f})
+	return err == nil
+}
+
+// errorType names an error by its Go type: its text may quote the value.
+func errorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("%T", err)
+}
