@@ -169,8 +169,8 @@ type Stats[K comparable] struct {
 // Blocked describes the key that has held up its values the longest.
 type Blocked[K comparable] struct {
 	Key K
-	// Since is when its oldest value's first attempt began; For how long
-	// ago that was.
+	// Since is when its oldest value's first attempt began (to within
+	// 100ms); For how long ago that was.
 	Since time.Time
 	For   time.Duration
 	// Attempts is how many times that value was handled so far; Behind how

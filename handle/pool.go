@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldgo/herald/broadcast"
@@ -44,6 +46,7 @@ type Pool[T any, K comparable] struct {
 	// g runs the reader, the workers and the supervisor; its Aborting is
 	// the handlers' ctx. readCtx ends at Shutdown: the reader's receive.
 	g        *lifecycle.Group
+	now      atomic.Int64 // the supervisor's clock (UnixNano), moved every tick
 	readCtx  context.Context
 	stopRead context.CancelFunc
 	wakeSup  chan struct{} // capacity 1: an earlier retry is due
@@ -57,11 +60,15 @@ type Pool[T any, K comparable] struct {
 	mu      sync.Mutex // guards the fields below
 	keys    map[K]*lane[T, K]
 	ready   ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
-	busy    map[*lane[T, K]]struct{}
+	busy    busyList[T, K] // lanes whose head has begun, oldest first
 	retry   retryHeap[T, K]
 	free    []*lane[T, K]
 	ords    ordSet
 	workers wait.Queue // workers waiting for a ready lane
+	// spinning counts the workers that looked for a ready lane, found
+	// none, and look again a few times before they park: a lane made
+	// ready meanwhile needs no wake-up.
+	spinning int
 	reader  wait.Queue // the reader waiting for room
 	stats   Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
 	stopped bool       // Shutdown began
@@ -90,6 +97,10 @@ type lane[T any, K comparable] struct {
 	tries       int
 	first, last time.Time
 	logged      time.Time
+	// prev and next link the lane in the Pool's busy list while its head
+	// has begun; inBusy says whether it is there.
+	prev, next *lane[T, K]
+	inBusy     bool
 }
 
 // New returns a Pool that handles the values of src with fn, ordered by
@@ -124,11 +135,11 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 		g:       lifecycle.New(),
 		wakeSup: make(chan struct{}, 1),
 		keys:    make(map[K]*lane[T, K]),
-		busy:    make(map[*lane[T, K]]struct{}),
 		ready:   ring.New[*lane[T, K]](0),
 		workers: wait.NewQueue(),
 		reader:  wait.NewQueue(),
 	}
+	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
 	p.sink, _ = src.(DeadLetterSink)
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
@@ -152,28 +163,13 @@ func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return
 // read is the reader goroutine: it takes values from the source while
 // the Pool has room, and places each behind its key.
 func (p *Pool[T, K]) read() {
-	for {
-		p.mu.Lock()
-		for !p.stopped && p.full() {
-			if p.ords.span() >= p.o.Window && !p.stats.Paused {
-				p.stats.Paused = true
-				p.stats.Pauses++
-			}
-			c := p.reader.ParkLocked()
-			p.mu.Unlock()
-			select {
-			case <-c:
-			case <-p.readCtx.Done():
-			}
-			p.mu.Lock()
-			p.reader.UnparkLocked()
-		}
-		p.stats.Paused = false
-		stopped := p.stopped
+	p.mu.Lock()
+	if !p.waitRoomLocked() {
 		p.mu.Unlock()
-		if stopped {
-			return
-		}
+		return
+	}
+	p.mu.Unlock()
+	for {
 		d, err := p.receive()
 		if err != nil {
 			p.mu.Lock()
@@ -183,8 +179,31 @@ func (p *Pool[T, K]) read() {
 			p.mu.Unlock()
 			return
 		}
-		p.accept(d)
+		if !p.accept(d) {
+			return
+		}
 	}
+}
+
+// waitRoomLocked waits until the Pool has room for a value, and reports
+// false once it is stopped.
+func (p *Pool[T, K]) waitRoomLocked() bool {
+	for !p.stopped && p.full() {
+		if p.ords.span() >= p.o.Window && !p.stats.Paused {
+			p.stats.Paused = true
+			p.stats.Pauses++
+		}
+		c := p.reader.ParkLocked()
+		p.mu.Unlock()
+		select {
+		case <-c:
+		case <-p.readCtx.Done():
+		}
+		p.mu.Lock()
+		p.reader.UnparkLocked()
+	}
+	p.stats.Paused = false
+	return !p.stopped
 }
 
 // full reports whether the Pool holds QueueLength values, or reading runs
@@ -204,8 +223,10 @@ func (p *Pool[T, K]) receive() (Delivery[T], error) {
 }
 
 // accept places a value received behind its key, or, if it has none (it
-// could not be decoded, or its key function panicked), dead-letters it.
-func (p *Pool[T, K]) accept(d Delivery[T]) {
+// could not be decoded, or its key function panicked), dead-letters it;
+// then it waits for room for the next value, and reports false once the
+// Pool is stopped.
+func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 	var k K
 	failed := d.Err
 	if failed == nil && p.key != nil {
@@ -222,23 +243,33 @@ func (p *Pool[T, K]) accept(d Delivery[T]) {
 		p.mu.Unlock()
 		now := time.Now()
 		f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
+		fate := &p.stats.DeadLettered
 		for try := 1; !p.giveUp(k, e, f); try++ {
 			if !p.pause(try) {
-				p.settle(e, &p.stats.Abandoned)
-				return
+				fate = &p.stats.Abandoned
+				break
 			}
 		}
-		p.settle(e, &p.stats.DeadLettered)
-		p.done(e)
-		return
+		p.mu.Lock()
+		p.stats.InFlight--
+		*fate++
+		p.fateLocked(e.ord)
+		if fate == &p.stats.DeadLettered {
+			p.mu.Unlock()
+			p.done(e)
+			p.mu.Lock()
+		}
+	} else {
+		l := p.laneLocked(k)
+		l.vals.Push(e)
+		p.stats.Waiting++
+		if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
+			p.readyLocked(l)
+		}
 	}
-	l := p.laneLocked(k)
-	l.vals.Push(e)
-	p.stats.Waiting++
-	if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
-		p.readyLocked(l)
-	}
+	ok := p.waitRoomLocked()
 	p.mu.Unlock()
+	return ok
 }
 
 // keyOf returns v's key, or the panic of the key function as an error.
@@ -272,50 +303,120 @@ func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
 	return l
 }
 
-// readyLocked queues l for a worker and wakes one.
+// clock returns the time of the supervisor's last tick (see tickEvery).
+func (p *Pool[T, K]) clock() time.Time { return time.Unix(0, p.now.Load()) }
+
+// readyLocked queues l for a worker and wakes one, unless one is looking
+// for work already (see nextReadyLocked).
 func (p *Pool[T, K]) readyLocked(l *lane[T, K]) {
 	p.ready.Push(l)
-	wait.Signal(p.workers.WakeLocked())
+	if p.spinning == 0 {
+		wait.Signal(p.workers.WakeLocked())
+	}
 }
 
+// maxRun is how many values of one key a worker handles in a row before
+// it lets the key queue again behind the other ready keys.
+const maxRun = 64
+
 // work is a worker goroutine: it handles the head of one ready lane at a
-// time, until Shutdown.
+// time, until Shutdown. It goes on with the same lane while that lane has
+// values (up to maxRun in a row), which spares the ready queue and a
+// wake-up per value.
 func (p *Pool[T, K]) work() {
+	var (
+		l   *lane[T, K]
+		e   entry[T]
+		err error
+		run int
+	)
 	for {
 		p.mu.Lock()
-		for !p.stopped && p.ready.Len() == 0 {
-			c := p.workers.ParkLocked()
-			p.mu.Unlock()
-			select {
-			case <-c:
-			case <-p.g.Stopping().Done():
+		if l != nil {
+			var final bool
+			if l, final = p.finishLocked(l, e, err, run < maxRun); final && p.acks != nil {
+				// Marked done before anything else: the source may wait
+				// for it to acknowledge, or to hand its position over.
+				p.mu.Unlock()
+				p.done(e)
+				p.mu.Lock()
 			}
-			p.mu.Lock()
-			p.workers.UnparkLocked()
+			if l == nil {
+				run = 0
+			}
 		}
-		if p.stopped {
-			p.mu.Unlock()
-			return
+		if l == nil {
+			if l = p.nextReadyLocked(); l == nil {
+				p.mu.Unlock()
+				return
+			}
 		}
-		l := p.ready.Pop()
-		if p.ready.Len() > 0 {
-			wait.Signal(p.workers.WakeLocked()) // the hand-off rule: work left for another
-		}
-		e := l.vals.Peek()
-		l.running = true
-		now := time.Now()
-		if l.tries == 0 {
-			l.first = now
-			p.busy[l] = struct{}{}
-		} else {
-			p.stats.Retries++
-		}
-		l.last = now
-		p.stats.Waiting--
-		p.stats.InFlight++
+		e = p.startLocked(l)
+		run++
 		p.mu.Unlock()
-		p.finish(l, e, p.call(e.v))
+		err = p.call(e.v)
 	}
+}
+
+// spinTries is how many times a worker that found no ready lane yields
+// and looks again before it parks; one worker at a time does.
+const spinTries = 16
+
+// nextReadyLocked waits for a ready lane and takes it; it returns nil once
+// the Pool is stopped. Before it parks, one worker at a time yields and
+// looks again a few times: with short handlers, the next value comes
+// sooner than a parked worker wakes.
+func (p *Pool[T, K]) nextReadyLocked() *lane[T, K] {
+	if !p.stopped && p.ready.Len() == 0 && p.spinning == 0 {
+		p.spinning++
+		for range spinTries {
+			p.mu.Unlock()
+			runtime.Gosched()
+			p.mu.Lock()
+			if p.stopped || p.ready.Len() > 0 {
+				break
+			}
+		}
+		p.spinning--
+	}
+	for !p.stopped && p.ready.Len() == 0 {
+		c := p.workers.ParkLocked()
+		p.mu.Unlock()
+		select {
+		case <-c:
+		case <-p.g.Stopping().Done():
+		}
+		p.mu.Lock()
+		p.workers.UnparkLocked()
+	}
+	if p.stopped {
+		return nil
+	}
+	l := p.ready.Pop()
+	if p.ready.Len() > 0 {
+		wait.Signal(p.workers.WakeLocked()) // the hand-off rule: work left for another
+	}
+	return l
+}
+
+// startLocked begins an attempt of l's head, and returns it.
+func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
+	e := l.vals.Peek()
+	l.running = true
+	if l.tries == 0 {
+		// The supervisor's clock, not time.Now: a clock read costs as
+		// much as the rest of a value's way through the Pool (see
+		// BenchmarkEmptyHandler), and this one is right to a tick.
+		l.first = p.clock()
+		l.last = l.first
+		p.busy.push(l)
+	} else {
+		p.stats.Retries++
+		l.last = time.Now()
+	}
+	p.stats.Waiting--
+	p.stats.InFlight++
+	return e
 }
 
 // call runs the handler, turning a panic into an error.
@@ -334,44 +435,38 @@ func (p *Pool[T, K]) call(v T) (err error) {
 	return p.fn(p.g.Aborting(), v)
 }
 
-// finish gives the head e of lane l its fate after an attempt that
-// returned err: handled, a retry after a wait, or a dead letter.
-func (p *Pool[T, K]) finish(l *lane[T, K], e entry[T], err error) {
-	p.mu.Lock()
+// finishLocked gives the head e of lane l its fate after an attempt that
+// returned err: handled, a retry after a wait, or a dead letter (stored
+// with the lock released). It returns the lane the worker goes on with
+// (l again, if it holds more values and more allows it), and reports
+// whether e's fate is final, to be marked done in its source.
+func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) (*lane[T, K], bool) {
 	l.tries++
 	attempts := e.before + l.tries
 	switch {
 	case err == nil:
-		p.popLocked(l, e, &p.stats.Handled)
-		p.mu.Unlock()
-		p.done(e)
-		return
+		return p.popLocked(l, e, &p.stats.Handled, more), true
 	case p.stopped:
-		p.popLocked(l, e, &p.stats.Abandoned)
-		p.mu.Unlock()
-		return
-	case errors.Is(err, ErrPermanent) || attempts >= p.o.MaxAttempts:
-		f := Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
-		p.mu.Unlock()
-		if !p.giveUp(l.key, e, f) {
-			p.mu.Lock()
-			if p.stopped {
-				p.popLocked(l, e, &p.stats.Abandoned)
-			} else {
-				l.tries-- // the dead letter is tried again after a wait
-				p.waitRetryLocked(l)
-			}
-			p.mu.Unlock()
-			return
-		}
-		p.mu.Lock()
-		p.popLocked(l, e, &p.stats.DeadLettered)
-		p.mu.Unlock()
-		p.done(e)
-		return
+		p.popLocked(l, e, &p.stats.Abandoned, false)
+		return nil, false
+	case !errors.Is(err, ErrPermanent) && attempts < p.o.MaxAttempts:
+		p.waitRetryLocked(l)
+		return nil, false
 	}
-	p.waitRetryLocked(l)
+	f := Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
 	p.mu.Unlock()
+	stored := p.giveUp(l.key, e, f)
+	p.mu.Lock()
+	switch {
+	case stored:
+		return p.popLocked(l, e, &p.stats.DeadLettered, more), true
+	case p.stopped:
+		p.popLocked(l, e, &p.stats.Abandoned, false)
+	default:
+		l.tries-- // the dead letter is tried again after a wait
+		p.waitRetryLocked(l)
+	}
+	return nil, false
 }
 
 // waitRetryLocked makes l's head, just failed, wait out its retry.
@@ -386,18 +481,22 @@ func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
 }
 
 // popLocked removes l's head e, now fated (counted in *count), and
-// releases the lane: to the next worker if it holds more values, to the
-// free list otherwise.
-func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64) {
+// releases the lane: to the caller if it holds more values and more is
+// set, to the ready queue if it holds more, to the free list otherwise.
+// It returns the lane if the caller goes on with it, nil otherwise.
+func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bool) *lane[T, K] {
 	l.vals.Pop()
 	l.running, l.tries = false, 0
-	delete(p.busy, l)
+	p.busy.remove(l)
 	p.stats.InFlight--
 	*count++
 	p.fateLocked(e.ord)
-	if l.vals.Len() > 0 {
+	switch {
+	case l.vals.Len() > 0 && more:
+		return l
+	case l.vals.Len() > 0:
 		p.readyLocked(l)
-		return
+		return nil
 	}
 	if p.key != nil {
 		delete(p.keys, l.key)
@@ -405,29 +504,7 @@ func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64) {
 	var zero K
 	l.key = zero
 	p.free = append(p.free, l)
-}
-
-// settle gives a value that never entered a lane its fate, counted in
-// *count.
-func (p *Pool[T, K]) settle(e entry[T], count *uint64) {
-	p.mu.Lock()
-	p.stats.InFlight--
-	*count++
-	p.fateLocked(e.ord)
-	p.mu.Unlock()
-}
-
-// pause waits before the next of tries to store a dead letter, and
-// reports false if the Pool's Shutdown ran out of time meanwhile.
-func (p *Pool[T, K]) pause(try int) bool {
-	t := time.NewTimer(p.backoff(try))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.g.Aborting().Done():
-		return false
-	}
+	return nil
 }
 
 // fateLocked records that the value of order ord has its fate: the reader
@@ -437,7 +514,8 @@ func (p *Pool[T, K]) fateLocked(ord uint64) {
 	wait.Signal(p.reader.WakeLocked())
 }
 
-// done tells an AckSource that e has its fate.
+// done tells an AckSource that e has its fate (nothing for the zero
+// entry).
 func (p *Pool[T, K]) done(e entry[T]) {
 	if p.acks != nil && e.seq != 0 {
 		p.acks.Done(e.seq)
@@ -473,4 +551,17 @@ func errorType(err error) string {
 		return ""
 	}
 	return fmt.Sprintf("%T", err)
+}
+
+// pause waits before the next of tries to store a dead letter, and
+// reports false if the Pool's Shutdown ran out of time meanwhile.
+func (p *Pool[T, K]) pause(try int) bool {
+	t := time.NewTimer(p.backoff(try))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.g.Aborting().Done():
+		return false
+	}
 }

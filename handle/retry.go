@@ -30,6 +30,37 @@ func (l *lane[T, K]) attempts() int {
 	return n
 }
 
+// busyList is a list of the lanes whose head has begun, in the order
+// their heads began: the oldest, the longest held up, first.
+type busyList[T any, K comparable] struct{ head, tail *lane[T, K] }
+
+func (b *busyList[T, K]) push(l *lane[T, K]) {
+	l.prev, l.next, l.inBusy = b.tail, nil, true
+	if b.tail != nil {
+		b.tail.next = l
+	} else {
+		b.head = l
+	}
+	b.tail = l
+}
+
+func (b *busyList[T, K]) remove(l *lane[T, K]) {
+	if !l.inBusy {
+		return
+	}
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		b.head = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	} else {
+		b.tail = l.prev
+	}
+	l.prev, l.next, l.inBusy = nil, nil, false
+}
+
 // retryHeap holds the lanes whose head waits out a retry, the earliest
 // due first.
 type retryHeap[T any, K comparable] []*lane[T, K]
@@ -60,6 +91,10 @@ func (h *retryHeap[T, K]) push(l *lane[T, K]) bool {
 	return l.heapIdx == 0
 }
 
+// tickEvery is how often the supervisor looks for slow keys, and moves
+// the clock that dates a value's first attempt.
+const tickEvery = 100 * time.Millisecond
+
 // supervise is the supervisor goroutine: it hands each lane whose retry is
 // due to a worker, and, every second, logs the keys that held up their
 // values longer than Options.SlowKey.
@@ -67,7 +102,7 @@ func (p *Pool[T, K]) supervise() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	tick := time.NewTicker(min(time.Second, p.o.SlowKey))
+	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	for {
 		p.mu.Lock()
@@ -94,6 +129,7 @@ func (p *Pool[T, K]) supervise() {
 		case <-p.wakeSup:
 			timer.Stop()
 		case now := <-tick.C:
+			p.now.Store(now.UnixNano())
 			p.logSlowKeys(now)
 		}
 	}
@@ -111,8 +147,8 @@ func (p *Pool[T, K]) logSlowKeys(now time.Time) {
 	}
 	var out []slow
 	p.mu.Lock()
-	for l := range p.busy {
-		if now.Sub(l.first) >= p.o.SlowKey && now.Sub(l.logged) >= p.o.SlowKey {
+	for l := p.busy.head; l != nil && now.Sub(l.first) >= p.o.SlowKey; l = l.next {
+		if now.Sub(l.logged) >= p.o.SlowKey {
 			l.logged = now
 			out = append(out, slow{l.key, l.first, l.attempts(), l.vals.Len() - 1})
 		}

@@ -83,7 +83,7 @@ func (p *Pool[T, K]) abandonWaitingLocked() {
 			l.vals.Push(kept.e)
 			return
 		}
-		delete(p.busy, l)
+		p.busy.remove(l)
 		if p.key != nil {
 			delete(p.keys, l.key)
 		}
@@ -144,13 +144,7 @@ func (p *Pool[T, K]) Stats() Stats[K] {
 	if p.key == nil {
 		s.Keys = 0
 	}
-	var worst *lane[T, K]
-	for l := range p.busy {
-		if worst == nil || l.first.Before(worst.first) {
-			worst = l
-		}
-	}
-	if worst != nil && worst.vals.Len() > 0 {
+	if worst := p.busy.head; worst != nil && worst.vals.Len() > 0 {
 		s.Blocked = &Blocked[K]{
 			Key:      worst.key,
 			Since:    worst.first,

@@ -111,6 +111,7 @@ func TestFlushDuringRetries(t *testing.T) {
 		synctest.Wait()
 		flushed := make(chan error)
 		go func() { flushed <- p.Flush(context.Background()) }()
+		synctest.Wait() // Flush waits
 		publish(t, b, []job{{Key: 1, ID: 1}})
 		if err := <-flushed; err != nil {
 			t.Fatal(err)
