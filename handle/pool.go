@@ -315,6 +315,11 @@ func (p *Pool[T, K]) readyLocked(l *lane[T, K]) {
 	}
 }
 
+// errExhausted is the failure of a value whose source delivered it
+// MaxAttempts times before (its readers died in its handler): it is
+// dead-lettered without a handler.
+var errExhausted = errors.New("handle: the value was handled Options.MaxAttempts times before, across its source's deliveries (a reader died in its handler): not handled again")
+
 // maxRun is how many values of one key a worker handles in a row before
 // it lets the key queue again behind the other ready keys.
 const maxRun = 64
@@ -354,7 +359,11 @@ func (p *Pool[T, K]) work() {
 		e = p.startLocked(l)
 		run++
 		p.mu.Unlock()
-		err = p.call(e.v)
+		if e.before >= p.o.MaxAttempts {
+			err = errExhausted // failed that often before: not handled again
+		} else {
+			err = p.call(e.v)
+		}
 	}
 }
 
@@ -441,7 +450,9 @@ func (p *Pool[T, K]) call(v T) (err error) {
 // (l again, if it holds more values and more allows it), and reports
 // whether e's fate is final, to be marked done in its source.
 func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) (*lane[T, K], bool) {
-	l.tries++
+	if err != errExhausted {
+		l.tries++
+	}
 	attempts := e.before + l.tries
 	switch {
 	case err == nil:

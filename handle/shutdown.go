@@ -112,18 +112,20 @@ type entryOrZero[T any] struct {
 	ok bool
 }
 
-// stopSource stops the Pool's source: at once for a durable one, whose
-// values without a fate are handed back to the server.
+// stopSource stops the Pool's source (its Stop), and, for a source that
+// waits in its Shutdown for the values it handed out to be done (a durable
+// natsbridge watcher), ends that wait at once: the values without a fate
+// go back to the server now, not after a takeover time.
 func (p *Pool[T, K]) stopSource() {
-	switch s := p.src.(type) {
-	case interface {
+	if s, ok := p.src.(interface{ Stop() }); ok {
+		s.Stop()
+	}
+	if s, ok := p.src.(interface {
 		Shutdown(context.Context) error
-	}:
+	}); ok {
 		now, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = s.Shutdown(now) // an ended ctx: hand over now, not after the takeover time
-	case interface{ Stop() }:
-		s.Stop()
+		_ = s.Shutdown(now)
 	}
 }
 

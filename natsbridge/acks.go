@@ -117,6 +117,9 @@ type acks struct {
 	// epoch counts the consumer's resets; the feed stamps each message
 	// with the epoch it came in.
 	epoch atomic.Uint64
+	// eager is the sequence up to which every done value is acknowledged
+	// at once, not in a batch (see keeper.activate).
+	eager uint64
 	// idle, made when someone waits for it (outstanding), is closed and
 	// cleared when the last outstanding value is done.
 	idle chan struct{}
@@ -155,20 +158,44 @@ func (a *acks) refresh(seq uint64, msg jetstream.Msg, epoch uint64) {
 }
 
 // done marks the value at seq done and acknowledges the floor if a batch
-// is due. It reports false if seq names no value outstanding.
+// is due; within the eager range (see keeper.activate), it waits for the
+// server to confirm the ack. It reports false if seq names no value
+// outstanding.
 func (a *acks) done(seq uint64) bool {
 	a.mu.Lock()
 	ok := a.set.markDone(seq)
-	if ok && a.set.open == 0 && a.idle != nil {
-		close(a.idle)
-		a.idle = nil
-	}
 	ref, due := a.dueLocked(time.Now(), false)
+	confirm := due && seq <= a.eager
+	var idle chan struct{}
+	if ok && a.set.open == 0 && a.idle != nil && !confirm {
+		idle, a.idle = a.idle, nil
+	}
 	a.mu.Unlock()
-	if due {
+	switch {
+	case confirm:
+		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+		_, _ = a.nc.RequestWithContext(ctx, ref.msg.Reply(), ackBody)
+		cancel()
+		a.mu.Lock()
+		if a.set.open == 0 && a.idle != nil {
+			idle, a.idle = a.idle, nil
+		}
+		a.mu.Unlock()
+	case due:
 		a.send(ref)
 	}
+	if idle != nil {
+		close(idle)
+	}
 	return ok
+}
+
+// inEager reports whether seq is in the eager range: handed out one at a
+// time, each acknowledged before the next (see keeper.activate).
+func (a *acks) inEager(seq uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return seq <= a.eager
 }
 
 // flush acknowledges the floor if it passed the last ack and ackEvery has
@@ -190,7 +217,7 @@ func (a *acks) dueLocked(now time.Time, force bool) (ackRef, bool) {
 	if s.ref.msg == nil || s.floor <= a.acked || s.ref.epoch != a.epoch.Load() {
 		return ackRef{}, false
 	}
-	if !force && s.floor-a.acked < ackBatch && now.Sub(a.ackedAt) < ackEvery {
+	if !force && s.floor > a.eager && s.floor-a.acked < ackBatch && now.Sub(a.ackedAt) < ackEvery {
 		return ackRef{}, false
 	}
 	a.acked, a.ackedAt = s.floor, now
@@ -240,6 +267,13 @@ func (a *acks) outstanding() (int, <-chan struct{}) {
 		a.idle = make(chan struct{})
 	}
 	return a.set.open, a.idle
+}
+
+// eagerTo makes every done value up to seq acknowledged at once.
+func (a *acks) eagerTo(seq uint64) {
+	a.mu.Lock()
+	a.eager = max(a.eager, seq)
+	a.mu.Unlock()
 }
 
 // state returns the number of values outstanding and the sequence

@@ -59,6 +59,15 @@ type record struct {
 	// Handed is the highest stream sequence any reader of the position
 	// may have handed to its application.
 	Handed uint64 `json:"handed"`
+	// Floor is the position's acknowledged sequence when Owner took it
+	// over, and Deaths how many readers in a row took it over at that
+	// floor from a reader that did not release it (it died, or lost its
+	// turn): the value after the floor was handed to each of them, and
+	// none finished it. A reader counts those as attempts of that value
+	// (see Watcher.Receive): the server's own count of deliveries starts
+	// again when a reader resets the position.
+	Floor  uint64 `json:"floor,omitempty"`
+	Deaths int    `json:"deaths,omitempty"`
 }
 
 // errFenced tells a reader that another took its position over.
@@ -98,6 +107,9 @@ type keeper struct {
 	before uint64
 	// closed is set once the watcher hands nothing more out (closeReads).
 	closed bool
+	// floor and deaths are the record's when this reader took it over.
+	floor  uint64
+	deaths int
 
 	g *lifecycle.Group
 }
@@ -175,7 +187,7 @@ func (k *keeper) ping() {
 // did, and returns the highest sequence a reader may have handed out
 // before: values up to it that come again count as redelivered. This
 // reader may hand those out too, without a write.
-func (k *keeper) activate(ctx context.Context) (handed uint64, others bool, err error) {
+func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, others bool, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for range 8 { // a reader writing meanwhile moves the revision: read again
@@ -186,6 +198,13 @@ func (k *keeper) activate(ctx context.Context) (handed uint64, others bool, err 
 		if k.owned && rev == k.rev {
 			return rec.Handed, false, nil // still this reader's
 		}
+		died := rec.Owner != ""
+		switch {
+		case rec.Owner != "" && rec.Floor == floor:
+			rec.Deaths++ // the reader before died with the value after the floor unfinished
+		case rec.Floor != floor || rec.Owner != "":
+			rec.Floor, rec.Deaths = floor, 0
+		}
 		rec.Owner = k.me
 		rev, err = k.write(ctx, rec, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
@@ -195,6 +214,16 @@ func (k *keeper) activate(ctx context.Context) (handed uint64, others bool, err 
 			return 0, false, err
 		}
 		k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
+		k.floor, k.deaths = rec.Floor, rec.Deaths
+		if died {
+			// The reader before died with values in its hands: one of them
+			// may kill this reader too. Up to what that reader handed out,
+			// hand values out one at a time, each acknowledged (and
+			// confirmed) before the next, so that if one kills this reader
+			// the position stands right before it, and the next reader
+			// counts the death against it.
+			k.acks.eagerTo(rec.Handed)
+		}
 		k.last, k.lastAt = rec.Handed, time.Now()
 		k.fenced.Store(false)
 		if !k.closed {
@@ -294,7 +323,7 @@ func (k *keeper) extend() {
 	size := min(max(2*rate, minReservation), maxReservation)
 	target := want + size
 	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
-	rev, err := k.write(ctx, record{Owner: k.me, Handed: target}, k.rev)
+	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths}, k.rev)
 	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
@@ -310,6 +339,18 @@ func (k *keeper) extend() {
 	k.rev, k.last, k.lastAt = rev, want, now
 	k.reserved.Advance(target)
 	k.soft.Store(target - size/2)
+}
+
+// attemptsBefore returns how many readers died with the value at seq
+// before they finished it, as the record says: the value after the floor
+// at which this reader took the position over.
+func (k *keeper) attemptsBefore(seq uint64) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if seq == k.floor+1 {
+		return k.deaths
+	}
+	return 0
 }
 
 // release writes that this reader, which stopped handing out values,

@@ -88,7 +88,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 			continue
 		}
 		delivered = md.consumer
-		if err := f.handleDurable(md.stream, msg); err != nil {
+		if err := f.handleDurable(md, msg); err != nil {
 			return err
 		}
 	}
@@ -134,14 +134,14 @@ const pinHeader = "Nats-Pin-Id"
 
 // handleDurable places one message of the durable consumer in the
 // watcher's queue.
-func (f *feed[T]) handleDurable(seq uint64, msg jetstream.Msg) error {
-	if !f.take(seq) {
+func (f *feed[T]) handleDurable(md delivery, msg jetstream.Msg) error {
+	if !f.take(md.stream) {
 		// Handed out already (it comes again after a reset): its message,
 		// of this epoch, can acknowledge it.
-		f.durable.acks.refresh(seq, msg, f.durable.acks.epoch.Load())
+		f.durable.acks.refresh(md.stream, msg, f.durable.acks.epoch.Load())
 		return nil
 	}
-	return f.deliver(seq, msg)
+	return f.deliver(md.stream, msg, int(md.count))
 }
 
 // activate makes this reader the active one, under pin, at the message
@@ -159,7 +159,7 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	if err != nil {
 		return err
 	}
-	handed, others, err := d.keep.activate(ctx)
+	handed, others, err := d.keep.activate(ctx, info.AckFloor.Stream)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		if !f.take(seq) {
 			continue // handled already; a fresh consumer never sends it
 		}
-		if err := f.deliver(seq, msg); err != nil {
+		if err := f.deliver(seq, msg, 1); err != nil {
 			return err
 		}
 	}
@@ -75,14 +75,15 @@ func (c *transitCheck) verdict(err error, delivered uint64) error {
 	return nil
 }
 
-// deliver decodes the message taken at seq and places its value with
-// the feed's destination, with the message's headers if they carry a
-// trace context, and, on a durable consumer, the message itself (to
-// acknowledge it). A message the codec cannot decode is counted, logged
-// and placed as a poison message. Either way seq is handled.
-func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg) error {
+// deliver decodes the message taken at seq, delivered count times, and
+// places its value with the feed's destination, with the message's
+// headers if they carry a trace context, and, on a durable consumer, the
+// message itself (to acknowledge it). A message the codec cannot decode
+// is counted, logged and placed as a poison message. Either way seq is
+// handled.
+func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg, count int) error {
 	v, err := decode(f.t.codec, msg.Data())
-	it := item[T]{seq: seq, v: v, err: err, h: traceHeaders(msg.Headers())}
+	it := item[T]{seq: seq, v: v, err: err, h: traceHeaders(msg.Headers()), count: count}
 	if f.durable != nil {
 		it.msg, it.epoch = msg, f.durable.acks.epoch.Load()
 	}

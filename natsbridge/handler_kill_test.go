@@ -182,6 +182,23 @@ func (h *handlerFollower) finished(id int) bool {
 	return slices.Contains(h.doneIDs, id)
 }
 
+// finishedIDs returns the IDs whose handler the helper finished.
+func (h *handlerFollower) finishedIDs() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.doneIDs)
+}
+
+// exited reports whether the helper's output ended: it exited.
+func (h *handlerFollower) exited() bool {
+	select {
+	case <-h.f.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (h *handlerFollower) kill()                    { h.f.kill() }
 func (h *handlerFollower) stop(t *testing.T) report { return h.f.stop(t) }
 

@@ -207,6 +207,12 @@ type WatchOptions struct {
 	// stand by. See the package doc, "Durable watchers". Empty means the
 	// watcher's position lives in the process only (Seq).
 	Durable string
+	// DeadLetters, if set, is where a handle.Pool reading the watcher
+	// keeps the values it gives up on: a topic of DeadLetter, each
+	// stored and confirmed before the value is acknowledged (see
+	// Watcher.DeadLetter, and Redrive). Nil: the Pool's own
+	// DeadLetters watcher gets them.
+	DeadLetters *Topic[DeadLetter]
 	// Takeover is, for a durable watcher, how long the server waits for
 	// the active reader's next request before it gives the next value to a
 	// standby: the time a standby takes to take over from a reader that

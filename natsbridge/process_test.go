@@ -256,6 +256,10 @@ func playRole(role string) error {
 		if r, err = playHandler(ctx, topic); err != nil {
 			return err
 		}
+	case "pool":
+		if r, err = playPool(ctx, js, topic); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}

@@ -25,6 +25,7 @@ type item[T any] struct {
 	err   error
 	msg   jetstream.Msg
 	epoch uint64 // a durable consumer's epoch (see acks.epoch) when msg came
+	count int    // how many times the server delivered it, this time included
 	h     nats.Header
 }
 
@@ -59,7 +60,8 @@ type Watcher[T any] struct {
 	// first ones are prefix values, which DropOldest never drops: owned by
 	// the feed goroutine.
 	chSent, chPinned uint64
-	d                *durable // nil unless durable
+	d                *durable           // nil unless durable
+	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
 
 	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
@@ -204,7 +206,7 @@ func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *dur
 // newWatcher returns a watcher at start, its queue made with o's length,
 // policy and read mode and holding prefix; the caller gives it its feed.
 func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durable) *Watcher[T] {
-	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, halted: make(chan struct{})}
+	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, halted: make(chan struct{})}
 	if w.full == 0 {
 		w.full = broadcast.Block
 	}

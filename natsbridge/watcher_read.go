@@ -6,6 +6,8 @@ import (
 	"iter"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/heraldgo/herald/handle"
 )
 
 // Reading a Watcher. A queue watcher (the default) is read with All and
@@ -163,6 +165,55 @@ func (w *Watcher[T]) nextDurable(ctx context.Context) (T, error) {
 	return it.v, nil
 }
 
+// Receive is Next for a handle.Pool (a Watcher is a handle.AckSource):
+// it returns the next value with its stream sequence (0 for a prefix
+// value), its attempt (1, or for the first value a durable reader hands
+// out after it took the position over, one more for each reader before it
+// that died with that value unfinished: see the package doc, "Durable
+// watchers"), and, for a message the codec could not
+// decode, the codec's error in place of the value: Receive hands out
+// poison messages, which All and Next pass over. On a durable watcher the
+// value stays outstanding until Done names its sequence. It panics on a
+// nil ctx.
+func (w *Watcher[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
+	mustContext(ctx)
+	if w.ch != nil {
+		v, err := w.Next(ctx)
+		return handle.Delivery[T]{Value: v, Seq: w.Seq(), Attempt: 1}, err
+	}
+	var it item[T]
+	if w.d != nil {
+		w.d.readMu.Lock()
+		var err error
+		it, err = w.takeDurable(ctx, true)
+		w.d.readMu.Unlock()
+		if err != nil {
+			return handle.Delivery[T]{}, err
+		}
+	} else {
+		var one [1]item[T]
+		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		switch {
+		case errors.Is(err, errDone):
+			return handle.Delivery[T]{}, ctx.Err()
+		case err != nil:
+			return handle.Delivery[T]{}, w.errOf(err)
+		}
+		it = got[0]
+		if it.err == nil {
+			w.read(it)
+		}
+	}
+	// The readers that died with this value in their hands, as the
+	// position's record counts them: the server's count of deliveries
+	// starts again when a reader resets the position.
+	attempt := 1
+	if w.d != nil {
+		attempt += w.d.keep.attemptsBefore(it.seq)
+	}
+	return handle.Delivery[T]{Value: it.v, Seq: it.seq, Attempt: attempt, Err: it.err}, nil
+}
+
 // Events returns the channel on which a channel watcher's values arrive,
 // for select statements (WatchOptions.Read: broadcast.ReadChannel). The
 // feed places values on it directly, by the watcher's policy; it is closed
@@ -232,6 +283,18 @@ func (w *Watcher[T]) takeDurable(ctx context.Context, poison bool) (item[T], err
 		if it.err != nil && !poison {
 			d.acks.hand(it.seq, it.msg, it.epoch, true) // passed over, and so done
 			continue
+		}
+		if d.acks.inEager(it.seq) {
+			// After a reader died: one value at a time, so that a value
+			// that kills its reader is the one the record counts.
+			if _, idle := d.acks.outstanding(); idle != nil {
+				select {
+				case <-idle:
+				case <-ctx.Done():
+					w.q.giveBack(got)
+					return item[T]{}, ctx.Err()
+				}
+			}
 		}
 		switch err := d.keep.reserve(ctx, it.seq); {
 		case errors.Is(err, errFenced):
