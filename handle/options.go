@@ -156,9 +156,10 @@ type Stats[K comparable] struct {
 	Retries, Panics uint64
 	// Keys is the number of keys with values in the Pool.
 	Keys int
-	// Paused reports whether reading is paused because the Window is full
-	// behind the oldest value without a fate; Pauses counts the times it
-	// paused.
+	// Paused reports whether reading is paused: the Pool holds
+	// QueueLength values, or the Window behind the oldest value without a
+	// fate is full. Pauses counts the times it paused. A Pool that pauses
+	// often, with one key Blocked, has a key past one worker's capacity.
 	Paused bool
 	Pauses uint64
 	// Blocked is the key that has held up its values the longest, if any

@@ -189,7 +189,7 @@ func (p *Pool[T, K]) read() {
 // false once it is stopped.
 func (p *Pool[T, K]) waitRoomLocked() bool {
 	for !p.stopped && p.full() {
-		if p.ords.span() >= p.o.Window && !p.stats.Paused {
+		if !p.stats.Paused {
 			p.stats.Paused = true
 			p.stats.Pauses++
 		}

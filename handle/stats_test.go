@@ -87,7 +87,7 @@ func TestBlockedAndPaused(t *testing.T) {
 		if s.Blocked == nil || s.Blocked.Key != 7 || s.Blocked.Behind != 2 || s.Blocked.For != 3*time.Second || s.Blocked.Attempts != 1 {
 			t.Errorf("Blocked %+v, want key 7 for 3s, 1 attempt, 2 behind", s.Blocked)
 		}
-		if !s.Paused || s.Pauses != 1 || s.Received != 16 {
+		if !s.Paused || s.Pauses == 0 || s.Received != 16 {
 			t.Errorf("Stats %+v, want reading paused with 16 received (the Window)", s)
 		}
 		close(release)
