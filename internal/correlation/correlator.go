@@ -20,8 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/heraldgo/herald/internal/hashlru"
-	"github.com/heraldgo/herald/internal/seam"
-	"github.com/heraldgo/herald/ratelimit"
+	"github.com/heraldgo/herald/internal/keyedlimit"
 )
 
 // Clock tells the time.
@@ -48,7 +47,7 @@ func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.M
 // says what a zero value means. The numbers must be positive where they
 // are used: CacheSize always, MaxMembers and Window with Group, Burst with
 // Spam; Rate must be positive with Spam (rate.Inf never skips): the spam
-// buckets are a ratelimit.Limiter's, which takes no other.
+// buckets are ratelimit.Limiter's core, whose New takes no other.
 //
 // The Hash functions, Member, Combine and the clock may run the user's
 // code: they run before Correlate changes anything, so that a panic in any
@@ -99,10 +98,10 @@ type Correlator[T any, K comparable, M comparable, L any] struct {
 
 	groups *hashlru.Cache[K, group[M]]
 	obs    *hashlru.Cache[obsKey[K], Observation[L]]
-	spam   seam.AllowHashed[K] // a ratelimit.Limiter's; nil without Options.Spam
+	spam   *keyedlimit.Buckets[K] // by the Spam keyer's hashes; nil without Options.Spam
 	// spamOf is the value whose spam bucket commit takes a token from,
 	// and spamMatch and spamMake its spam key's Match and Make: made once,
-	// so that the call through spam allocates no closure.
+	// so that the call to spam allocates no closure.
 	spamOf    T
 	spamMatch func(*K) bool
 	spamMake  func() K
@@ -198,8 +197,7 @@ func New[T any, K comparable, M comparable, L any](o Options[T, K, M, L]) *Corre
 		obs:        hashlru.New[obsKey[K], Observation[L]](o.CacheSize),
 	}
 	if spam {
-		lim := ratelimit.New[K](ratelimit.Options{Limit: o.Rate, Burst: o.Burst, Size: o.CacheSize})
-		c.spam = seam.AllowHashedOf[K](lim) // by the Spam keyer's hashes
+		c.spam = keyedlimit.New[K](o.Rate, o.Burst, o.CacheSize)
 		c.spamMatch = func(k *K) bool { return c.spamKey.Match(c.spamOf, k) }
 		c.spamMake = func() K { return c.spamKey.Make(c.spamOf) }
 	}
@@ -322,7 +320,7 @@ func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
 	// After the count: a skipped occurrence still counts.
 	if c.spam != nil {
 		c.spamOf = res.Event
-		res.Skip = !c.spam(p.skh, c.spamMatch, c.spamMake, p.spamNow)
+		res.Skip = !c.spam.Allow(p.skh, c.spamMatch, c.spamMake, p.spamNow)
 		var none T
 		c.spamOf = none // keeps no value alive
 	}
