@@ -29,7 +29,7 @@ import (
 func appendPatch(buf []byte, e *v1.Event) []byte {
 	// Room for every field (73 bytes and the message, unless it needs
 	// escaping): one allocation at most.
-	if need := 73 + len(e.Message); cap(buf)-len(buf) < need {
+	if need := patchRoom(len(e.Message)); cap(buf)-len(buf) < need {
 		buf = append(make([]byte, 0, len(buf)+need), buf...)
 	}
 	buf = append(buf, '{')
@@ -118,3 +118,8 @@ func appendRFC3339(buf []byte, t time.Time) []byte {
 		byte('0'+sec/10), byte('0'+sec%10), 'Z', '"')
 	return buf
 }
+
+// patchRoom is the room appendPatch needs for the patch of an event whose
+// message has n bytes, unless the message needs escaping: 73 bytes for
+// the fields, and the message.
+func patchRoom(n int) int { return 73 + n }
