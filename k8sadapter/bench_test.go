@@ -275,24 +275,11 @@ func BenchmarkRecordToSink(b *testing.B) {
 		for i := range objs {
 			objs[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("web-", i), Namespace: "default", UID: "u"}}
 		}
+		source := v1.EventSource{Component: "bench", Host: "node-1"}
 		run := func(b *testing.B, bc record.EventBroadcaster, dropped func() int64) {
-			b.ReportAllocs()
-			sink := newCountingSink()
-			bc.StartRecordingToSink(sink)
-			r := bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: "bench", Host: "node-1"})
-			i := 0
-			for b.Loop() {
+			recordToSink(b, bc, source, dropped, func(r record.EventRecorder, i int) {
 				r.Eventf(objs[i%len(objs)], v1.EventTypeNormal, "Synced", "synced generation %d", i%wl.msgs)
-				i++
-				if i%500 == 0 {
-					// Let the sink keep up, as a controller's pace would; both
-					// implementations get the same pause points.
-					sink.waitFor(int64(i)-500, dropped)
-				}
-			}
-			sink.waitFor(int64(i), dropped)
-			b.ReportMetric(float64(dropped())/float64(i), "drops/op")
-			bc.Shutdown()
+			})
 		}
 		b.Run(fmt.Sprintf("workload=%s/impl=client-go", wl.name), func(b *testing.B) {
 			bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: noSpam}))
@@ -306,6 +293,30 @@ func BenchmarkRecordToSink(b *testing.B) {
 			})
 		})
 	}
+}
+
+// recordToSink is the loop of the record-to-sink benchmarks: bc records
+// to a counting sink, record makes the i-th call to a recorder of source,
+// and the loop waits until the sink has every event (less those dropped()
+// reports dropped) before it stops the clock.
+func recordToSink(b *testing.B, bc record.EventBroadcaster, source v1.EventSource, dropped func() int64, record func(r record.EventRecorder, i int)) {
+	b.ReportAllocs()
+	sink := newCountingSink()
+	bc.StartRecordingToSink(sink)
+	r := bc.NewRecorder(scheme.Scheme, source)
+	i := 0
+	for b.Loop() {
+		record(r, i)
+		i++
+		if i%500 == 0 {
+			// Let the sink keep up, as a controller's pace would; both
+			// implementations get the same pause points.
+			sink.waitFor(int64(i)-500, dropped)
+		}
+	}
+	sink.waitFor(int64(i), dropped)
+	b.ReportMetric(float64(dropped())/float64(i), "drops/op")
+	bc.Shutdown()
 }
 
 // memorySink stores core/v1 events in memory, as a server would store
@@ -591,21 +602,9 @@ func BenchmarkRecordToSinkRealistic(b *testing.B) {
 	}
 	source := v1.EventSource{Component: "kubelet", Host: "ip-10-0-12-34.eu-west-1.compute.internal"}
 	run := func(b *testing.B, bc record.EventBroadcaster, dropped func() int64) {
-		b.ReportAllocs()
-		sink := newCountingSink()
-		bc.StartRecordingToSink(sink)
-		r := bc.NewRecorder(scheme.Scheme, source)
-		i := 0
-		for b.Loop() {
+		recordToSink(b, bc, source, dropped, func(r record.EventRecorder, i int) {
 			r.Event(refs[i%len(refs)], v1.EventTypeWarning, "BackOff", msgs[i%len(refs)])
-			i++
-			if i%500 == 0 {
-				sink.waitFor(int64(i)-500, dropped)
-			}
-		}
-		sink.waitFor(int64(i), dropped)
-		b.ReportMetric(float64(dropped())/float64(i), "drops/op")
-		bc.Shutdown()
+		})
 	}
 	b.Run("impl=client-go", func(b *testing.B) {
 		run(b, record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(realisticOptions)), func() int64 { return 0 })
