@@ -1,6 +1,8 @@
 package k8sadapter_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +74,32 @@ func FuzzEventCorrelateMatchesClientGo(f *testing.F) {
 			got, _ := herald.EventCorrelate(e.DeepCopy())
 			sameResult(t, i, e, want, got)
 			d := time.Duration(gap%1000) * time.Second
+			ac.Step(d)
+			hc.Step(d)
+		}
+	})
+}
+
+// FuzzCombinedEventMatchesClientGo sends eleven events about one object
+// that differ in their message (the fuzzed message with a suffix), a
+// moment apart, to client-go's correlator and herald's: the tenth is
+// combined and the eleventh repeats the combined event; the decisions,
+// the events (the combined message above all, short enough to be built in
+// the result's room or not) and the patches must be the same.
+func FuzzCombinedEventMatchesClientGo(f *testing.F) {
+	f.Add("Back-off restarting failed container app in pod web-0", int64(1))
+	f.Add("", int64(0))
+	f.Add(strings.Repeat("long message <&> ", 12), int64(2))
+	f.Fuzz(func(t *testing.T, message string, gap int64) {
+		ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+		anchor := record.NewEventCorrelator(ac)
+		herald := k8sadapter.NewEventCorrelator(hc)
+		for i := range 11 {
+			e := fuzzEvent("kubelet", "node-1", "web-0", "spec.containers{app}", "BackOff", fmt.Sprint(message, " ", i))
+			want, _ := anchor.EventCorrelate(e.DeepCopy())
+			got, _ := herald.EventCorrelate(e.DeepCopy())
+			sameResult(t, i, e, want, got)
+			d := time.Duration(gap%10) * time.Second
 			ac.Step(d)
 			hc.Step(d)
 		}
