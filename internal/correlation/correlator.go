@@ -5,8 +5,10 @@
 // hashes of the event's fields, matched against the event's fields and
 // built only when stored (Keyer); the count and first time of a new key
 // taken from the value itself (Seed); a trimmed record of a value (Keep,
-// of its own type L); and a second clock reading for the spam filter
-// (SpamClock).
+// of its own type L); a second clock reading for the spam filter
+// (SpamClock); and, for correlate only, summaries of the values the spam
+// filter skipped (Summaries), which the owner takes with Due and reports
+// once it has released its lock.
 //
 // A Correlator is not safe for concurrent use: its owner locks, as
 // golang-lru's Cache locks around simplelru.
@@ -189,7 +191,7 @@ type Panic struct {
 // Summarized, or Unreported.
 type Stats struct {
 	Correlated, New, Repeats, Combined, Skipped, Panics, Evicted uint64
-	Carried, Summarized, Summaries, Unreported                  uint64
+	Carried, Summarized, Summaries, Unreported                   uint64
 }
 
 // group is a group's members and the time of its last value. The members
