@@ -240,11 +240,9 @@ func cmpOr[N comparable](v, def N) N {
 // the call had not happened, but for Stats.Panics: no count, no group
 // member, no token taken, no entry used or forgotten.
 //
-// A repeat allocates nothing (BenchmarkCorrelate/path=repeat), but for
-// the token bucket of its spam key when it is that key's second value: the
-// spam filter gives a key its bucket on the key's second value, repeat or
-// not, so that a key seen only once costs none. A new key allocates its
-// cache entries.
+// A repeat allocates nothing (BenchmarkCorrelate/path=repeat). A new key
+// allocates its cache entries, unless it reuses those of keys forgotten;
+// a spam bucket lives in its entry.
 func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 	c.mu.Lock()
 	r, p := c.engine.Correlate(v)

@@ -54,10 +54,10 @@ func New[K comparable](opts Options) *Limiter[K] {
 // bucket, which then refills continuously at Options.Limit tokens per
 // second (golang.org/x/time/rate's AllowN(now, 1)).
 //
-// AllowAt allocates nothing from a key's third call on (BenchmarkAllowAt).
-// A key's first call allocates its cache entry, and its second call its
-// token bucket, which a key seen only once (as most keys of a flood are)
-// never needs. A forgotten key starts over.
+// AllowAt allocates nothing from a key's second call on (BenchmarkAllowAt):
+// a key's first call allocates its cache entry, which holds its token
+// bucket, unless it reuses the entry of a key forgotten. A forgotten key
+// starts over.
 //
 // As in a Go map, a key that is not equal to itself (a NaN float, or a
 // struct or array holding one) is never found again: every call with one

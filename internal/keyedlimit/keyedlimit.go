@@ -10,6 +10,7 @@
 package keyedlimit
 
 import (
+	"math"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -27,13 +28,14 @@ type Buckets[K any] struct {
 	buckets *hashlru.Cache[K, bucket]
 }
 
-// bucket is a key's rate.Limiter, created on the key's second call. Until
-// then, first holds the time of the first call, which took a token from a
-// full bucket: most keys of a flood are seen once, and a Buckets that
-// forgets them should not build a rate.Limiter for each.
+// bucket is a key's token bucket: golang.org/x/time/rate's Limiter as
+// AllowN(t, 1) uses it, without its mutex (the owner locks) and held in
+// the cache's entry, so that no key costs an allocation of its own.
+// tokens and last are rate's; a bucket is new, full, when its key is
+// first seen (see Allow).
 type bucket struct {
-	lim   *rate.Limiter
-	first time.Time
+	tokens float64
+	last   time.Time
 }
 
 // New returns an empty Buckets of keys whose buckets hold burst tokens
@@ -51,25 +53,56 @@ func New[K any](limit rate.Limit, burst, size int) *Buckets[K] {
 // with a full bucket, which then refills continuously at the limit
 // (golang.org/x/time/rate's AllowN(now, 1)).
 //
-// Allow allocates nothing from a key's third call on: a key's first call
-// allocates its cache entry, and its second call its token bucket, which
-// a key seen only once never needs.
+// Allow allocates nothing once a key is stored: a key's first call
+// allocates its cache entry, unless it reuses a forgotten key's.
 func (b *Buckets[K]) Allow(h uint64, match func(*K) bool, key func() K, now time.Time) bool {
 	e, found, _ := b.buckets.GetOrAdd(h, match, key)
 	if !found {
 		// A new key, or one forgotten (its bucket is not reused): its
-		// bucket starts full, and a full bucket has a token whatever the
-		// limit.
-		*e = bucket{first: now}
+		// bucket starts full, as rate.NewLimiter's.
+		*e = bucket{tokens: float64(b.burst)}
+	}
+	return b.take(e, now)
+}
+
+// take is rate.Limiter.AllowN(t, 1) on e, step for step, so that a bucket
+// answers as rate's would, whatever the limit (FuzzBucketsMatchRate).
+func (b *Buckets[K]) take(e *bucket, t time.Time) bool {
+	if b.limit == rate.Inf {
 		return true
 	}
-	if e.lim == nil {
-		// The second call: take the first call's token now. A fresh
-		// rate.Limiter ends in the same state whenever it is asked.
-		e.lim = rate.NewLimiter(b.limit, b.burst)
-		e.lim.AllowN(e.first, 1)
+	last := e.last
+	if t.Before(last) {
+		last = t
 	}
-	return e.lim.AllowN(now, 1)
+	tokens := e.tokens
+	if b.limit > 0 {
+		tokens += t.Sub(last).Seconds() * float64(b.limit)
+	}
+	if burst := float64(b.burst); tokens > burst {
+		tokens = burst
+	}
+	tokens--
+	if tokens < 0 && wait(b.limit, -tokens) > 0 {
+		return false
+	}
+	if b.burst < 1 {
+		return false
+	}
+	e.last, e.tokens = t, tokens
+	return true
+}
+
+// wait is rate's durationFromTokens: how long limit takes to make tokens.
+func wait(limit rate.Limit, tokens float64) time.Duration {
+	if limit <= 0 {
+		return rate.InfDuration
+	}
+	d := tokens / float64(limit) * float64(time.Second)
+	if d > float64(math.MaxInt64) {
+		return rate.InfDuration
+	}
+	return time.Duration(d)
 }
 
 // Len returns how many keys are kept now.
