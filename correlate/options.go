@@ -78,7 +78,8 @@ type Options[T any, K comparable] struct {
 	// every key with such values when the application calls Flush (on
 	// Flush's goroutine). It runs outside the Correlator's lock, so it may
 	// call the Correlator; it should not block, as the call that runs it
-	// waits for it. nil: the summaries are made and counted in Stats all
-	// the same (Summarized), and handed to no one.
+	// waits for it. Calls made on several goroutines at once may run it
+	// at once. nil: the summaries are made and counted in Stats all the
+	// same (Summarized), and handed to no one.
 	Report func(Summary[T, K])
 }
