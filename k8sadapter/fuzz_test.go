@@ -64,19 +64,9 @@ func FuzzEventCorrelateMatchesClientGo(f *testing.F) {
 	f.Add("", "", "", "", "", "", int32(0), int64(0))
 	f.Add("a", "b", "Bad_Name", "", "R", "\xff\xfe", int32(-3), int64(601))
 	f.Fuzz(func(t *testing.T, component, host, name, fieldPath, reason, message string, count int32, gap int64) {
-		ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
-		anchor := record.NewEventCorrelator(ac)
-		herald := k8sadapter.NewEventCorrelator(hc)
 		e := fuzzEvent(component, host, name, fieldPath, reason, message)
 		e.Count = count
-		for i := range 3 {
-			want, _ := anchor.EventCorrelate(e.DeepCopy())
-			got, _ := herald.EventCorrelate(e.DeepCopy())
-			sameResult(t, i, e, want, got)
-			d := time.Duration(gap%1000) * time.Second
-			ac.Step(d)
-			hc.Step(d)
-		}
+		correlateBoth(t, time.Duration(gap%1000)*time.Second, e, e, e)
 	})
 }
 
@@ -91,17 +81,27 @@ func FuzzCombinedEventMatchesClientGo(f *testing.F) {
 	f.Add("", int64(0))
 	f.Add(strings.Repeat("long message <&> ", 12), int64(2))
 	f.Fuzz(func(t *testing.T, message string, gap int64) {
-		ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
-		anchor := record.NewEventCorrelator(ac)
-		herald := k8sadapter.NewEventCorrelator(hc)
-		for i := range 11 {
-			e := fuzzEvent("kubelet", "node-1", "web-0", "spec.containers{app}", "BackOff", fmt.Sprint(message, " ", i))
-			want, _ := anchor.EventCorrelate(e.DeepCopy())
-			got, _ := herald.EventCorrelate(e.DeepCopy())
-			sameResult(t, i, e, want, got)
-			d := time.Duration(gap%10) * time.Second
-			ac.Step(d)
-			hc.Step(d)
+		es := make([]*v1.Event, 11)
+		for i := range es {
+			es[i] = fuzzEvent("kubelet", "node-1", "web-0", "spec.containers{app}", "BackOff", fmt.Sprint(message, " ", i))
 		}
+		correlateBoth(t, time.Duration(gap%10)*time.Second, es...)
 	})
+}
+
+// correlateBoth sends copies of es, in order, step apart on fake clocks,
+// to client-go's correlator and herald's, and checks that the results are
+// the same.
+func correlateBoth(t *testing.T, step time.Duration, es ...*v1.Event) {
+	t.Helper()
+	ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+	anchor := record.NewEventCorrelator(ac)
+	herald := k8sadapter.NewEventCorrelator(hc)
+	for i, e := range es {
+		want, _ := anchor.EventCorrelate(e.DeepCopy())
+		got, _ := herald.EventCorrelate(e.DeepCopy())
+		sameResult(t, i, e, want, got)
+		ac.Step(step)
+		hc.Step(step)
+	}
 }
