@@ -42,7 +42,9 @@
 // loop that correlates, say), and calls Flush once more when it stops.
 // There is no Shutdown to forget, and a test drives summaries by calling
 // Flush. Report runs on the goroutine of the call that made the summary,
-// outside the Correlator's lock.
+// outside the Correlator's lock. It is a callback rather than a herald
+// source so that this package imports no broadcaster and starts no
+// goroutine; a Report that publishes to a broadcast.Broadcaster makes one.
 //
 // Package k8sadapter's correlators make no summaries: they keep
 // client-go's stored events byte for byte, and client-go has none.
