@@ -448,6 +448,13 @@ func (c *Correlator[T, K, M, L]) Stats() Stats {
 // used key if the cache is full (and, with Options.Summaries, making the
 // summary of what it skipped unreported).
 func (c *Correlator[T, K, M, L]) find(h uint64, match func(*obsKey[K]) bool, key func() obsKey[K]) (*entry[T, L], bool) {
+	if !c.summaries {
+		// Nothing to report of a key forgotten: the cache forgets it
+		// itself, in the same lookup (the caller sets the Observation of
+		// a new key whole, and pend stays nil).
+		e, found, _ := c.obs.GetOrAdd(h, match, key)
+		return e, found
+	}
 	if e, ok := c.obs.Get(h, match); ok {
 		return e, true
 	}
