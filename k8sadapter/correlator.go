@@ -107,32 +107,57 @@ type patched struct {
 }
 
 // combined is the result of a combined event, with room for its message
-// and its patch when the message of the event that filled its group is up
-// to 115 bytes (see combinedMessage), all in one allocation: 640 bytes of
-// result, 8 of msg, 368 of room and the header make 1024.
+// and its patch, all in one allocation: 640 bytes of result, 8 of msg,
+// 240 of room and the allocator's header make 896, one of its size
+// classes. When the message of the event that filled the group is up to
+// 135 bytes that encoding/json writes as they are, the combined message
+// lies in the room where its patch will carry it (see combinedMessage and
+// patch), after room for the patch's head: the patch and the event share
+// those bytes, which nothing writes once the result is handed out.
 type combined struct {
 	result
-	msg int // bytes of buf that Event.Message takes
-	buf [368]byte
+	msg int // bytes of buf, from msgAt, that Event.Message takes; 0: it has its own
+	buf [240]byte
 }
 
+// msgAt is where a combined message starts in combined.buf: after the
+// longest head of a patch (patchHead with a quote), 71 bytes.
+const msgAt = 71
+
 // combinedMessage returns client-go's combined message for message
-// (record.EventAggregatorByReasonMessageFunc's), in p's room when it fits
-// there beside the patch that follows it, so that a combined event costs
-// no allocation but its result's (BenchmarkEventCorrelateRealistic,
-// path=aggregate); or else in a string of its own. p is then owned by
-// the correlator, which hands it out only once built: nothing else refers
-// to the message until then, and nothing but its event after.
+// (record.EventAggregatorByReasonMessageFunc's): in p's room when it fits
+// there with its patch, so that a combined event costs no allocation but
+// its result's (BenchmarkEventCorrelateRealistic, path=aggregate); or
+// else in a string of its own. p is then owned by the correlator, which
+// hands it out only once built: nothing else refers to the message until
+// then, and nothing writes its bytes after.
 func (p *combined) combinedMessage(message string) string {
 	n := len(correlate.CombinedPrefix) + len(message)
-	if n+patchRoom(n) > len(p.buf) {
+	if msgAt+n+len(`"}`) > len(p.buf) || !jsonPlainString(message) {
 		p.msg = 0
 		return correlate.CombinedPrefix + message
 	}
-	b := append(p.buf[:0], correlate.CombinedPrefix...)
+	b := append(p.buf[msgAt:msgAt], correlate.CombinedPrefix...)
 	b = append(b, message...)
 	p.msg = len(b)
-	return unsafe.String(&p.buf[0], n)
+	return unsafe.String(&p.buf[msgAt], n)
+}
+
+// patch returns the patch of p's event, e: around its message when
+// combinedMessage put it in p's room, or else appended after nothing.
+func (p *combined) patch(e *v1.Event) []byte {
+	if p.msg == 0 {
+		return appendPatch(p.buf[:0], e)
+	}
+	var head [msgAt]byte
+	h := append(appendPatchHead(head[:0], e), '"')
+	if len(h) > msgAt || e.Message == "" { // a year past 9999 in lastTimestamp
+		return appendPatch(nil, e)
+	}
+	start, end := msgAt-len(h), msgAt+p.msg
+	copy(p.buf[start:], h)
+	end += copy(p.buf[end:], `"}`)
+	return p.buf[start:end:end]
 }
 
 // seed records a first occurrence as client-go does: with the event's own
@@ -334,7 +359,7 @@ func (d *decision) build(e *v1.Event) *EventCorrelateResult {
 	var buf []byte
 	switch {
 	case d.combined:
-		out, buf = &d.combo.result, d.combo.buf[d.combo.msg:d.combo.msg] // combine built the event there
+		out = &d.combo.result // combine built the event there
 	case d.prev.Count > 0:
 		p := new(patched)
 		out, buf = &p.result, p.buf[:0]
@@ -349,7 +374,11 @@ func (d *decision) build(e *v1.Event) *EventCorrelateResult {
 		out.ev.ResourceVersion = prev.Last.rv
 		out.ev.FirstTimestamp = metav1.NewTime(prev.First)
 		out.ev.Count = int32(d.count)
-		out.r.Patch = appendPatch(buf, &out.ev)
+		if d.combined {
+			out.r.Patch = d.combo.patch(&out.ev)
+		} else {
+			out.r.Patch = appendPatch(buf, &out.ev)
+		}
 	}
 	return &out.r
 }

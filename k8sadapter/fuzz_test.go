@@ -94,7 +94,13 @@ func FuzzCombinedEventMatchesClientGo(f *testing.F) {
 // the same.
 func correlateBoth(t *testing.T, step time.Duration, es ...*v1.Event) {
 	t.Helper()
-	ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
+	correlateBothFrom(t, t0, step, es...)
+}
+
+// correlateBothFrom is correlateBoth with the clocks starting at start.
+func correlateBothFrom(t *testing.T, start time.Time, step time.Duration, es ...*v1.Event) {
+	t.Helper()
+	ac, hc := testclocks.NewFakeClock(start), testclocks.NewFakeClock(start)
 	anchor := record.NewEventCorrelator(ac)
 	herald := k8sadapter.NewEventCorrelator(hc)
 	for i, e := range es {
@@ -104,4 +110,15 @@ func correlateBoth(t *testing.T, step time.Duration, es ...*v1.Event) {
 		ac.Step(step)
 		hc.Step(step)
 	}
+}
+
+// TestCombinedPatchPastYear9999: a combined event stamped past the year
+// 9999 has a longer time in its patch's head, which its message follows
+// in the result's room; its patch is still client-go's.
+func TestCombinedPatchPastYear9999(t *testing.T) {
+	es := make([]*v1.Event, 11)
+	for i := range es {
+		es[i] = fuzzEvent("kubelet", "node-1", "web-0", "", "BackOff", fmt.Sprint("message ", i))
+	}
+	correlateBothFrom(t, time.Date(10000, 1, 2, 3, 4, 5, 0, time.UTC), time.Second, es...)
 }
