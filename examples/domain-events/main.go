@@ -4,7 +4,8 @@
 //   - an audit consumer that must see every event (policy Block);
 //   - a dashboard that only cares about the latest state and reads slowly
 //     (policy DropOldest: it never holds the runner back);
-//   - an alerter that folds repeated failures into counts (correlate).
+//   - an alerter that folds repeated failures into counts (correlate), and
+//     is told in a summary what its spam filter skipped.
 //
 // Run it with:
 //
@@ -158,28 +159,32 @@ func printDashboard(out io.Writer, dashboard *broadcast.Watcher[JobEvent]) {
 // spam filter use it with one of the two fields left empty.
 type alertKey struct{ Job, Error string }
 
-// alert is one line of the alerter's report.
+// alert is one line of the alerter's report, as an alert store keeps it.
 type alert struct {
-	event    JobEvent
-	count    int
-	skipped  int
-	combined bool
+	event JobEvent
+	count int // as last recorded
+	// summarized counts the failures the spam filter skipped after the
+	// last one recorded, reported by the correlator's summaries.
+	summarized int
 }
 
-// alerter folds failures into alerts and keeps them in the order they
-// first appeared.
+// alerter folds failures into alerts and keeps them, as an alert store
+// would, in the order they first appeared. What the spam filter skips is
+// not its business: the correlator reports it, in summaries.
 type alerter struct {
 	folder *correlate.Correlator[JobEvent, alertKey]
 	order  []alertKey
-	byKey  map[alertKey]*alert
+	store  map[alertKey]*alert
 }
 
 // newAlerter returns an alerter with the service's folding rules.
 // Repeated failures of the same job with the same error are one alert
 // with a count; many different errors of one job become one combined
-// alert; a job that fails in a loop is rate limited.
+// alert; a job that fails in a loop is rate limited, and what that skips
+// comes back in a summary.
 func newAlerter() *alerter {
-	folder := correlate.New(func(e JobEvent) alertKey { return alertKey{e.Job, e.Error} },
+	a := &alerter{store: map[alertKey]*alert{}}
+	a.folder = correlate.New(func(e JobEvent) alertKey { return alertKey{e.Job, e.Error} },
 		correlate.Options[JobEvent, alertKey]{
 			Group: func(e JobEvent) (alertKey, alertKey) { return alertKey{Job: e.Job}, alertKey{Error: e.Error} },
 			Combine: func(e JobEvent, _ time.Time) JobEvent {
@@ -189,39 +194,56 @@ func newAlerter() *alerter {
 			MaxMembers: 5,                                                         // 5 distinct errors of a job: combine
 			Spam:       func(e JobEvent) alertKey { return alertKey{Job: e.Job} }, // per job
 			Burst:      10,
+			// Runs on the goroutine that calls Correlate or Flush: read's.
+			Report: func(s correlate.Summary[JobEvent, alertKey]) { a.alert(s.Key, s.Event).summarized += s.Count },
 		})
-	return &alerter{folder: folder, byKey: map[alertKey]*alert{}}
+	return a
 }
 
-// read folds every failure w delivers, until w's events end.
+// alert returns the stored alert of key k, storing e as it if there is
+// none yet.
+func (a *alerter) alert(k alertKey, e JobEvent) *alert {
+	al := a.store[k]
+	if al == nil {
+		al = &alert{event: e}
+		a.store[k] = al
+		a.order = append(a.order, k)
+	}
+	return al
+}
+
+// read folds every failure w delivers, until w's events end, and then
+// asks the correlator for the summaries of what it skipped. A service
+// that runs on would call Flush on a ticker too (every minute, say), so
+// that a flood's tail is reported while it runs.
 func (a *alerter) read(w *broadcast.Watcher[JobEvent]) {
 	for e := range w.All() {
 		if e.Status != "failed" {
 			continue
 		}
 		r, err := a.folder.Correlate(e)
-		if err != nil {
-			continue // a key function panicked; nothing here can
+		if err != nil || r.Skip {
+			continue // a key function panicked (nothing here can); or skipped: a summary will tell
 		}
-		al := a.byKey[r.Key]
-		if al == nil {
-			al = &alert{combined: r.Combined}
-			a.byKey[r.Key] = al
-			a.order = append(a.order, r.Key)
-		}
-		if r.Skip {
-			al.skipped++
-			continue
-		}
+		al := a.alert(r.Key, r.Event)
 		al.event, al.count = r.Event, r.Count
 	}
+	a.folder.Flush()
 }
 
-// print writes one line per alert, in the order they first appeared.
+// print writes one line per alert, in the order they first appeared, and
+// the correlator's account of every failure it was given.
 func (a *alerter) print(out io.Writer) {
 	fmt.Fprintln(out, "alerts:")
 	for _, k := range a.order {
-		al := a.byKey[k]
-		fmt.Fprintf(out, "  %-8s %-52s x%-3d (skipped %d)\n", al.event.Job, al.event.Error, al.count, al.skipped)
+		al := a.store[k]
+		fmt.Fprintf(out, "  %-8s %-52s x%d", al.event.Job, al.event.Error, al.count)
+		if al.summarized > 0 {
+			fmt.Fprintf(out, " (+%d skipped, reported by a summary)", al.summarized)
+		}
+		fmt.Fprintln(out)
 	}
+	s := a.folder.Stats()
+	fmt.Fprintf(out, "correlator: %d failures = %d recorded + %d carried by a later count + %d in summaries + %d unreported\n",
+		s.Correlated, s.Correlated-s.Skipped, s.Carried, s.Summarized, s.Unreported)
 }

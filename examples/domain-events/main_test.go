@@ -21,7 +21,8 @@ func TestRun(t *testing.T) {
 		"backup   disk full",
 		"x6",
 		"(combined from similar events): timeout after 35s",
-		"sync     connection refused                                   x10  (skipped 5)",
+		"sync     connection refused                                   x10 (+5 skipped, reported by a summary)",
+		"correlator: 27 failures = 22 recorded + 0 carried by a later count + 5 in summaries + 0 unreported",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

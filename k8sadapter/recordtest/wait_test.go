@@ -2,6 +2,7 @@ package recordtest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldgo/herald/k8sadapter/recordtest"
 )
@@ -158,6 +161,154 @@ func TestWaitForAcrossReset(t *testing.T) {
 		r.Event(pod, v1.EventTypeNormal, "B", "m")
 		if e := <-got; e.Reason != "B" {
 			t.Errorf("WaitFor(B) = %v", e)
+		}
+	})
+}
+
+// TestWaitWithEndedContextReturnsKeptEvents: WaitFor with an already-cancelled ctx
+// still returns an event already kept that matches; with none, it
+// returns ctx.Err() at once.
+func TestWaitWithEndedContextReturnsKeptEvents(t *testing.T) {
+	r := recordtest.New(recordtest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.WaitFor(ctx, func(recordtest.Event) bool { return true }); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitFor on nothing: %v", err)
+	}
+	if _, err := r.Wait(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait on nothing: %v", err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	r.Event(pod, v1.EventTypeNormal, "Synced", "ok")
+	if e, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Reason == "Synced" }); err != nil || e.Reason != "Synced" {
+		t.Errorf("WaitFor on a kept event with a cancelled ctx: %v %v", e, err)
+	}
+	if ev, err := r.Wait(ctx, 1); err != nil || len(ev) != 1 {
+		t.Errorf("Wait(1) with one kept and a cancelled ctx: %v %v", ev, err)
+	}
+}
+
+// TestWaitRacesWithReset: Wait and WaitFor race with Reset and
+// recording (-race); each waiter returns once enough events follow the
+// last Reset, with no panic.
+func TestWaitRacesWithReset(t *testing.T) {
+	r := recordtest.New(recordtest.Options{})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r.Event(pod, v1.EventTypeNormal, "Synced", "ok")
+			if i%7 == 0 {
+				r.Reset()
+			}
+		}
+	}()
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				ev, err := r.Wait(ctx, 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ev) < 3 {
+					t.Errorf("Wait(3) returned %d", len(ev))
+				}
+				if _, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Reason == "Synced" }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var writer sync.WaitGroup
+	writer.Go(func() { <-stop })
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Error("waiters did not finish")
+	}
+	close(stop)
+	<-done
+}
+
+// TestWaitForSeesEveryCount: with Correlate, 32 goroutines record the
+// same event while 32 others wait, each for one count from 1 to 32: every
+// waiter returns its count, however the changes interleave with the
+// waiters' looks (a waiter is shown each change as the event was then).
+func TestWaitForSeesEveryCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 32
+		r := recordtest.New(recordtest.Options{
+			Correlate: true,
+			// A clock standing still, and a spam bucket that lets all n through.
+			CorrelatorOptions: record.CorrelatorOptions{Clock: clocktesting.NewFakeClock(t0), BurstSize: n},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		got := make([]int32, n+1)
+		var waiters sync.WaitGroup
+		for count := int32(1); count <= n; count++ {
+			waiters.Go(func() {
+				e, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Count == count })
+				if err != nil {
+					t.Errorf("WaitFor(Count == %d): %v", count, err)
+					return
+				}
+				got[count] = e.Count
+			})
+		}
+		synctest.Wait() // every waiter has looked, and waits
+		var recorders sync.WaitGroup
+		for range n {
+			recorders.Go(func() { r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting") })
+		}
+		recorders.Wait()
+		waiters.Wait()
+		for count := int32(1); count <= n; count++ {
+			if got[count] != count {
+				t.Errorf("waiter for count %d got %d", count, got[count])
+			}
+		}
+	})
+}
+
+// TestWaitForSeesCountsPassedBetweenLooks: an event counted 1 when
+// WaitFor(Count == 3) looks, and 5 when it looks again, was counted 3 in
+// between: WaitFor returns it with that count.
+func TestWaitForSeesCountsPassedBetweenLooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := recordtest.New(recordtest.Options{
+			Correlate:         true,
+			CorrelatorOptions: record.CorrelatorOptions{Clock: clocktesting.NewFakeClock(t0)},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+		done := make(chan recordtest.Event)
+		go func() {
+			e, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Count == 3 })
+			if err != nil {
+				t.Errorf("WaitFor(Count == 3): %v", err)
+			}
+			done <- e
+		}()
+		synctest.Wait() // it saw count 1, and waits
+		for range 4 {
+			r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+		}
+		if e := <-done; e.Count != 3 {
+			t.Errorf("WaitFor(Count == 3) = %v, want the event at count 3", e)
 		}
 	})
 }
