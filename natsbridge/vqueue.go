@@ -16,6 +16,7 @@ type vqueue[T any] struct {
 	r       ring.Ring[T]
 	front   []T // values handed back, read before r; they count against the limit
 	policy  broadcast.FullPolicy
+	added   uint64 // values ever added (DropOldest's discards included)
 	closed  bool
 	readers wait.Queue
 	writer  wait.Queue
@@ -43,6 +44,7 @@ func (q *vqueue[T]) put(v T) (ok bool, dropped int, room <-chan struct{}) {
 		return true, 0, nil
 	case !full:
 		q.r.Push(v)
+		q.added++
 	case q.policy == broadcast.DropNewest:
 		q.mu.Unlock()
 		return true, 1, nil
@@ -54,6 +56,7 @@ func (q *vqueue[T]) put(v T) (ok bool, dropped int, room <-chan struct{}) {
 			q.r.Discard(1)
 		}
 		q.r.Push(v)
+		q.added++
 		dropped = 1
 	default:
 		room = q.writer.ParkLocked()
@@ -147,6 +150,14 @@ func (q *vqueue[T]) drain() []T {
 	q.mu.Unlock()
 	wait.Signal(w)
 	return out
+}
+
+// counts returns, at one instant, how many values were ever added and how
+// many are queued.
+func (q *vqueue[T]) counts() (added uint64, queued int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.added, len(q.front) + q.r.Len()
 }
 
 // len returns the number of values queued.

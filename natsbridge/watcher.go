@@ -53,7 +53,8 @@ type Watcher[T any] struct {
 	prefix uint64 // the length of the prefix
 	full   broadcast.FullPolicy
 	// One of q and ch is the watcher's queue: q for a queue watcher, ch
-	// for a channel watcher, whose only sender is the feed goroutine.
+	// for a channel watcher, whose only sender is the feed goroutine. A
+	// queue counts what it delivered; delivered counts a channel's.
 	q  *vqueue[item[T]]
 	ch chan T
 	// A channel watcher's count of values sent on ch, and how many of the
@@ -244,9 +245,6 @@ func (w *Watcher[T]) put(ctx context.Context, it item[T]) error {
 			w.dropped.Add(uint64(dropped))
 		}
 		if ok {
-			if dropped == 0 || w.full == broadcast.DropOldest {
-				w.delivered.Add(1)
-			}
 			return nil
 		}
 		select {
@@ -265,14 +263,15 @@ func (w *Watcher[T]) send(ctx context.Context, it item[T]) error {
 		return nil
 	}
 	for {
+		w.delivered.Add(1) // before the send: a reader never counts more than Delivered
 		select {
 		case w.ch <- it.v:
 			w.chSent++
-			w.delivered.Add(1)
 			w.read(it)
 			return nil
 		default:
 		}
+		w.delivered.Add(^uint64(0))
 		switch {
 		case w.full == broadcast.DropNewest:
 			w.dropped.Add(1)
@@ -290,13 +289,14 @@ func (w *Watcher[T]) send(ctx context.Context, it item[T]) error {
 			w.dropped.Add(1) // the prefix holds the room: drop the new one
 			return nil
 		}
+		w.delivered.Add(1)
 		select {
 		case w.ch <- it.v:
 			w.chSent++
-			w.delivered.Add(1)
 			w.read(it)
 			return nil
 		case <-ctx.Done():
+			w.delivered.Add(^uint64(0))
 			w.unplaced(1)
 			return ctx.Err()
 		}
@@ -482,7 +482,8 @@ func (w *Watcher[T]) Stats() WatcherStats {
 		HandedBack: w.handedBack.Load(),
 	}
 	if w.q != nil {
-		s.Queued = w.q.len()
+		added, queued := w.q.counts()
+		s.Delivered, s.Queued = added-w.prefix, queued
 	} else {
 		s.Queued = len(w.ch)
 	}
