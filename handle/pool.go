@@ -60,7 +60,7 @@ type Pool[T any, K comparable] struct {
 	mu      sync.Mutex // guards the fields below
 	keys    map[K]*lane[T, K]
 	ready   ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
-	busy    busyList[T, K] // lanes whose head has begun, oldest first
+	busy    busyList[T, K]         // lanes whose head has begun, oldest first
 	retry   retryHeap[T, K]
 	free    []*lane[T, K]
 	ords    ordSet
@@ -69,10 +69,10 @@ type Pool[T any, K comparable] struct {
 	// none, and look again a few times before they park: a lane made
 	// ready meanwhile needs no wake-up.
 	spinning int
-	reader  wait.Queue // the reader waiting for room
-	stats   Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
-	stopped bool       // Shutdown began
-	readErr error      // why reading ended
+	reader   wait.Queue // the reader waiting for room
+	stats    Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
+	stopped  bool       // Shutdown began
+	readErr  error      // why reading ended
 }
 
 // entry is a value in the Pool: its receive order, its source's sequence,

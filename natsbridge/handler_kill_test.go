@@ -127,7 +127,6 @@ type handlerFollower struct {
 	mu      sync.Mutex // guards starts, doneIDs
 	starts  []int
 	doneIDs []int
-	changed chan struct{}
 }
 
 func watchHandler(t *testing.T, h *helper) *handlerFollower {

@@ -159,10 +159,3 @@ func (q *vqueue[T]) counts() (added uint64, queued int) {
 	defer q.mu.Unlock()
 	return q.added, len(q.front) + q.r.Len()
 }
-
-// len returns the number of values queued.
-func (q *vqueue[T]) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.front) + q.r.Len()
-}

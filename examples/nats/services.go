@@ -211,7 +211,7 @@ func servicesReport(out io.Writer, reps fleet, first, last int) error {
 	fmt.Fprintf(out, "\nTwo services read the topic, each with two replicas sharing a durable position (Takeover %v):\n\n", takeover)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\treplica\twhat happened\thandled\tevents\tredelivered")
-	type tally struct{ distinct, twice, redelivered, charged, again, skipped int }
+	type tally struct{ distinct, twice, redelivered, again, skipped int }
 	summary := map[string]tally{}
 	for _, svc := range []string{"billing", "shipping"} {
 		seen, began := map[int]int{}, map[int]int{}
