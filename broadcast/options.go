@@ -111,3 +111,14 @@ func checkLength(n, def int, field string) int {
 	}
 	return n
 }
+
+// ReadMode says how a watcher is read; it is chosen where the watcher is
+// made.
+type ReadMode int
+
+const (
+	// ReadQueue makes a queue watcher, read with All and Next.
+	ReadQueue ReadMode = iota
+	// ReadChannel makes a channel watcher, read with Events.
+	ReadChannel
+)
