@@ -334,6 +334,7 @@ func (p *Pool[T, K]) work() {
 		e   entry[T]
 		err error
 		run int
+		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
 	)
 	for {
 		p.mu.Lock()
@@ -362,7 +363,8 @@ func (p *Pool[T, K]) work() {
 		if e.before >= p.o.MaxAttempts {
 			err = errExhausted // failed that often before: not handled again
 		} else {
-			err = p.call(e.v)
+			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
+			err = p.call(ctx, e.v)
 		}
 	}
 }
@@ -429,7 +431,7 @@ func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
 }
 
 // call runs the handler, turning a panic into an error.
-func (p *Pool[T, K]) call(v T) (err error) {
+func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handle: handler panicked: %v", r)
@@ -441,7 +443,7 @@ func (p *Pool[T, K]) call(v T) (err error) {
 			}
 		}
 	}()
-	return p.fn(p.g.Aborting(), v)
+	return p.fn(ctx, v)
 }
 
 // finishLocked gives the head e of lane l its fate after an attempt that

@@ -110,3 +110,37 @@ func TestPermanentAndMaxAttempts(t *testing.T) {
 		}
 	})
 }
+
+// TestSeqAndAttemptInCtx: a handler's ctx tells the value's sequence in its
+// source and which attempt this is, counting those before a crash; any
+// other ctx tells nothing.
+func TestSeqAndAttemptInCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newAckSource(false)
+		var mu sync.Mutex
+		var seen []string
+		p := handle.New[job, int](src, byKey, func(ctx context.Context, j job) error {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%d/%d", handle.Seq(ctx), handle.Attempt(ctx)))
+			n := len(seen)
+			mu.Unlock()
+			if n < 2 {
+				return errors.New("once")
+			}
+			return nil
+		}, handle.Options{RetryMin: time.Millisecond, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		src.in <- handle.Delivery[job]{Value: job{ID: 1}, Seq: 42, Attempt: 2}
+		for p.Stats().Handled < 1 {
+			time.Sleep(time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(seen) != "[42/2 42/3]" {
+			t.Errorf("Seq/Attempt seen %v, want [42/2 42/3]", seen)
+		}
+		if handle.Seq(context.Background()) != 0 || handle.Attempt(context.Background()) != 0 {
+			t.Error("Seq or Attempt outside a handler")
+		}
+	})
+}

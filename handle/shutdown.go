@@ -4,12 +4,19 @@ import (
 	"context"
 	"time"
 
+	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/internal/wait"
 )
 
-// Flush returns once every value the Pool received before the call has
-// its fate: handled, dead-lettered (stored), or abandoned by a Shutdown.
-// It returns ctx.Err() if ctx ends first. It panics on a nil ctx.
+// Flush returns once every value the Pool received before the call, and
+// every value its source held then (a broadcast.Watcher's or
+// natsbridge.Watcher's queue: see their Backlog), has its fate: handled,
+// dead-lettered (stored), or abandoned by a Shutdown. Values published to
+// a broadcaster and not yet in its watchers' queues are not held yet: call
+// the broadcaster's Flush first. With a source that drops values from its
+// queue (broadcast.DropOldest) Flush may wait for a value dropped: use a
+// Block source, or bound it with ctx. It returns ctx.Err() if ctx ends
+// first. It panics on a nil ctx.
 func (p *Pool[T, K]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		panic("handle: nil Context")
@@ -17,6 +24,11 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	target := p.ords.next
 	p.mu.Unlock()
+	if b, ok := p.src.(interface{ Backlog() broadcast.Backlog }); ok {
+		// Every value that entered the source's queue is received in
+		// turn, the received ones first.
+		target = max(target, b.Backlog().Entered)
+	}
 	return p.floor.Wait(ctx, target)
 }
 

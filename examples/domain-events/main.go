@@ -1,7 +1,9 @@
 // Command domain-events is a small job runner that publishes typed events
 // with herald, with no Kubernetes in sight:
 //
-//   - an audit consumer that must see every event (policy Block);
+//   - an audit log that must write every event (policy Block), each job's
+//     in order, several jobs at once, retrying a failed write (a
+//     handle.Pool);
 //   - a dashboard that only cares about the latest state and reads slowly
 //     (policy DropOldest: it never holds the runner back);
 //   - an alerter that folds repeated failures into counts (correlate), and
@@ -17,11 +19,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/correlate"
+	"github.com/heraldgo/herald/handle"
 )
 
 func main() {
@@ -53,14 +57,14 @@ func run(out io.Writer) error {
 		return err
 	}
 
-	// Consumers run on goroutines this program owns and waits for.
+	// The audit log writes each job's events in order, four jobs at a
+	// time, and retries a write that fails (see auditLog.write).
+	audit := &auditLog{byJob: map[string][]int{}}
+	writer := handle.New(w.audit, func(e JobEvent) string { return e.Job }, audit.write, handle.Options{Workers: 4})
+
+	// The other consumers run on goroutines this program owns and waits
+	// for.
 	var wg sync.WaitGroup
-	var audited int
-	wg.Go(func() {
-		for range w.audit.All() { // All reads in batches: the fastest way to read
-			audited++
-		}
-	})
 	alerts := newAlerter()
 	wg.Go(func() { alerts.read(w.alerts) })
 
@@ -71,19 +75,66 @@ func run(out io.Writer) error {
 		return err
 	}
 
+	// Every event in the watchers' queues, then written by the audit log;
 	// Shutdown delivers everything published, then ends every watcher's
 	// read loop; wait for the consumers to finish.
+	if err := events.Flush(ctx); err != nil {
+		return err
+	}
+	if err := writer.Flush(ctx); err != nil {
+		return err
+	}
+	if err := writer.Shutdown(ctx); err != nil {
+		return err
+	}
 	if err := events.Shutdown(ctx); err != nil {
 		return err
 	}
 	wg.Wait()
 
-	fmt.Fprintf(out, "published %d events; audit read %d (Block: none lost)\n", published, audited)
+	ws := writer.Stats()
+	fmt.Fprintf(out, "published %d events; audit wrote %d (Block: none lost), each job's in order: %v; %d write retried\n",
+		published, ws.Handled, audit.inOrder(), ws.Retries)
 	printDashboard(out, w.dashboard)
 	alerts.print(out)
 	s := events.Stats()
 	fmt.Fprintf(out, "broadcaster: published %d, delivered %d, dropped oldest %d\n", s.Published, s.Delivered, s.DroppedOldest)
 	return nil
+}
+
+// auditLog is the audit consumer's store: the events of each job, in the
+// order it wrote them.
+type auditLog struct {
+	mu     sync.Mutex // guards byJob, failed
+	byJob  map[string][]int
+	failed bool
+}
+
+// write stores e. Its first write of a failure fails (a disk that
+// hiccups): the Pool writes it again after a moment, and the job's later
+// events wait for it.
+func (a *auditLog) write(_ context.Context, e JobEvent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.Status == "failed" && !a.failed {
+		a.failed = true
+		return fmt.Errorf("audit: write of event %d failed", e.Seq)
+	}
+	a.byJob[e.Job] = append(a.byJob[e.Job], e.Seq)
+	return nil
+}
+
+// inOrder reports whether every job's events were written in the order
+// they were published.
+func (a *auditLog) inOrder() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, seqs := range a.byJob {
+		if !slices.IsSorted(seqs) {
+			return false
+		}
+	}
+	return true
 }
 
 // consumers are the service's three watchers, each with the full-queue

@@ -16,7 +16,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"published 45 events; audit read 45 (Block: none lost)",
+		"published 45 events; audit wrote 45 (Block: none lost), each job's in order: true; 1 write retried",
 		"dashboard (queue 4, DropOldest) kept events [42 43 44 45] and dropped 41 older ones",
 		"backup   disk full",
 		"x6",

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/heraldgo/herald/handle"
 	"github.com/heraldgo/herald/natsbridge"
 )
 
@@ -111,7 +112,7 @@ func services(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event]
 	dead.killed, dead.fate = true, fmt.Sprintf("killed (SIGKILL) charging %d", spec.Slow)
 	killed := time.Now()
 	for _, svc := range []string{"billing", "shipping"} {
-		if err := waitHandled(ctx, reps[svc], last); err != nil {
+		if err := waitHandled(ctx, reps[svc], first, last); err != nil {
 			return fmt.Errorf("%s: %w", svc, err)
 		}
 	}
@@ -168,7 +169,7 @@ func publishAndWait(ctx context.Context, topic *natsbridge.Topic[Event], reps fl
 		return err
 	}
 	for _, svc := range []string{"billing", "shipping"} {
-		if err := waitHandled(ctx, reps[svc], last); err != nil {
+		if err := waitHandled(ctx, reps[svc], first, last); err != nil {
 			return fmt.Errorf("%s: %w", svc, err)
 		}
 	}
@@ -190,17 +191,34 @@ func publishEvents(ctx context.Context, topic *natsbridge.Topic[Event], first, l
 	return pub.Shutdown(ctx)
 }
 
-// waitHandled returns once a replica of the service handled event last.
-func waitHandled(ctx context.Context, reps []*replica, last int) error {
+// waitHandled returns once the service's replicas, together, handled (or,
+// billing, skipped as charged before) every event first..last: billing
+// handles several orders at once, so events end out of order.
+func waitHandled(ctx context.Context, reps []*replica, first, last int) error {
 	for {
+		seen := map[int]bool{}
 		for _, r := range reps {
-			if h := r.read(); len(h) > 0 && h[len(h)-1] >= last {
-				return nil
+			for _, n := range r.read() {
+				seen[n] = true
 			}
+			r.mu.Lock()
+			for _, n := range r.skipped {
+				seen[n] = true
+			}
+			r.mu.Unlock()
+		}
+		missing := 0
+		for n := first; n <= last; n++ {
+			if !seen[n] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("event %d not handled: %w", last, ctx.Err())
+			return fmt.Errorf("%d of events %d..%d not handled: %w", missing, first, last, ctx.Err())
 		case <-time.After(20 * time.Millisecond): // polling what the replicas said
 		}
 	}
@@ -237,7 +255,7 @@ func servicesReport(out io.Writer, reps fleet, first, last int) error {
 			r.mu.Unlock()
 			events := "-"
 			if len(h) > 0 {
-				events = fmt.Sprintf("%d..%d", h[0], h[len(h)-1])
+				events = fmt.Sprintf("%d..%d", slices.Min(h), slices.Max(h))
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", svc, r.spec.Replica, r.fate, len(h), events, red)
 		}
@@ -494,16 +512,28 @@ func runReplica(s replicaSpec, in io.Reader, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(out, "ready")
-	go func() {
-		_, _ = io.Copy(io.Discard, in) // until the example closes it
-		w.Stop()                       // takes effect when the event in hand is handled
-	}()
-	for e := range w.All() { // each event is acknowledged once its body returns
-		if s.Service == "billing" {
-			charge(s, w.Seq(), e, out)
-			continue
+	if s.Service == "billing" {
+		// Billing charges four orders at once, each order's events in
+		// order; each event is acknowledged once charged. The Pool owns
+		// the watcher: its Shutdown, once the example closes the standard
+		// input, lets the charges in flight finish and hands the position
+		// over.
+		p := handle.New(w, func(e Event) string { return e.Order }, func(ctx context.Context, e Event) error {
+			charge(s, handle.Seq(ctx), e, out)
+			return nil
+		}, handle.Options{Workers: 4})
+		_, _ = io.Copy(io.Discard, in)
+		if err := p.Shutdown(ctx); err != nil {
+			return err
 		}
-		fmt.Fprintf(out, "handled %d\n", e.N) // the service's work on the event
+	} else {
+		go func() {
+			_, _ = io.Copy(io.Discard, in) // until the example closes it
+			w.Stop()                       // takes effect when the event in hand is handled
+		}()
+		for e := range w.All() { // each event is acknowledged once its body returns
+			fmt.Fprintf(out, "handled %d\n", e.N) // the service's work on the event
+		}
 	}
 	if err := w.Shutdown(ctx); err != nil {
 		return err
