@@ -68,6 +68,13 @@ type record struct {
 	// again when a reader resets the position.
 	Floor  uint64 `json:"floor,omitempty"`
 	Deaths int    `json:"deaths,omitempty"`
+	// Until is when Owner's lease ends (Unix nanoseconds): it hands
+	// nothing out past it, less a margin, unless it renewed it; a reader
+	// that takes the position over from an owner that did not release it
+	// hands nothing out before it. So a reader that lost its turn without
+	// knowing it (a consumer leader change forgot the pin) stops before
+	// the next one starts, given clocks that agree within the margin.
+	Until int64 `json:"until,omitempty"`
 }
 
 // errFenced tells a reader that another took its position over.
@@ -94,6 +101,7 @@ type keeper struct {
 	fenced   atomic.Bool
 	wake     chan struct{} // capacity 1: the application needs more
 	pin      atomic.Pointer[string]
+	gate     atomic.Pointer[chan struct{}] // see gateAt
 
 	mu  sync.Mutex // guards rev, last, lastAt: the record's writes
 	rev uint64     // the revision this reader last wrote; 0 before it owns the record
@@ -110,6 +118,13 @@ type keeper struct {
 	// floor and deaths are the record's when this reader took it over.
 	floor  uint64
 	deaths int
+	// until is when this reader's lease ends (its last write's Until);
+	// renewed, when it last renewed it; gate, while this reader waits
+	// for the lease of the reader before it to end, is closed when it
+	// may hand out, and gateAt is when.
+	until   time.Time
+	renewed time.Time
+	gateAt  time.Time
 
 	g *lifecycle.Group
 }
@@ -130,6 +145,10 @@ func (k *keeper) start() { k.g.Go(k.run) }
 func (k *keeper) closeReads() {
 	k.mu.Lock()
 	k.closed = true
+	if g := k.gate.Load(); g != nil {
+		close(*g)
+		k.gate.Store(nil)
+	}
 	k.mu.Unlock()
 	k.reserved.End()
 }
@@ -156,6 +175,7 @@ func (k *keeper) run() {
 				pinged = now
 				k.ping()
 			}
+			k.lease(now)
 		}
 		k.extend()
 	}
@@ -199,13 +219,18 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, oth
 			return rec.Handed, false, nil // still this reader's
 		}
 		died := rec.Owner != ""
+		now := time.Now()
+		held := time.Unix(0, rec.Until)
+		if !died || rec.Until == 0 || !held.After(now) {
+			held = time.Time{}
+		}
 		switch {
 		case rec.Owner != "" && rec.Floor == floor:
 			rec.Deaths++ // the reader before died with the value after the floor unfinished
 		case rec.Floor != floor || rec.Owner != "":
 			rec.Floor, rec.Deaths = floor, 0
 		}
-		rec.Owner = k.me
+		rec.Owner, rec.Until = k.me, now.Add(k.takeover).UnixNano()
 		rev, err = k.write(ctx, rec, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue
@@ -215,6 +240,14 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, oth
 		}
 		k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
 		k.floor, k.deaths = rec.Floor, rec.Deaths
+		k.until, k.renewed = time.Unix(0, rec.Until), now
+		if !held.IsZero() {
+			// The reader before may still hand out values until its lease
+			// ends: hand out nothing before then.
+			g := make(chan struct{})
+			k.gate.Store(&g)
+			k.gateAt = held
+		}
 		if died {
 			// The reader before died with values in its hands: one of them
 			// may kill this reader too. Up to what that reader handed out,
@@ -272,6 +305,13 @@ func (k *keeper) write(ctx context.Context, rec record, rev uint64) (uint64, err
 // errFenced once another reader owns the position, or ErrClosed once the
 // watcher hands nothing more out, or ctx.Err().
 func (k *keeper) reserve(ctx context.Context, seq uint64) error {
+	if g := k.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if seq > k.soft.Load() {
 		if k.want.Load() < seq {
 			k.want.Store(seq)
@@ -323,22 +363,63 @@ func (k *keeper) extend() {
 	size := min(max(2*rate, minReservation), maxReservation)
 	target := want + size
 	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
-	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths}, k.rev)
+	until := now.Add(k.takeover)
+	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
 	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
-		k.owned = false
-		k.fenced.Store(true)
-		k.reserved.End()
-		k.log.warn("natsbridge: durable position taken over by another reader: this one stops handing out", slog.Uint64("reserved", k.reserved.Load()))
+		k.fenceLocked("taken over by another reader")
 		return
 	case err != nil:
 		k.log.warn("natsbridge: durable record not written: retrying", errAttr(err))
 		return
 	}
 	k.rev, k.last, k.lastAt = rev, want, now
+	k.until, k.renewed = until, now
 	k.reserved.Advance(target)
 	k.soft.Store(target - size/2)
+}
+
+// fenceLocked stops this reader handing out values: another owns the
+// position, or its lease ran out.
+func (k *keeper) fenceLocked(why string) {
+	k.owned = false
+	k.fenced.Store(true)
+	k.reserved.End()
+	k.log.warn("natsbridge: durable position "+why+": this reader stops handing out", slog.Uint64("reserved", k.reserved.Load()))
+}
+
+// lease renews this reader's lease every third of the takeover time
+// (with its reservation), fences the reader whose lease runs out (it
+// could not renew it: the record is out of reach, or another reader
+// took it over), and opens the gate once the lease of the reader before
+// has ended.
+func (k *keeper) lease(now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if g := k.gate.Load(); g != nil && !now.Before(k.gateAt) {
+		close(*g)
+		k.gate.Store(nil)
+	}
+	if !k.owned || k.closed {
+		return
+	}
+	if now.Sub(k.renewed) >= k.takeover/3 {
+		until := now.Add(k.takeover)
+		ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+		rev, err := k.write(ctx, record{Owner: k.me, Handed: k.reserved.Load(), Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
+		cancel()
+		switch {
+		case err == nil:
+			k.rev, k.until, k.renewed = rev, until, now
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
+			k.fenceLocked("taken over by another reader")
+			return
+		}
+	}
+	if !now.Before(k.until.Add(-k.takeover / 4)) {
+		k.fenceLocked("lease not renewed in time (its record out of reach)")
+	}
 }
 
 // attemptsBefore returns how many readers died with the value at seq
