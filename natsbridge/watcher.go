@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // item is a value read from the stream on its way to the application: its
@@ -63,6 +64,7 @@ type Watcher[T any] struct {
 	chSent, chPinned uint64
 	d                *durable           // nil unless durable
 	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
+	notify           chan struct{}      // signalled on each value queued, if not nil
 
 	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
@@ -155,6 +157,12 @@ type WatcherStats struct {
 // a second, which ends with the watcher's hand-over (see Stop).
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
 	mustContext(ctx)
+	return t.watch(ctx, o, prefix, nil)
+}
+
+// watch is Watch; notify, if not nil, is signalled whenever the watcher's
+// queue takes a value (a group member's, which reads several).
+func (t *Topic[T]) watch(ctx context.Context, o WatchOptions, prefix []T, notify chan struct{}) (*Watcher[T], error) {
 	if err := checkWatchOptions(o); err != nil {
 		return nil, err
 	}
@@ -166,6 +174,7 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 		return nil, err
 	}
 	w := t.newWatcher(start, o, prefix, d)
+	w.notify = notify
 	w.f = newFeed(t, "watcher", start, w, d)
 	if d != nil {
 		d.keep.start()
@@ -245,6 +254,9 @@ func (w *Watcher[T]) put(ctx context.Context, it item[T]) error {
 			w.dropped.Add(uint64(dropped))
 		}
 		if ok {
+			if w.notify != nil {
+				wait.Signal(w.notify)
+			}
 			return nil
 		}
 		select {
