@@ -235,6 +235,15 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 	p.mu.Lock()
 	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), before: max(d.Attempt, 1) - 1}
 	p.stats.Received++
+	if p.stopped {
+		// Handed out as Shutdown began (a source's queued value wins over
+		// the ended read): abandoned with the values that waited, since
+		// no worker takes a value any more.
+		p.stats.Abandoned++
+		p.fateLocked(e.ord)
+		p.mu.Unlock()
+		return false
+	}
 	if failed != nil {
 		if d.Err != nil {
 			p.stats.Poisoned++
@@ -552,8 +561,12 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
 			return false
 		}
 	}
-	err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f})
-	return err == nil
+	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
+		return false
+	}
+	// Stored once it is in the watcher's queue: a value published but
+	// still waiting for room there is lost when Shutdown runs out of time.
+	return p.dead.Flush(ctx) == nil
 }
 
 // errorType names an error by its Go type: its text may quote the value.
