@@ -1,0 +1,107 @@
+package natsbridge_test
+
+import (
+	"errors"
+	"sort"
+	"testing"
+
+	"github.com/heraldgo/herald/handle"
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// deadLetters reads every dead letter dlq holds now.
+func deadLetters(t *testing.T, dlq *natsbridge.Topic[natsbridge.DeadLetter]) []natsbridge.DeadLetter {
+	t.Helper()
+	w := watchTopic(t, dlq, natsbridge.WatchOptions{From: 1})
+	if err := w.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	var out []natsbridge.DeadLetter
+	for d := range w.All() {
+		out = append(out, d)
+	}
+	return out
+}
+
+// TestDeadLettersOfTwoDurablesBothKept: two durable positions of one topic
+// (two services) share a dead-letter topic, and both give up on the same
+// value. Each DeadLetter call returns nil, so each Pool counts the value
+// dead-lettered and acknowledges it: the dead-letter topic must then hold
+// both dead letters, each with its own error, not one dropped as a
+// duplicate of the other.
+func TestDeadLettersOfTwoDurablesBothKept(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "dl.orders", natsbridge.TopicOptions{})
+	dlq := newTopicOf(t, js, "dl.orders.dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	billing := watch(t, topic, natsbridge.WatchOptions{Durable: "billing", From: 1, DeadLetters: dlq})
+	shipping := watch(t, topic, natsbridge.WatchOptions{Durable: "shipping", From: 1, DeadLetters: dlq})
+	publishAll(t, topic, 1, 3)
+	if err := billing.DeadLetter(testCtx(t), 2, handle.Failure{Err: errors.New("card declined"), Attempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := shipping.DeadLetter(testCtx(t), 2, handle.Failure{Err: errors.New("no such address"), Attempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	got := deadLetters(t, dlq)
+	var errs []string
+	for _, d := range got {
+		errs = append(errs, d.Error)
+	}
+	sort.Strings(errs)
+	if len(errs) != 2 || errs[0] != "card declined" || errs[1] != "no such address" {
+		t.Errorf("the dead-letter topic holds %q; want both services' dead letters of seq 2", errs)
+	}
+}
+
+// TestRedriveAfterDeadLetterTopicRecreated: a dead-letter topic deleted
+// and made again numbers its dead letters from 1 again. A Redrive of the
+// new dead letter must publish it back to its topic, not have it dropped
+// as a copy of the value an earlier Redrive published from the old
+// topic's dead letter 1, and then remove it: that would lose it.
+func TestRedriveAfterDeadLetterTopicRecreated(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "dl.redrive", natsbridge.TopicOptions{})
+	dlq := newTopicOf(t, js, "dl.redrive.dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	w := watch(t, topic, natsbridge.WatchOptions{Durable: "ship", From: 1, DeadLetters: dlq})
+	publishAll(t, topic, 1, 3)
+	if err := w.DeadLetter(testCtx(t), 1, handle.Failure{Err: errors.New("first"), Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := natsbridge.Redrive(testCtx(t), dlq, nil); err != nil || rs.Redriven != 1 {
+		t.Fatalf("first Redrive = %+v, %v", rs, err)
+	}
+	// The operator empties the dead-letter topic by deleting it; it is
+	// made again.
+	if err := dlq.Delete(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	dlq2 := newTopicOf(t, js, "dl.redrive.dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	w2 := watch(t, topic, natsbridge.WatchOptions{Durable: "ship2", From: 1, DeadLetters: dlq2})
+	if err := w2.DeadLetter(testCtx(t), 3, handle.Failure{Err: errors.New("second"), Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := natsbridge.Redrive(testCtx(t), dlq2, nil); err != nil || rs.Redriven != 1 {
+		t.Fatalf("second Redrive = %+v, %v", rs, err)
+	}
+	// The topic held 1..3, then value 1 redriven (4); value 3 redriven
+	// must be 5.
+	back := watch(t, topic, natsbridge.WatchOptions{From: 4})
+	if err := back.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	back.Stop()
+	var got []int
+	for o := range back.All() {
+		got = append(got, o.ID)
+	}
+	if len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Errorf("redriven values in the topic: %v, want [1 3]: the second Redrive removed its dead letter without storing it", got)
+	}
+	if left := deadLetters(t, dlq2); len(left) != 0 {
+		t.Errorf("%d dead letters left", len(left))
+	}
+}
