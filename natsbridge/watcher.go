@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -63,6 +65,9 @@ type Watcher[T any] struct {
 	chSent, chPinned uint64
 	d                *durable           // nil unless durable
 	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
+	// deadID tells this watcher's dead letters from another's of the same
+	// values (see DeadLetter): its durable name, or a random id.
+	deadID string
 
 	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
@@ -210,6 +215,12 @@ func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durab
 	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, halted: make(chan struct{})}
 	if w.full == 0 {
 		w.full = broadcast.Block
+	}
+	if o.DeadLetters != nil {
+		w.deadID = "d" + o.Durable
+		if o.Durable == "" {
+			w.deadID = "w" + strconv.FormatUint(rand.Uint64(), 36)
+		}
 	}
 	qlen := o.QueueLength
 	if qlen == 0 {
