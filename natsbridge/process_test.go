@@ -260,6 +260,10 @@ func playRole(role string) error {
 		if r, err = playPool(ctx, js, topic); err != nil {
 			return err
 		}
+	case "chaos":
+		if r, err = playChaos(ctx, js, topic); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
