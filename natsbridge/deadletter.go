@@ -157,7 +157,11 @@ func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, at time
 		return fmt.Errorf("natsbridge: redrive %q: dead letter %d to %q: %w", dlq.name, seq, d.Topic, err)
 	}
 	if err := dlq.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
+		// The server says only that the deletion failed when the message
+		// is gone already (another Redrive removed it): that is done.
+		if _, gerr := dlq.stream.GetMsg(ctx, seq); !errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
+		}
 	}
 	return nil
 }
