@@ -89,3 +89,81 @@ func TestShutdownKeepsTheDeadLettersItCounted(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushRacingShutdown: a Flush that waits for a handler which ignores
+// its ctx goes on waiting through a Shutdown that ran out of time, and
+// returns once that handler returns and its value has its fate; one made
+// after Shutdown returns at once if nothing is held.
+func TestFlushRacingShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		release := make(chan struct{})
+		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
+			if j.ID == 0 {
+				<-release // ignores ctx
+			}
+			return nil
+		}, handle.Options{Logger: quiet})
+		publish(t, b, []job{{Key: 0, ID: 0}, {Key: 0, N: 1, ID: 1}, {Key: 1, ID: 2}})
+		synctest.Wait()
+		flushed := make(chan error, 1)
+		go func() { flushed <- p.Flush(context.Background()) }()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+		}
+		synctest.Wait()
+		select {
+		case err := <-flushed:
+			t.Fatalf("Flush returned %v while a value it waits for was in its handler", err)
+		default:
+		}
+		close(release)
+		if err := <-flushed; err != nil {
+			t.Errorf("Flush = %v once the handler returned", err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.Handled != 2 || s.Abandoned != 1 || s.InFlight != 0 {
+			t.Errorf("Stats %+v; want 0 and 2 handled, 1 abandoned", s)
+		}
+		if err := p.Flush(context.Background()); err != nil {
+			t.Errorf("a Flush after everything has its fate = %v", err)
+		}
+	})
+}
+
+// TestWindowPausesReading: with one key's value held in its handler,
+// reading goes on for the other keys until Window values were received
+// from the held one on, then pauses (Stats().Paused), and goes on once
+// the held value has its fate.
+func TestWindowPausesReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		release := make(chan struct{})
+		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
+			if j.ID == 0 {
+				<-release
+			}
+			return nil
+		}, handle.Options{Workers: 4, Window: 10, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		js := []job{{Key: 0, ID: 0}}
+		for i := 1; i < 30; i++ {
+			js = append(js, job{Key: i, ID: i})
+		}
+		publish(t, b, js)
+		synctest.Wait()
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.Received != 10 || !s.Paused || s.Handled != 9 {
+			t.Errorf("with value 0 held: %+v; want 10 received (the window), 9 handled, paused", s)
+		}
+		close(release)
+		synctest.Wait()
+		if s := p.Stats(); s.Received != 30 || s.Handled != 30 || s.Paused {
+			t.Errorf("once released: %+v; want all 30 handled", s)
+		}
+	})
+}
