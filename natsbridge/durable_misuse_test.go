@@ -213,3 +213,72 @@ func eventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bo
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestPoolShutdownWithHandlerIgnoringCtx: a Pool on a durable watcher shut
+// down while a handler ignores its ctx hands the position over at once: a
+// standby Pool in the same process handles that value again and the rest,
+// each once; the late handler's value is counted handled when it returns,
+// and its late Done moves nothing back: a reader after both gets nothing.
+func TestPoolShutdownWithHandlerIgnoringCtx(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "misuse.ignore", natsbridge.TopicOptions{})
+	wa := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
+	wb := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var gotA, gotB []int
+	one := func(Order) int { return 0 }
+	pa := handle.New(wa, one, func(ctx context.Context, o Order) error {
+		if o.ID == 5 {
+			<-release // ignores ctx
+		}
+		mu.Lock()
+		gotA = append(gotA, o.ID)
+		mu.Unlock()
+		return nil
+	}, handle.Options{Logger: quiet})
+	pb := handle.New(wb, one, func(ctx context.Context, o Order) error {
+		mu.Lock()
+		gotB = append(gotB, o.ID)
+		mu.Unlock()
+		return nil
+	}, handle.Options{Logger: quiet})
+	publishAll(t, topic, 1, 20)
+	eventually(t, "A holds 5 in its handler", func() bool { st := pa.Stats(); return st.Handled == 4 && st.InFlight == 1 })
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := pa.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("A's Shutdown = %v, want DeadlineExceeded", err)
+	}
+	eventuallyWithin(t, 10*time.Second, "B handles 5..20", func() bool { return pb.Stats().Handled == 16 })
+	close(release)
+	eventually(t, "A's late handler counted", func() bool { return pa.Stats().Handled == 5 })
+	checkConservedPool(t, pa.Stats())
+	if err := pb.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if !slices.Equal(gotA, span(1, 5)) || !slices.Equal(gotB, span(5, 20)) {
+		t.Errorf("A handled %v, B %v; want 1..5 and 5..20", gotA, gotB)
+	}
+	mu.Unlock()
+	if r := wb.Stats().Redelivered; r < 1 {
+		t.Errorf("B's Redelivered = %d, want at least 1 (value 5)", r)
+	}
+	c := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
+	none, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	if o, err := c.Next(none); err == nil {
+		t.Errorf("a third reader read %d: the position went back", o.ID)
+	}
+}
+
+// checkConservedPool fails unless a Pool's fates add up to what it
+// received.
+func checkConservedPool[K comparable](t testing.TB, s handle.Stats[K]) {
+	t.Helper()
+	if f := s.Handled + s.DeadLettered + uint64(s.InFlight) + uint64(s.Waiting) + uint64(s.Backoff) + s.Abandoned; f != s.Received {
+		t.Errorf("Stats %+v: fates add up to %d, received %d", s, f, s.Received)
+	}
+}
