@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,16 @@ func (w *Watcher[T]) DeadLetter(ctx context.Context, seq uint64, f handle.Failur
 	// stream deleted and made again.
 	id := "herald-dead-" + w.t.streamID + "-" + strconv.FormatUint(seq, 10) + "-" + strconv.FormatInt(stored, 10) + "-" + w.deadID
 	return dlq.store(ctx, d, id)
+}
+
+// deadLetterID tells the dead letters of a watcher made with o from
+// another's of the same values (see Watcher.DeadLetter): its durable name,
+// or a random id for a watcher that is not durable.
+func deadLetterID(o WatchOptions) string {
+	if o.Durable != "" {
+		return "d" + o.Durable
+	}
+	return "w" + strconv.FormatUint(rand.Uint64(), 36)
 }
 
 // store publishes v under message id id and waits for the stream's

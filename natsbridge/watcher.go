@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -65,9 +63,7 @@ type Watcher[T any] struct {
 	chSent, chPinned uint64
 	d                *durable           // nil unless durable
 	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
-	// deadID tells this watcher's dead letters from another's of the same
-	// values (see DeadLetter): its durable name, or a random id.
-	deadID string
+	deadID           string             // see deadLetterID
 
 	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
@@ -212,15 +208,9 @@ func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *dur
 // newWatcher returns a watcher at start, its queue made with o's length,
 // policy and read mode and holding prefix; the caller gives it its feed.
 func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durable) *Watcher[T] {
-	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, halted: make(chan struct{})}
+	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, deadID: deadLetterID(o), halted: make(chan struct{})}
 	if w.full == 0 {
 		w.full = broadcast.Block
-	}
-	if o.DeadLetters != nil {
-		w.deadID = "d" + o.Durable
-		if o.Durable == "" {
-			w.deadID = "w" + strconv.FormatUint(rand.Uint64(), 36)
-		}
 	}
 	qlen := o.QueueLength
 	if qlen == 0 {
