@@ -16,14 +16,20 @@ import (
 // deadLetters reads every dead letter dlq holds now.
 func deadLetters(t *testing.T, dlq *natsbridge.Topic[natsbridge.DeadLetter]) []natsbridge.DeadLetter {
 	t.Helper()
-	w := watchTopic(t, dlq, natsbridge.WatchOptions{From: 1})
+	return storedFrom(t, dlq, 1)
+}
+
+// storedFrom reads the values topic holds now from sequence from on.
+func storedFrom[T any](t *testing.T, topic *natsbridge.Topic[T], from uint64) []T {
+	t.Helper()
+	w := watchTopic(t, topic, natsbridge.WatchOptions{From: from})
 	if err := w.Flush(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	w.Stop()
-	var out []natsbridge.DeadLetter
-	for d := range w.All() {
-		out = append(out, d)
+	var out []T
+	for v := range w.All() {
+		out = append(out, v)
 	}
 	return out
 }
@@ -92,15 +98,7 @@ func TestRedriveAfterDeadLetterTopicRecreated(t *testing.T) {
 	}
 	// The topic held 1..3, then value 1 redriven (4); value 3 redriven
 	// must be 5.
-	back := watch(t, topic, natsbridge.WatchOptions{From: 4})
-	if err := back.Flush(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	back.Stop()
-	var got []int
-	for o := range back.All() {
-		got = append(got, o.ID)
-	}
+	got := ids(storedFrom(t, topic, 4))
 	if len(got) != 2 || got[0] != 1 || got[1] != 3 {
 		t.Errorf("redriven values in the topic: %v, want [1 3]: the second Redrive removed its dead letter without storing it", got)
 	}
@@ -136,15 +134,7 @@ func TestRedriveTwiceAtOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	back := watch(t, topic, natsbridge.WatchOptions{From: n + 1})
-	if err := back.Flush(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	back.Stop()
-	var got []int
-	for o := range back.All() {
-		got = append(got, o.ID)
-	}
+	got := ids(storedFrom(t, topic, n+1))
 	sort.Ints(got)
 	if !slices.Equal(got, span(1, n)) {
 		t.Errorf("redriven into the topic: %v, want 1..%d once each", got, n)

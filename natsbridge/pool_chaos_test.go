@@ -163,15 +163,11 @@ func TestPoolKilledAtRandomMoments(t *testing.T) {
 // attempt in 13 fails and is retried 20-50ms later.
 func playChaos(ctx context.Context, js jetstream.JetStream, topic *natsbridge.Topic[Order]) (report, error) {
 	var r report
-	dlq, err := natsbridge.NewTopic(ctx, js, topic.Name()+".dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	w, dlq, err := watchForPool(ctx, js, topic)
 	if err != nil {
 		return r, err
 	}
 	defer dlq.Shutdown(ctx)
-	w, err := topic.Watch(ctx, natsbridge.WatchOptions{Durable: os.Getenv(nameEnv), Takeover: 2 * time.Second, DeadLetters: dlq})
-	if err != nil {
-		return r, err
-	}
 	var mu sync.Mutex
 	failed := map[int]bool{}
 	var out sync.Mutex // one line at a time
