@@ -235,31 +235,24 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 	p.mu.Lock()
 	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), before: max(d.Attempt, 1) - 1}
 	p.stats.Received++
-	if failed != nil {
+	switch {
+	case p.stopped:
+		// Handed out as Shutdown began (a source's queued value wins over
+		// the ended read): abandoned with the values that waited, since
+		// no worker takes a value any more.
+		p.stats.Abandoned++
+		p.fateLocked(e.ord)
+		p.mu.Unlock()
+		return false
+	case failed != nil:
 		if d.Err != nil {
 			p.stats.Poisoned++
 		}
 		p.stats.InFlight++
 		p.mu.Unlock()
-		now := time.Now()
-		f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
-		fate := &p.stats.DeadLettered
-		for try := 1; !p.giveUp(k, e, f); try++ {
-			if !p.pause(try) {
-				fate = &p.stats.Abandoned
-				break
-			}
-		}
+		p.giveUpAtOnce(k, e, failed)
 		p.mu.Lock()
-		p.stats.InFlight--
-		*fate++
-		p.fateLocked(e.ord)
-		if fate == &p.stats.DeadLettered {
-			p.mu.Unlock()
-			p.done(e)
-			p.mu.Lock()
-		}
-	} else {
+	default:
 		l := p.laneLocked(k)
 		l.vals.Push(e)
 		p.stats.Waiting++
@@ -270,6 +263,33 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 	ok := p.waitRoomLocked()
 	p.mu.Unlock()
 	return ok
+}
+
+// giveUpAtOnce dead-letters e, counted in flight, which no handler can
+// take (failed says why), and gives it its fate: dead-lettered and marked
+// done, or abandoned if the Pool's Shutdown runs out of time first.
+func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
+	now := time.Now()
+	f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
+	stored := true
+	for try := 1; !p.giveUp(k, e, f); try++ {
+		if !p.pause(try) {
+			stored = false
+			break
+		}
+	}
+	p.mu.Lock()
+	p.stats.InFlight--
+	if stored {
+		p.stats.DeadLettered++
+	} else {
+		p.stats.Abandoned++
+	}
+	p.fateLocked(e.ord)
+	p.mu.Unlock()
+	if stored {
+		p.done(e)
+	}
 }
 
 // keyOf returns v's key, or the panic of the key function as an error.
@@ -554,8 +574,12 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
 			return false
 		}
 	}
-	err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f})
-	return err == nil
+	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
+		return false
+	}
+	// Stored once it is in the watcher's queue: a value published but
+	// still waiting for room there is lost when Shutdown runs out of time.
+	return p.dead.Flush(ctx) == nil
 }
 
 // errorType names an error by its Go type: its text may quote the value.

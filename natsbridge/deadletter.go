@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -41,10 +42,14 @@ type DeadLetter struct {
 // dead-letter topic (WatchOptions.DeadLetters), and returns once the
 // stream confirmed it; a handle.Pool calls it before it marks the value
 // done, so that a crash between the two loses nothing. The dead letter's
-// message id derives from the watcher's topic and seq, so a dead letter
-// stored again (a crash after it was confirmed, before the value was
-// acknowledged) is stored once. It returns handle.ErrNoDeadLetterSink if
-// the watcher has no dead-letter topic.
+// message id derives from the watcher's topic, seq and the time the stream
+// stored the value, and from the watcher's durable name (a watcher that is
+// not durable has an id of its own), so a dead letter stored again (a
+// crash after it was confirmed, before the value was acknowledged) is
+// stored once, while two durable positions that give up on one value
+// (two services sharing a dead-letter topic) keep a dead letter each. It
+// returns handle.ErrNoDeadLetterSink if the watcher has no dead-letter
+// topic.
 func (w *Watcher[T]) DeadLetter(ctx context.Context, seq uint64, f handle.Failure) error {
 	dlq := w.dead
 	if dlq == nil {
@@ -54,16 +59,30 @@ func (w *Watcher[T]) DeadLetter(ctx context.Context, seq uint64, f handle.Failur
 	if f.Err != nil {
 		d.Error = f.Err.Error()
 	}
+	var stored int64
 	raw, err := w.t.stream.GetMsg(ctx, seq)
 	switch {
 	case err == nil:
-		d.Data, d.Header = raw.Data, raw.Header
+		d.Data, d.Header, stored = raw.Data, raw.Header, raw.Time.UnixNano()
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		d.Error += " (the value was no longer in the stream when it was given up)"
 	default:
 		return fmt.Errorf("natsbridge: topic %q: read value %d to dead-letter it: %w", w.t.name, seq, err)
 	}
-	return dlq.store(ctx, d, "herald-dead-"+w.t.streamID+"-"+strconv.FormatUint(seq, 10))
+	// The stored time tells a value from one at the same sequence of a
+	// stream deleted and made again.
+	id := "herald-dead-" + w.t.streamID + "-" + strconv.FormatUint(seq, 10) + "-" + strconv.FormatInt(stored, 10) + "-" + w.deadID
+	return dlq.store(ctx, d, id)
+}
+
+// deadLetterID tells the dead letters of a watcher made with o from
+// another's of the same values (see Watcher.DeadLetter): its durable name,
+// or a random id for a watcher that is not durable.
+func deadLetterID(o WatchOptions) string {
+	if o.Durable != "" {
+		return "d" + o.Durable
+	}
+	return "w" + strconv.FormatUint(rand.Uint64(), 36)
 }
 
 // store publishes v under message id id and waits for the stream's
@@ -96,8 +115,10 @@ type RedriveStats struct {
 // end of its topic: after the values of its key that came after it, which
 // were handled meanwhile. Each is published under a message id made of
 // dlq's stream and the dead letter's sequence, so one sent again after a
-// crash is stored once (within the topic's duplicates window). ctx bounds
-// the whole; Redrive panics on a nil ctx.
+// crash is stored once (within the topic's duplicates window), and the
+// time dlq stored it, so that a dead letter of a dlq deleted and made
+// again is not taken for a copy of one redriven before. ctx bounds the
+// whole; Redrive panics on a nil ctx.
 func Redrive(ctx context.Context, dlq *Topic[DeadLetter], keep func(DeadLetter) bool) (RedriveStats, error) {
 	mustContext(ctx)
 	var st RedriveStats
@@ -121,7 +142,7 @@ func Redrive(ctx context.Context, dlq *Topic[DeadLetter], keep func(DeadLetter) 
 			st.Kept++
 			continue
 		}
-		if err := redriveOne(ctx, dlq, seq, d); err != nil {
+		if err := redriveOne(ctx, dlq, seq, raw.Time, d); err != nil {
 			return st, err
 		}
 		st.Redriven++
@@ -129,9 +150,9 @@ func Redrive(ctx context.Context, dlq *Topic[DeadLetter], keep func(DeadLetter) 
 	return st, nil
 }
 
-// redriveOne publishes dead letter d, stored at seq in dlq, back to its
-// topic, then removes it from dlq.
-func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, d DeadLetter) error {
+// redriveOne publishes dead letter d, stored at seq in dlq at time at, back
+// to its topic, then removes it from dlq.
+func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, at time.Time, d DeadLetter) error {
 	if err := validName(d.Topic); err != nil {
 		return fmt.Errorf("natsbridge: redrive %q: dead letter %d: %w", dlq.name, seq, err)
 	}
@@ -142,12 +163,16 @@ func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, d DeadL
 		}
 	}
 	msg := &nats.Msg{Subject: d.Topic, Data: d.Data, Header: h}
-	id := "herald-redrive-" + dlq.streamID + "-" + strconv.FormatUint(seq, 10)
+	id := "herald-redrive-" + dlq.streamID + "-" + strconv.FormatUint(seq, 10) + "-" + strconv.FormatInt(at.UnixNano(), 10)
 	if _, err := dlq.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("natsbridge: redrive %q: dead letter %d to %q: %w", dlq.name, seq, d.Topic, err)
 	}
 	if err := dlq.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
+		// The server says only that the deletion failed when the message
+		// is gone already (another Redrive removed it): that is done.
+		if _, gerr := dlq.stream.GetMsg(ctx, seq); !errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
+		}
 	}
 	return nil
 }

@@ -272,6 +272,10 @@ func playRole(role string) error {
 			return err
 		}
 
+	case "chaos":
+		if r, err = playChaos(ctx, js, topic); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}

@@ -65,6 +65,7 @@ type Watcher[T any] struct {
 	d                *durable           // nil unless durable
 	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
 	notify           chan struct{}      // signalled on each value queued, if not nil
+	deadID           string             // see deadLetterID
 
 	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
@@ -216,7 +217,7 @@ func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *dur
 // newWatcher returns a watcher at start, its queue made with o's length,
 // policy and read mode and holding prefix; the caller gives it its feed.
 func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durable) *Watcher[T] {
-	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, halted: make(chan struct{})}
+	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, deadID: deadLetterID(o), halted: make(chan struct{})}
 	if w.full == 0 {
 		w.full = broadcast.Block
 	}
