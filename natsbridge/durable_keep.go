@@ -2,7 +2,6 @@ package natsbridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,32 +49,6 @@ const (
 	// on what Redelivered may count that no application saw.
 	maxReservation = 4096
 )
-
-// record is what the topic's bucket keeps of a durable position.
-type record struct {
-	// Owner is the reader that holds the position, "" if none does
-	// (its last reader stopped cleanly).
-	Owner string `json:"owner"`
-	// Handed is the highest stream sequence any reader of the position
-	// may have handed to its application.
-	Handed uint64 `json:"handed"`
-	// Floor is the position's acknowledged sequence when Owner took it
-	// over, and Deaths how many readers in a row took it over at that
-	// floor from a reader that did not release it (it died, or lost its
-	// turn): the value after the floor was handed to each of them, and
-	// none finished it. A reader counts those as attempts of that value
-	// (see Watcher.Receive): the server's own count of deliveries starts
-	// again when a reader resets the position.
-	Floor  uint64 `json:"floor,omitempty"`
-	Deaths int    `json:"deaths,omitempty"`
-	// Until is when Owner's lease ends (Unix nanoseconds): it hands
-	// nothing out past it, less a margin, unless it renewed it; a reader
-	// that takes the position over from an owner that did not release it
-	// hands nothing out before it. So a reader that lost its turn without
-	// knowing it (a consumer leader change forgot the pin) stops before
-	// the next one starts, given clocks that agree within the margin.
-	Until int64 `json:"until,omitempty"`
-}
 
 // errFenced tells a reader that another took its position over.
 var errFenced = errors.New("natsbridge: another reader took the durable position over")
@@ -218,19 +191,9 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, oth
 		if k.owned && rev == k.rev {
 			return rec.Handed, false, nil // still this reader's
 		}
-		died := rec.Owner != ""
+		prev := rec
 		now := time.Now()
-		held := time.Unix(0, rec.Until)
-		if !died || rec.Until == 0 || !held.After(now) {
-			held = time.Time{}
-		}
-		switch {
-		case rec.Owner != "" && rec.Floor == floor:
-			rec.Deaths++ // the reader before died with the value after the floor unfinished
-		case rec.Floor != floor || rec.Owner != "":
-			rec.Floor, rec.Deaths = floor, 0
-		}
-		rec.Owner, rec.Until = k.me, now.Add(k.takeover).UnixNano()
+		rec.takenOver(floor, k.me, now.Add(k.takeover))
 		rev, err = k.write(ctx, rec, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue
@@ -238,67 +201,41 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, oth
 		if err != nil {
 			return 0, false, err
 		}
-		k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
-		k.floor, k.deaths = rec.Floor, rec.Deaths
-		k.until, k.renewed = time.Unix(0, rec.Until), now
-		if !held.IsZero() {
-			// The reader before may still hand out values until its lease
-			// ends: hand out nothing before then.
-			g := make(chan struct{})
-			k.gate.Store(&g)
-			k.gateAt = held
-		}
-		if died {
-			// The reader before died with values in its hands: one of them
-			// may kill this reader too. Up to what that reader handed out,
-			// hand values out one at a time, each acknowledged (and
-			// confirmed) before the next, so that if one kills this reader
-			// the position stands right before it, and the next reader
-			// counts the death against it.
-			k.acks.eagerTo(rec.Handed)
-		}
-		k.last, k.lastAt = rec.Handed, time.Now()
-		k.fenced.Store(false)
-		if !k.closed {
-			k.reserved.Reopen()
-		}
-		k.reserved.Advance(rec.Handed)
-		k.soft.Store(rec.Handed)
+		k.ownLocked(prev, rec, rev, now)
 		return rec.Handed, true, nil
 	}
 	return 0, false, errors.New("natsbridge: the durable position's record keeps changing")
 }
 
-// read returns the record and its revision, a zero record and revision 0
-// if there is none.
-func (k *keeper) read(ctx context.Context) (record, uint64, error) {
-	e, err := k.kv.Get(ctx, k.key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return record{}, 0, nil
+// ownLocked makes this reader the owner of the record rec, at revision
+// rev, that it wrote over prev at now.
+func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
+	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
+	k.floor, k.deaths = rec.Floor, rec.Deaths
+	k.until, k.renewed = time.Unix(0, rec.Until), now
+	if held := time.Unix(0, prev.Until); prev.Owner != "" && prev.Until != 0 && held.After(now) {
+		// The reader before may still hand out values until its lease
+		// ends: hand out nothing before then.
+		g := make(chan struct{})
+		k.gate.Store(&g)
+		k.gateAt = held
 	}
-	if err != nil {
-		return record{}, 0, fmt.Errorf("natsbridge: durable %q: read its record: %w", k.key, err)
+	if prev.Owner != "" {
+		// The reader before died with values in its hands: one of them
+		// may kill this reader too. Up to what that reader handed out,
+		// hand values out one at a time, each acknowledged (and
+		// confirmed) before the next, so that if one kills this reader
+		// the position stands right before it, and the next reader
+		// counts the death against it.
+		k.acks.eagerTo(rec.Handed)
 	}
-	var rec record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		// Not herald's record (or a damaged one): take it over, counting
-		// nothing as redelivered that no record says was handed out.
-		return record{}, e.Revision(), nil
+	k.last, k.lastAt = rec.Handed, now
+	k.fenced.Store(false)
+	if !k.closed {
+		k.reserved.Reopen()
 	}
-	return rec, e.Revision(), nil
-}
-
-// write writes rec at revision rev (0: the record must not exist), and
-// returns the new revision.
-func (k *keeper) write(ctx context.Context, rec record, rev uint64) (uint64, error) {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return 0, err
-	}
-	if rev == 0 {
-		return k.kv.Create(ctx, k.key, b)
-	}
-	return k.kv.Update(ctx, k.key, b, rev)
+	k.reserved.Advance(rec.Handed)
+	k.soft.Store(rec.Handed)
 }
 
 // reserve returns once this reader may hand out the value at seq, or
@@ -389,39 +326,6 @@ func (k *keeper) fenceLocked(why string) {
 	k.log.warn("natsbridge: durable position "+why+": this reader stops handing out", slog.Uint64("reserved", k.reserved.Load()))
 }
 
-// lease renews this reader's lease every third of the takeover time
-// (with its reservation), fences the reader whose lease runs out (it
-// could not renew it: the record is out of reach, or another reader
-// took it over), and opens the gate once the lease of the reader before
-// has ended.
-func (k *keeper) lease(now time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if g := k.gate.Load(); g != nil && !now.Before(k.gateAt) {
-		close(*g)
-		k.gate.Store(nil)
-	}
-	if !k.owned || k.closed {
-		return
-	}
-	if now.Sub(k.renewed) >= k.takeover/3 {
-		until := now.Add(k.takeover)
-		ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
-		rev, err := k.write(ctx, record{Owner: k.me, Handed: k.reserved.Load(), Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
-		cancel()
-		switch {
-		case err == nil:
-			k.rev, k.until, k.renewed = rev, until, now
-		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
-			k.fenceLocked("taken over by another reader")
-			return
-		}
-	}
-	if !now.Before(k.until.Add(-k.takeover / 4)) {
-		k.fenceLocked("lease not renewed in time (its record out of reach)")
-	}
-}
-
 // attemptsBefore returns how many readers died with the value at seq
 // before they finished it, as the record says: the value after the floor
 // at which this reader took the position over.
@@ -432,21 +336,4 @@ func (k *keeper) attemptsBefore(seq uint64) int {
 		return k.deaths
 	}
 	return 0
-}
-
-// release writes that this reader, which stopped handing out values,
-// no longer owns the position, with the highest sequence it handed out
-// (not its reservation): the next reader counts as redelivered only
-// values this one did hand out. It does nothing if another reader owns
-// the position.
-func (k *keeper) release(ctx context.Context, handed uint64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !k.owned {
-		return
-	}
-	k.owned = false
-	if _, err := k.write(ctx, record{Handed: max(handed, k.before)}, k.rev); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		k.log.warn("natsbridge: durable record not released: the next reader may count values this one handed out as redelivered", errAttr(err))
-	}
 }

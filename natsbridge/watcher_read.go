@@ -313,17 +313,9 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 			d.acks.hand(it.seq, it.msg, it.epoch, true) // passed over, and so done
 			continue
 		}
-		if d.acks.inEager(it.seq) {
-			// After a reader died: one value at a time, so that a value
-			// that kills its reader is the one the record counts.
-			if _, idle := d.acks.outstanding(); idle != nil {
-				select {
-				case <-idle:
-				case <-ctx.Done():
-					w.q.giveBack(got)
-					return item[T]{}, ctx.Err()
-				}
-			}
+		if err := d.oneAtATime(ctx, it.seq); err != nil {
+			w.q.giveBack(got)
+			return item[T]{}, err
 		}
 		switch err := d.keep.reserve(ctx, it.seq); {
 		case errors.Is(err, errFenced):
@@ -343,6 +335,23 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 		w.read(it)
 		return it, nil
 	}
+}
+
+// oneAtATime waits, for a value at seq in the eager range (after a reader
+// died: see keeper.activate), until no value is outstanding, so that a
+// value that kills its reader is the one the record counts; or ctx.Err().
+func (d *durable) oneAtATime(ctx context.Context, seq uint64) error {
+	if !d.acks.inEager(seq) {
+		return nil
+	}
+	if _, idle := d.acks.outstanding(); idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // read records that it was handed to the reader: its trace context and
