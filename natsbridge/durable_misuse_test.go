@@ -172,10 +172,10 @@ func TestDurableTwoReadersOneProcess(t *testing.T) {
 
 // TestDeadLetterOfALargeValue: a value that fits in a message, but whose
 // dead letter (its bytes, base64 in JSON, with its headers and error) does
-// not, is still given up: the Pool does not retry storing it for ever,
-// holding its key.
+// not, is still given up, its dead letter stored without its bytes but
+// with where they are: the Pool does not retry storing it for ever,
+// holding its key, and Redrive reads the value from its stream.
 func TestDeadLetterOfALargeValue(t *testing.T) {
-	t.Skip("known: a dead letter larger than the server's largest message is never stored; the Pool retries it for ever and its key waits (see the report)")
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "misuse.large", natsbridge.TopicOptions{})
@@ -200,6 +200,15 @@ func TestDeadLetterOfALargeValue(t *testing.T) {
 		st := pool.Stats()
 		return st.DeadLettered == 1 && st.Handled == 1
 	})
+	// Its dead letter says where the value is; Redrive reads it from there.
+	back := watch(t, topic, natsbridge.WatchOptions{QueueLength: 4})
+	rs, err := natsbridge.Redrive(testCtx(t), dlq, nil)
+	if err != nil || rs.Redriven != 1 {
+		t.Fatalf("Redrive = %+v, %v; want the large value redriven from its stream", rs, err)
+	}
+	if got := take(t, back, 1); got[0].ID != 1 || len(got[0].Item) != len(big.Item) {
+		t.Errorf("redriven %d of %d bytes", len(got[0].Item), len(big.Item))
+	}
 }
 
 // eventuallyWithin is eventually with a shorter failsafe bound.
