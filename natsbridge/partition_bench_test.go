@@ -160,6 +160,7 @@ func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
+	meter := startMeter(c)
 	b.ResetTimer()
 	for i := range b.N {
 		if err := pub.Publish(ctx, Order{ID: i, Item: strconv.Itoa(i)}); err != nil {
@@ -170,6 +171,7 @@ func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
 		time.Sleep(time.Millisecond) // polling the handlers' progress
 	}
 	b.StopTimer()
+	meter.report(b, b.N)
 	_ = pub.Shutdown(ctx)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }
