@@ -49,6 +49,10 @@ type Pool[T any, K comparable] struct {
 	now      atomic.Int64 // the supervisor's clock (UnixNano), moved every tick
 	readCtx  context.Context
 	stopRead context.CancelFunc
+	// readOver ends once the reader has returned: the Pool receives no
+	// more values (readEnded, under mu, says the same).
+	readOver context.Context
+	endRead  context.CancelFunc
 	wakeSup  chan struct{} // capacity 1: an earlier retry is due
 	shutOnce sync.Once
 	shutErr  error
@@ -68,11 +72,12 @@ type Pool[T any, K comparable] struct {
 	// spinning counts the workers that looked for a ready lane, found
 	// none, and look again a few times before they park: a lane made
 	// ready meanwhile needs no wake-up.
-	spinning int
-	reader   wait.Queue // the reader waiting for room
-	stats    Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
-	stopped  bool       // Shutdown began
-	readErr  error      // why reading ended
+	spinning  int
+	reader    wait.Queue // the reader waiting for room
+	stats     Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
+	stopped   bool       // Shutdown began
+	readErr   error      // why reading ended
+	readEnded bool       // the reader has returned
 }
 
 // entry is a value in the Pool: its receive order, its source's sequence,
@@ -144,6 +149,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.sink, _ = src.(DeadLetterSink)
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
+	p.readOver, p.endRead = context.WithCancel(context.Background())
 	p.g.Go(p.read)
 	p.g.Go(p.supervise)
 	for range o.Workers {
@@ -163,6 +169,12 @@ func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return
 // read is the reader goroutine: it takes values from the source while
 // the Pool has room, and places each behind its key.
 func (p *Pool[T, K]) read() {
+	defer func() {
+		p.mu.Lock()
+		p.readEnded = true
+		p.mu.Unlock()
+		p.endRead()
+	}()
 	p.mu.Lock()
 	if !p.waitRoomLocked() {
 		p.mu.Unlock()
