@@ -73,6 +73,9 @@ func main() {
 	if spec := os.Getenv(consumerEnv); spec != "" {
 		os.Exit(consumerMain(spec, os.Stdout))
 	}
+	if spec := os.Getenv(memberEnv); spec != "" {
+		os.Exit(memberMain(spec, os.Stdin, os.Stdout))
+	}
 	var c config
 	flag.StringVar(&c.server, "server", "", "URL of an existing NATS server with JetStream (default: start one in this process)")
 	flag.StringVar(&c.creds, "creds", "", "credentials file for -server")
@@ -156,7 +159,13 @@ func run(ctx context.Context, out io.Writer, c config) error {
 			return err
 		}
 	}
-	return traces(ctx, out, topic, consumerSpec{Server: serverURL, Creds: c.creds, Topic: name}, last+1)
+	if err := traces(ctx, out, topic, consumerSpec{Server: serverURL, Creds: c.creds, Topic: name}, last+1); err != nil {
+		return err
+	}
+	if c.events < 2 {
+		return nil
+	}
+	return packing(ctx, out, js, memberSpec{Server: serverURL, Creds: c.creds, Topic: name + ".packing"}, c.events)
 }
 
 // check refuses a negative number of events or retention, naming the flag.

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(consumerEnv); spec != "" {
 		os.Exit(consumerMain(spec, os.Stdout))
 	}
+	if spec := os.Getenv(memberEnv); spec != "" {
+		os.Exit(memberMain(spec, os.Stdin, os.Stdout))
+	}
 	goleak.VerifyTestMain(m)
 }
 
