@@ -32,6 +32,12 @@
 //     topic; natsbridge/embedded runs a NATS server in the process, and
 //     natsbridge/natstest runs nats-server processes, alone or as a
 //     cluster, for tests that kill and restart them.
+//   - telemetry (a module of its own): every component's Stats as
+//     OpenTelemetry metrics, one call each; the package telemetry needs
+//     only the core and the OpenTelemetry metric API, and the natsbridge
+//     and Kubernetes registrations are packages of their own in the same
+//     module (telemetry/natstelemetry, telemetry/k8stelemetry), so that
+//     only their users compile NATS or Kubernetes.
 //
 // The generic packages (broadcast, ratelimit, correlate) import nothing
 // from Kubernetes; only k8sadapter and its subpackages do.
