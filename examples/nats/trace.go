@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldgo/herald/natsbridge"
-	"github.com/heraldgo/herald/telemetry"
+	"github.com/heraldgo/herald/telemetry/natstelemetry"
 )
 
 // The third part of the story: a trace across two processes, and the
@@ -117,7 +117,7 @@ func traces(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event], 
 func placeOrders(ctx context.Context, obs *observability, topic *natsbridge.Topic[Event], first int) ([]point, error) {
 	pub := topic.Publisher(natsbridge.PublisherOptions{})
 	defer pub.Shutdown(ctx)
-	reg, err := telemetry.Publisher(obs.meters.Meter("orders"), topic, pub)
+	reg, err := natstelemetry.Publisher(obs.meters.Meter("orders"), "orders", topic, pub)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +344,7 @@ func runConsumer(s consumerSpec, out io.Writer) error {
 		return err
 	}
 	defer w.Stop()
-	reg, err := telemetry.Watcher(obs.meters.Meter("fulfilment"), "fulfilment", topic, w)
+	reg, err := natstelemetry.Watcher(obs.meters.Meter("fulfilment"), "fulfilment", topic, w)
 	if err != nil {
 		return err
 	}
