@@ -93,6 +93,8 @@ func main() {
 		err = copyCheckout(args)
 	case "shape":
 		err = shape(args)
+	case "api":
+		err = api(args)
 	default:
 		usage()
 	}
