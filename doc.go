@@ -47,4 +47,12 @@
 // Run the tour, which shows each piece at work:
 //
 //	go run ./examples/tour
+//
+// # Stability
+//
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package herald

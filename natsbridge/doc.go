@@ -385,4 +385,12 @@
 // log lines carry the topic, sequences and errors; a codec's error or panic
 // only by its Go type, since its text may quote the value). The embedded
 // server listens on nothing, or on loopback, unless told otherwise.
+//
+// # Stability
+//
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package natsbridge

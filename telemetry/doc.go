@@ -108,4 +108,12 @@
 // Every function is safe for concurrent use, and so are the callbacks,
 // which the SDK may run from several readers at once. A registration keeps
 // its component reachable until Unregister; it starts no goroutine.
+//
+// # Stability
+//
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package telemetry
