@@ -146,7 +146,11 @@ func moduleChanges(r *repo, oldRoot, newRoot string) ([]apiChange, error) {
 // loadAPI type-checks the packages of the module modPath in dir that a
 // user can import: not internal, not main, not a test.
 func loadAPI(dir, modPath string) (*apidiff.Module, error) {
-	cfg := &packages.Config{Mode: packages.LoadTypes, Dir: dir}
+	// Each tree is loaded as its own workspace: its go.work, not the
+	// GOWORK of the caller (go run with GOWORK=off, as .ci/run starts
+	// this tool, would leave the nested modules without the root).
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") })
+	cfg := &packages.Config{Mode: packages.LoadTypes, Dir: dir, Env: env}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
