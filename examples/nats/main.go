@@ -15,12 +15,17 @@
 // position: midway billing's reading replica is killed (SIGKILL) and
 // shipping's is stopped cleanly, the standbys take over, and the table
 // shows every event handled at least once, the redeliveries counted,
-// nothing lost. Last, a trace across two processes, and the metrics of
+// nothing lost. Then a trace across two processes, and the metrics of
 // each: the orders service publishes a few orders, each inside a span of
 // OpenTelemetry's, and a fulfilment process handles each in a span that
 // is its child, the trace context carried in the message's headers; each
 // process reads its Publisher's or Watcher's metrics through the
 // telemetry module. Spans and metrics stay in memory: no collector.
+// Last, replicas that share the work: a packing service of three
+// replicas reads a topic of six partitions as a consumer group, one
+// replica is killed mid-stream and a fourth joins; the table shows which
+// partitions each read, what came again, and that each order's events
+// were handled in order.
 package main
 
 import (

@@ -83,19 +83,7 @@ func runMember(s memberSpec, in io.Reader, out io.Writer) error {
 	}
 	defer log.Close()
 	var handled atomic.Uint64
-	// The Pool's key is the partition key (Member.Key): one order's events
-	// are handled one at a time, in order; different orders at once. It
-	// holds few values beyond its handlers': a partition the group gives
-	// to another member is handed over once they are done, and the rest
-	// stays in the stream for the new owner.
-	p := handle.New(m, m.Key, func(ctx context.Context, e Event) error {
-		time.Sleep(packingWork) // packing the order; a SIGKILL may land here
-		if _, err := fmt.Fprintf(log, "%s %d %s\n", e.Order, e.N, s.Name); err != nil {
-			return err
-		}
-		handled.Add(1)
-		return nil
-	}, handle.Options{Workers: 8, QueueLength: 16})
+	p := pack(m, log, s.Name, &handled)
 	fmt.Fprintln(out, "ready")
 	var outMu sync.Mutex
 	stop := sayPartitions(m, out, &outMu)
@@ -113,6 +101,24 @@ func runMember(s memberSpec, in io.Reader, out io.Writer) error {
 	defer outMu.Unlock()
 	fmt.Fprintln(out, string(line))
 	return nil
+}
+
+// pack returns the replica's Pool: its handler packs an event, then
+// appends it to log and counts it.
+func pack(m *natsbridge.Member[Event], log io.Writer, name string, handled *atomic.Uint64) *handle.Pool[Event, string] {
+	// The Pool's key is the partition key (Member.Key): one order's events
+	// are handled one at a time, in order; different orders at once. It
+	// holds few values beyond its handlers': a partition the group gives
+	// to another member is handed over once they are done, and the rest
+	// stays in the stream for the new owner.
+	return handle.New(m, m.Key, func(ctx context.Context, e Event) error {
+		time.Sleep(packingWork) // packing the order; a SIGKILL may land here
+		if _, err := fmt.Fprintf(log, "%s %d %s\n", e.Order, e.N, name); err != nil {
+			return err
+		}
+		handled.Add(1)
+		return nil
+	}, handle.Options{Workers: 8, QueueLength: 16})
 }
 
 // byOrder is the partition key of the packing topic: the order.

@@ -103,7 +103,8 @@ func packing(ctx context.Context, out io.Writer, js jetstream.JetStream, spec me
 
 // killAndJoin publishes events 1..n: after the first half, a replica is
 // killed while its handlers work; once the two others share its
-// partitions, a fourth joins and takes its share of the second half. It
+// partitions, a fourth joins, takes its share, and the second half is
+// published. It
 // returns when the kill was and when the group settled after it, once
 // every event was handled.
 func killAndJoin(ctx context.Context, pt *natsbridge.Partitioned[Event], spec memberSpec, group *[]*member, n int) (killed, settled time.Time, err error) {
@@ -132,10 +133,10 @@ func killAndJoin(ctx context.Context, pt *natsbridge.Partitioned[Event], spec me
 	}
 	m.fate = "joined after the kill"
 	*group = append(*group, m)
-	if err := publishPacking(ctx, pub, half+1, n); err != nil {
+	if _, err := waitSettled(ctx, live(*group)); err != nil {
 		return killed, settled, err
 	}
-	if _, err := waitSettled(ctx, live(*group)); err != nil {
+	if err := publishPacking(ctx, pub, half+1, n); err != nil {
 		return killed, settled, err
 	}
 	return killed, settled, waitLogged(ctx, spec.Log, n, "")
