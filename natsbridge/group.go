@@ -21,16 +21,16 @@ import (
 // watcher named after the group (so a partition's position, its one active
 // reader, its takeover and its record are those of durable watchers).
 //
-// Membership: each member writes, every third of the takeover time, a key
-// of its own in the topic's bucket (g.<group>.m.<member>) saying until when
-// it is alive; a member is live while that time has not passed. Each
-// member reads the keys on the same beat and computes, from the live
-// members alone, the same assignment: every partition goes to the member
-// that ranks highest for it (rendezvous hashing of member and partition),
-// among those that hold fewer than their share (P/N rounded up). So a
-// member that joins takes about its share, from the others, and one that
-// leaves or dies gives its partitions to the others; the rest stay where
-// they are (sticky).
+// Membership: each member writes, every third of the takeover time (and
+// whenever its partitions change), a key of its own in the topic's bucket
+// (g.<group>.m.<member>) saying until when it is alive and which
+// partitions it reads; a member is live while that time has not passed.
+// Each member reads the keys on the same beat and computes, from the live
+// members' keys alone, the same assignment (see assign): shares within
+// one of each other; each partition kept by the member that reads it,
+// within its share; the rest by rendezvous hashing. So a member that
+// joins takes its share from the others, one that leaves or dies gives
+// its partitions to the others, and nothing else moves (sticky).
 //
 // A member that loses a partition stops its watcher: it hands back what it
 // had not handed to its handlers, lets them finish what they hold,
