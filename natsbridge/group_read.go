@@ -131,6 +131,11 @@ func Refine[T any, K comparable](m *Member[T], sub func(T) K) func(T) PartKey[K]
 	return func(v T) PartKey[K] { return PartKey[K]{Partition: m.Key(v), Sub: sub(v)} }
 }
 
+// Group returns the name of the member's group, and Name the member's
+// own (GroupOptions.Member, or the name Join made up).
+func (m *Member[T]) Group() string { return m.group }
+func (m *Member[T]) Name() string  { return m.name }
+
 // Stats returns a snapshot of the member's counters.
 func (m *Member[T]) Stats() MemberStats {
 	m.mu.Lock()
