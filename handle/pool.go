@@ -3,6 +3,7 @@ package handle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -29,13 +30,14 @@ type Func[T any] func(ctx context.Context, v T) error
 // Stats). Its zero value is not usable: make one with New, and call
 // Shutdown when done with it. It is safe for concurrent use.
 type Pool[T any, K comparable] struct {
-	src  Source[T]
-	acks AckSource[T]   // src, if it is one
-	sink DeadLetterSink // src, if it is one
-	key  func(T) K      // nil: every value is its own key
-	fn   Func[T]
-	o    Options
-	dead *broadcast.Broadcaster[DeadLetter[T, K]]
+	src   Source[T]
+	acks  AckSource[T]      // src, if it is one
+	sink  DeadLetterSink    // src, if it is one
+	parts PartitionedSource // src, if it is one
+	key   func(T) K         // nil: every value is its own key
+	fn    Func[T]
+	o     Options
+	dead  *broadcast.Broadcaster[DeadLetter[T, K]]
 	// deadW is the watcher Pool.DeadLetters returns, registered before
 	// anything is read, so that no dead letter goes before a reader.
 	deadW *broadcast.Watcher[DeadLetter[T, K]]
@@ -54,7 +56,7 @@ type Pool[T any, K comparable] struct {
 	shutOnce sync.Once
 	shutErr  error
 
-	logPanic, logDead, logSlow burst.Burst
+	logPanic, logDead, logSlow, logMixed burst.Burst
 
 	floor wait.Counter // every value received before this order has its fate
 
@@ -94,6 +96,7 @@ type lane[T any, K comparable] struct {
 	running bool      // a worker holds the head
 	retryAt time.Time // the head waits out a retry until then; zero if not
 	heapIdx int       // the lane's place in the retry heap, -1 if none
+	part    int       // the partition of its values, from a PartitionedSource
 	// The head's attempts in this Pool, when its first and last began,
 	// and when the key was last logged as slow.
 	tries       int
@@ -143,6 +146,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	}
 	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
+	p.parts, _ = src.(PartitionedSource)
 	p.sink, _ = src.(DeadLetterSink)
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
@@ -263,15 +267,46 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 		p.mu.Lock()
 	default:
 		l := p.laneLocked(k)
+		mixed := p.partitionLocked(l, d.Seq)
 		l.vals.Push(e)
 		p.stats.Waiting++
 		if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
 			p.readyLocked(l)
 		}
+		if mixed {
+			p.mu.Unlock()
+			p.warnMixed(k)
+			p.mu.Lock()
+		}
 	}
 	ok := p.waitRoomLocked()
 	p.mu.Unlock()
 	return ok
+}
+
+// partitionLocked notes, for a PartitionedSource, the partition of the
+// value seq about to join lane l, and reports whether the value before it
+// in l came from another partition: a key that does not refine the
+// partition key.
+func (p *Pool[T, K]) partitionLocked(l *lane[T, K], seq uint64) bool {
+	if p.parts == nil {
+		return false
+	}
+	part, prev := p.parts.PartitionOf(seq), l.part
+	l.part = part
+	if l.vals.Len() == 0 || prev == part {
+		return false
+	}
+	p.stats.Mixed++
+	return true
+}
+
+// warnMixed logs, in bursts, a key that joined values of two partitions.
+func (p *Pool[T, K]) warnMixed(k K) {
+	if n, due := p.logMixed.Add(time.Now(), 1); due {
+		p.o.Logger.Warn("handle: the key function does not refine the source's partition key: a key's values come from two partitions, whose order no one keeps, and may be handled by two members at once; key by the partition key, or refine it (natsbridge.Refine)",
+			slog.Any("key", k), slog.Uint64("count", n))
+	}
 }
 
 // giveUpAtOnce dead-letters e, counted in flight, which no handler can

@@ -92,6 +92,7 @@
 //	Pool         herald.handle.received                {value}
 //	             herald.handle.fates                   {value}   herald.handle.fate handled, dead_lettered, abandoned
 //	             herald.handle.poisoned                {value}
+//	             herald.handle.mixed                   {value}   a key that does not refine the partition key
 //	             herald.handle.held                    {value}   up-down, herald.handle.state in_flight, waiting, backoff
 //	             herald.handle.retries                 {attempt}
 //	             herald.handle.panics                  {call}    error.type=panic

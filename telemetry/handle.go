@@ -33,6 +33,8 @@ func Pool[T any, K comparable](m metric.Meter, name string, p *handle.Pool[T, K]
 	)
 	r.Counter("herald.handle.poisoned", "{value}", "Values that could not be decoded (dead-lettered too).", s.With(),
 		func(x *snap) uint64 { return x.Poisoned })
+	r.Counter("herald.handle.mixed", "{value}", "Values that joined a key holding a value of another partition: a key that does not refine the source's partition key.", s.With(),
+		func(x *snap) uint64 { return x.Mixed })
 	const held = "Values the Pool holds without a fate yet, by herald.handle.state: in_flight (in a handler), waiting (for a worker or their key's earlier values), backoff (waiting out a retry)."
 	for _, st := range []struct {
 		attr string

@@ -65,6 +65,7 @@ func TestPool(t *testing.T) {
 			"herald.handle.fates{herald.handle.fate=dead_lettered}": metrictest.Counter(v, s.DeadLettered),
 			"herald.handle.fates{herald.handle.fate=abandoned}":     metrictest.Counter(v, s.Abandoned),
 			"herald.handle.poisoned":                                metrictest.Counter(v, s.Poisoned),
+			"herald.handle.mixed":                                   metrictest.Counter(v, s.Mixed),
 			"herald.handle.held{herald.handle.state=in_flight}":     metrictest.UpDown(v, s.InFlight),
 			"herald.handle.held{herald.handle.state=waiting}":       metrictest.UpDown(v, s.Waiting),
 			"herald.handle.held{herald.handle.state=backoff}":       metrictest.UpDown(v, s.Backoff),
