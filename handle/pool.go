@@ -72,6 +72,7 @@ type Pool[T any, K comparable] struct {
 	// none, and look again a few times before they park: a lane made
 	// ready meanwhile needs no wake-up.
 	spinning  int
+	idle      int        // lanes in keys that hold no value (see popLocked)
 	reader    wait.Queue // the reader waiting for room
 	stats     Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
 	stopped   bool       // Shutdown began
@@ -351,6 +352,9 @@ func (p *Pool[T, K]) keyOf(v T) (k K, err error) {
 func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
 	if p.key != nil {
 		if l, ok := p.keys[k]; ok {
+			if l.vals.Len() == 0 && !l.running {
+				p.idle-- // idle no more
+			}
 			return l
 		}
 	}

@@ -207,13 +207,36 @@ func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bo
 		p.readyLocked(l)
 		return nil
 	}
-	if p.key != nil {
-		delete(p.keys, l.key)
+	if p.key == nil {
+		p.free = append(p.free, l)
+		return nil
 	}
-	var zero K
-	l.key = zero
-	p.free = append(p.free, l)
+	// The key's lane stays, idle, for its next value: a key seen again
+	// soon costs no map write. Idle lanes are swept once they are many.
+	p.idle++
+	if p.idle > max(idleLanes, p.o.QueueLength) {
+		p.sweepIdleLocked()
+	}
 	return nil
+}
+
+// idleLanes is how many idle lanes a Pool keeps, at least, before it
+// sweeps them: at most one sweep of the map per that many values.
+const idleLanes = 1024
+
+// sweepIdleLocked frees the lanes that hold no value.
+func (p *Pool[T, K]) sweepIdleLocked() {
+	var zero K
+	for k, l := range p.keys {
+		if l.vals.Len() == 0 && !l.running {
+			delete(p.keys, k)
+			l.key = zero
+			if len(p.free) < idleLanes {
+				p.free = append(p.free, l)
+			}
+		}
+	}
+	p.idle = 0
 }
 
 // fateLocked records that the value of order ord has its fate: the reader
