@@ -71,6 +71,13 @@ func checkBuffer(t *testing.T, r *Ring[int], model []int) {
 	if r.limit > 0 && len(r.buf) > r.limit {
 		t.Fatalf("buffer of %d beyond limit %d", len(r.buf), r.limit)
 	}
+	checkSlots(t, r, model)
+}
+
+// checkSlots checks that r holds model and that every slot not queued is
+// the zero value.
+func checkSlots(t *testing.T, r *Ring[int], model []int) {
+	t.Helper()
 	for j := range r.buf {
 		off := j - r.head
 		if off < 0 {
@@ -107,4 +114,59 @@ func TestRingBufferRandom(t *testing.T) {
 			t.Fatalf("limit %d ops %v", limit, ops)
 		}
 	}
+}
+
+// FuzzRingPushFront mixes pushes at both ends with pops and checks the
+// contents against a slice, and what the API cannot see: the buffer grows
+// beyond the limit only as far as PushFront took the ring, and every slot
+// not queued is the zero value.
+func FuzzRingPushFront(f *testing.F) {
+	f.Add(uint8(3), []byte{0, 3, 1, 2, 2, 1, 1, 5, 0, 1})
+	f.Add(uint8(1), []byte{1, 1, 1, 2, 2, 3, 0, 1, 1, 4})
+	f.Add(uint8(0), []byte{0, 9, 1, 9, 2, 4, 1, 30})
+	f.Fuzz(func(t *testing.T, limit uint8, ops []byte) {
+		lim := int(limit) % 17 // 0: no limit
+		r := New[int](lim)
+		var model []int
+		next, peak := 1, 0
+		for i := 0; i+1 < len(ops); i += 2 {
+			k := int(ops[i+1]) % 12
+			switch ops[i] % 3 {
+			case 0: // push what fits at the back
+				if lim > 0 {
+					k = min(k, r.Free())
+				}
+				vals := seqFrom(&next, k)
+				r.PushAll(vals)
+				model = append(model, vals...)
+			case 1: // hand values back at the front
+				vals := seqFrom(&next, k)
+				r.PushFront(vals)
+				model = append(vals, model...)
+			case 2: // pop
+				k = min(k, r.Len())
+				if got := r.PopTo(nil, k); !slices.Equal(got, model[:k]) {
+					t.Fatalf("PopTo(%d) = %v, model %v", k, got, model[:k])
+				}
+				model = model[k:]
+			}
+			peak = max(peak, len(model))
+			if lim > 0 && len(r.buf) > max(lim, peak) {
+				t.Fatalf("buffer of %d with limit %d, at most %d ever queued", len(r.buf), lim, peak)
+			}
+			if lim > 0 && r.Free() != max(lim-len(model), 0) {
+				t.Fatalf("Free() = %d with %d queued, limit %d", r.Free(), len(model), lim)
+			}
+			checkSlots(t, &r, model)
+		}
+	})
+}
+
+func seqFrom(next *int, k int) []int {
+	vals := make([]int, k)
+	for j := range vals {
+		vals[j] = *next
+		*next++
+	}
+	return vals
 }
