@@ -169,7 +169,7 @@ func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T) (*Watche
 		pre[i] = item[T]{v: v}
 	}
 	var err error
-	w.w, err = w.b.WatchWithPrefix(pre)
+	w.w, err = w.b.WatchWith(broadcast.WatchOptions{}, pre...)
 	if err != nil { // cannot happen: b is new
 		_ = w.b.Shutdown(context.Background())
 		return nil, err
