@@ -15,10 +15,9 @@ import (
 func TestHostile27PublishAllocatesNothing(t *testing.T) {
 	b := newB[int](t, broadcast.Options{QueueLength: 16, IncomingQueueLength: 1 << 12})
 	w1, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropOldest})
-	w2, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropNewest})
+	w2, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropNewest, Read: broadcast.ReadChannel})
 	t.Cleanup(w1.Stop)
 	t.Cleanup(w2.Stop)
-	w2.Events()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := range 1 << 13 { // grow every queue to its limit

@@ -24,7 +24,7 @@ func TestHostile27ChannelPrefixRoom(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := broadcast.New[int](broadcast.Options{})
-				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 2, Full: policy}, -3, -2, -1)
+				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 2, Full: policy, Read: broadcast.ReadChannel}, -3, -2, -1)
 				if err != nil {
 					t.Fatal(err)
 				}

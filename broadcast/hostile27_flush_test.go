@@ -35,7 +35,7 @@ func TestHostile27FlushCountsWhatWasPublishedBefore(t *testing.T) {
 	for i, policy := range []broadcast.FullPolicy{broadcast.Block, broadcast.DropNewest, broadcast.DropOldest} {
 		for mode := range 2 {
 			a := &watched{policy: policy, prefix: (i + mode) % 3}
-			w, err := b.WatchWith(broadcast.WatchOptions{Full: policy}, seq(-a.prefix, 0)...)
+			w, err := b.WatchWith(broadcast.WatchOptions{Full: policy, Read: broadcast.ReadMode(mode)}, seq(-a.prefix, 0)...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -153,15 +153,12 @@ driving:
 			if abort {
 				// A Block watcher nobody reads, with values queued
 				// behind it, holds the distributor back.
-				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})
+				channel := rng.IntN(2) == 0
+				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block, Read: readMode(channel)})
 				if err != nil {
 					t.Fatal(err)
 				}
-				stuck = &m27Watch{id: -1, w: w, policy: broadcast.Block, lo: published}
-				if rng.IntN(2) == 0 {
-					stuck.channel = true
-					w.Events()
-				}
+				stuck = &m27Watch{id: -1, w: w, policy: broadcast.Block, lo: published, channel: channel}
 				for range 3 {
 					if ok, _ := b.TryPublish(published); ok {
 						published++
@@ -203,16 +200,14 @@ driving:
 			for j := range rng.IntN(4) {
 				a.prefix = append(a.prefix, -(100*a.id + j + 1))
 			}
-			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: rng.IntN(4), Full: a.policy}, a.prefix...)
+			qlen := rng.IntN(4)
+			a.channel = rng.IntN(2) == 0
+			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: qlen, Full: a.policy, Read: readMode(a.channel)}, a.prefix...)
 			if err != nil {
 				closedSeen("WatchWith")
 				break driving
 			}
 			a.w = w
-			a.channel = rng.IntN(2) == 0
-			if a.channel {
-				w.Events() // the first read
-			}
 			a.selfish = rng.IntN(3) == 0
 			all = append(all, a)
 			rr := rand.New(rand.NewPCG(seed, uint64(a.id)))

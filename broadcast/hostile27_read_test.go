@@ -11,34 +11,25 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 )
 
-// catchEvents calls w.Events and reports the channel, or what it panicked
-// with.
-func catchEvents[T any](w *broadcast.Watcher[T]) (ch <-chan T, r any) {
-	defer func() { r = recover() }()
-	return w.Events(), nil
-}
-
-// TestHostile27ReadModeRace: Events and a first Next (or a first All loop)
-// on a fresh watcher, started at once from two goroutines. Whichever wins,
-// the read mode is one of the two: Events either returns the channel the
-// other read then reads too, or panics with the read-mode message; the
-// watcher then reads every value once, in order, and the race detector
-// sees no race.
-func TestHostile27ReadModeRace(t *testing.T) {
+// TestEventsRacesFirstReadOnQueueWatcher: Events and a first Next (or a
+// first All loop) on a fresh queue watcher, started at once from two
+// goroutines. Whichever comes first, Events returns a closed channel and
+// panics not, and the watcher reads every value once, in order, with no
+// race the detector sees.
+func TestEventsRacesFirstReadOnQueueWatcher(t *testing.T) {
 	b := newB[int](t, broadcast.Options{QueueLength: 8})
-	outcomes := map[string]int{}
 	for i := range 300 {
 		w := watchT(t, b)
 		publish(t, b, 1, 2, 3)
 		flush(t, b)
 		first := make(chan int, 1)
-		var ch <-chan int
 		var r any
+		var closed bool
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			<-start
-			ch, r = catchEvents(w)
+			r, closed = eventsPanic(w)
 		})
 		wg.Go(func() {
 			<-start
@@ -57,40 +48,24 @@ func TestHostile27ReadModeRace(t *testing.T) {
 		})
 		close(start)
 		wg.Wait()
-		var got []int
-		got = append(got, <-first)
-		switch {
-		case r == nil && ch != nil:
-			outcomes["channel"]++
-			publish(t, b, 4)
-			flush(t, b)
-			w.Stop()
-			for v := range ch {
-				got = append(got, v)
-			}
-		case r == eventsAfterPull:
-			outcomes["queue"]++
-			if ch2, r2 := catchEvents(w); ch2 != nil || r2 != eventsAfterPull {
-				t.Fatalf("Events() again on a queue watcher = %v, %v; want the panic", ch2, r2)
-			}
-			publish(t, b, 4)
-			flush(t, b)
-			w.Stop()
-			got = append(got, slices.Collect(w.All())...)
-		default:
-			t.Fatalf("Events() returned %v, panicked with %v", ch, r)
+		if r != nil || !closed {
+			t.Fatalf("run %d: Events() on a queue watcher panicked with %v, closed %v; want a closed channel", i, r, closed)
 		}
+		got := []int{<-first}
+		publish(t, b, 4)
+		flush(t, b)
+		w.Stop()
+		got = append(got, slices.Collect(w.All())...)
 		if !slices.Equal(got, []int{1, 2, 3, 4}) || w.Dropped() != 0 || w.Delivered() != 4 {
 			t.Fatalf("run %d: read %v, Dropped %d, Delivered %d; want 1 2 3 4, 0, 4", i, got, w.Dropped(), w.Delivered())
 		}
 	}
-	t.Logf("outcomes: %v", outcomes)
 }
 
-// TestHostile27ReadModeRaceWithParkedNext: a first Next parked on an
-// empty watcher chose the queue mode: an Events call from another
-// goroutine then panics, and the parked Next still gets the next value.
-func TestHostile27ReadModeRaceWithParkedNext(t *testing.T) {
+// TestEventsWhileNextIsParked: Events on a queue watcher whose first Next
+// is parked returns a closed channel, and the parked Next still gets the
+// next value.
+func TestEventsWhileNextIsParked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{})
 		w, _ := b.Watch()
@@ -103,8 +78,8 @@ func TestHostile27ReadModeRaceWithParkedNext(t *testing.T) {
 			got <- v
 		}()
 		synctest.Wait() // Next is parked
-		if _, r := catchEvents(w); r != eventsAfterPull {
-			t.Errorf("Events() while a first Next is parked panicked with %v, want %q", r, eventsAfterPull)
+		if r, closed := eventsPanic(w); r != nil || !closed {
+			t.Errorf("Events() while a first Next is parked: panicked with %v, closed %v; want a closed channel", r, closed)
 		}
 		publish(t, b, 7)
 		if v := <-got; v != 7 {
@@ -125,7 +100,7 @@ func TestHostile27ChannelWatcherConcurrentReaders(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			b := newB[int](t, broadcast.Options{})
 			prefix := []int{-3, -2, -1}
-			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 4, Full: policy}, prefix...)
+			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 4, Full: policy, Read: broadcast.ReadChannel}, prefix...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,11 +204,8 @@ func TestHostile27StopInsideAllLoop(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := broadcast.New[int](broadcast.Options{QueueLength: 2})
-				w, _ := b.Watch()
+				w, _ := b.WatchWith(broadcast.WatchOptions{Read: readMode(channel)})
 				other, _ := b.WatchWith(broadcast.WatchOptions{QueueLength: 64})
-				if channel {
-					w.Events()
-				}
 				publish(t, b, seq(0, 10)...)
 				synctest.Wait() // w holds 0 1; the distributor waits with 2
 				var got []int

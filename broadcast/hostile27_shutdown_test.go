@@ -41,12 +41,9 @@ func TestHostile27ShutdownBoundedByContext(t *testing.T) {
 
 func shutdownBounded(t *testing.T, channel bool, prefix []int) {
 	b := broadcast.New[int](broadcast.Options{QueueLength: 3, IncomingQueueLength: 2})
-	stuck, err := b.WatchWith(broadcast.WatchOptions{Full: broadcast.Block}, prefix...)
+	stuck, err := b.WatchWith(broadcast.WatchOptions{Full: broadcast.Block, Read: readMode(channel)}, prefix...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if channel {
-		stuck.Events() // the first read, and the last
 	}
 	type healthy struct {
 		w    *broadcast.Watcher[int]

@@ -9,9 +9,9 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 )
 
-// TestHostile27EventsRacesStopAndShutdown: a watcher nothing has read
-// yet, with a prefix and a full Block queue the distributor waits on,
-// gets Events, Stop and Shutdown at once from three goroutines. The
+// TestHostile27EventsRacesStopAndShutdown: a channel watcher nothing has
+// read yet, with a prefix and a full Block queue the distributor waits
+// on, gets Events, Stop and Shutdown at once from three goroutines. The
 // channel Events returns is closed in the end and yields the prefix, then
 // published values in order from the first, with none skipped; Delivered
 // counts exactly the published values it yields; nothing is dropped.
@@ -19,7 +19,7 @@ func TestHostile27EventsRacesStopAndShutdown(t *testing.T) {
 	for round := range 200 {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1 + round%3})
 		prefix := []int{-2, -1}
-		w, err := b.WatchWithPrefix(prefix)
+		w, err := b.WatchWith(broadcast.WatchOptions{Read: broadcast.ReadChannel}, prefix...)
 		if err != nil {
 			t.Fatal(err)
 		}

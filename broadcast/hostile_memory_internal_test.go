@@ -85,7 +85,7 @@ func TestHostileUnreachedMarkersBoundedByPeakNotOpen(t *testing.T) {
 	b.Publish(context.Background(), nil) // the distributor now waits for stuck
 	var ws []*Watcher[[]byte]
 	for range 1000 {
-		w, err := b.WatchWithPrefix([][]byte{make([]byte, 64<<10)})
+		w, err := b.WatchWith(WatchOptions{}, make([]byte, 64<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

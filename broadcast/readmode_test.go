@@ -10,21 +10,29 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 )
 
-// The tests in this file hold the read-mode rule: a watcher's first read
-// chooses how it is read. Events first makes a channel watcher, which Next
-// and All read through its channel; Next or All first makes a queue
-// watcher, on which Events panics.
+// The tests in this file hold the read-mode rule: a watcher's read mode is
+// chosen when it is made. A queue watcher (ReadQueue, Watch's) is read
+// with Next and All, and its Events is a closed channel; a channel watcher
+// (ReadChannel) is read with Events, and Next and All read its channel. No
+// read call panics because of another.
 
-const eventsAfterPull = "broadcast: Watcher.Events after Next or All: a watcher's read mode is chosen by its first read"
-
-// eventsPanic calls w.Events and returns what it panicked with, or nil.
-func eventsPanic[T any](w *broadcast.Watcher[T]) (r any) {
+// eventsPanic calls w.Events and returns what it panicked with, or nil,
+// and whether the channel it returned was closed and empty.
+func eventsPanic[T any](w *broadcast.Watcher[T]) (r any, closed bool) {
 	defer func() { r = recover() }()
-	w.Events()
-	return nil
+	select {
+	case _, ok := <-w.Events():
+		return nil, !ok
+	default:
+		return nil, false
+	}
 }
 
-func TestEventsAfterPullPanics(t *testing.T) {
+// TestEventsOnQueueWatcherIsClosed: Events on a queue watcher, before any
+// read, after Next or All, or inside an All loop, returns a closed channel
+// and panics not; the watcher goes on reading the rest, in order, with
+// nothing lost.
+func TestEventsOnQueueWatcherIsClosed(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
@@ -40,11 +48,17 @@ func TestEventsAfterPullPanics(t *testing.T) {
 		}},
 		{"All, inside the loop", func(t *testing.T, w *broadcast.Watcher[int]) {
 			for range w.All() {
-				if r := eventsPanic(w); r != eventsAfterPull {
-					t.Errorf("Events() inside an All loop panicked with %v, want %q", r, eventsAfterPull)
+				if r, closed := eventsPanic(w); r != nil || !closed {
+					t.Errorf("Events() inside an All loop: panicked with %v, closed %v; want a closed channel", r, closed)
 				}
 				break
 			}
+		}},
+		{"Events before any read, then Next", func(t *testing.T, w *broadcast.Watcher[int]) {
+			if r, closed := eventsPanic(w); r != nil || !closed {
+				t.Errorf("Events() first: panicked with %v, closed %v; want a closed channel", r, closed)
+			}
+			w.Next(context.Background())
 		}},
 	}
 	for _, tc := range tests {
@@ -54,11 +68,11 @@ func TestEventsAfterPullPanics(t *testing.T) {
 			publish(t, b, 1, 2, 3)
 			flush(t, b)
 			tc.pull(t, w)
-			if r := eventsPanic(w); r != eventsAfterPull {
-				t.Fatalf("Events() after a pulling read panicked with %v, want %q", r, eventsAfterPull)
+			if r, closed := eventsPanic(w); r != nil || !closed {
+				t.Fatalf("Events() after a pulling read: panicked with %v, closed %v; want a closed channel", r, closed)
 			}
-			// The panic leaves the watcher as it was: the pulling reads
-			// still get the rest, in order, with nothing lost.
+			// The watcher is as it was: the pulling reads still get the
+			// rest, in order, with nothing lost.
 			w.Stop()
 			var got []int
 			for {
@@ -69,9 +83,121 @@ func TestEventsAfterPullPanics(t *testing.T) {
 				got = append(got, v)
 			}
 			if !slices.Equal(got, []int{2, 3}) || w.Dropped() != 0 {
-				t.Errorf("after the panic Next read %v, Dropped() = %d; want [2 3], 0", got, w.Dropped())
+				t.Errorf("after Events, Next read %v, Dropped() = %d; want [2 3], 0", got, w.Dropped())
 			}
 		})
+	}
+}
+
+// TestNoReadPanicsAfterAnother: every order of Events, Next and All, on
+// either kind of watcher, including those that used to panic (Events
+// after Next or All), reads every value once, in order.
+func TestNoReadPanicsAfterAnother(t *testing.T) {
+	type read func(w *broadcast.Watcher[int], got *[]int)
+	events := func(w *broadcast.Watcher[int], got *[]int) {
+		select {
+		case v, ok := <-w.Events():
+			if ok {
+				*got = append(*got, v)
+			}
+		default:
+		}
+	}
+	next := func(w *broadcast.Watcher[int], got *[]int) {
+		if v, err := w.Next(context.Background()); err == nil {
+			*got = append(*got, v)
+		}
+	}
+	all := func(w *broadcast.Watcher[int], got *[]int) {
+		for v := range w.All() {
+			*got = append(*got, v)
+			break
+		}
+	}
+	orders := map[string][]read{
+		"Next, Events, All":   {next, events, all},
+		"All, Events, Next":   {all, events, next},
+		"Events, Next, All":   {events, next, all},
+		"Events, All, Next":   {events, all, next},
+		"All, Next, Events":   {all, next, events},
+		"Next, All, Events":   {next, all, events},
+		"Events, Events, All": {events, events, all},
+	}
+	for name, order := range orders {
+		for _, mode := range []broadcast.ReadMode{broadcast.ReadQueue, broadcast.ReadChannel} {
+			t.Run(name+"/"+mode.String(), func(t *testing.T) {
+				b := newB[int](t, broadcast.Options{})
+				w := watchMode(t, b, mode)
+				publish(t, b, seq(0, 10)...)
+				flush(t, b)
+				var got []int
+				for range 2 {
+					for _, r := range order {
+						r(w, &got)
+					}
+				}
+				w.Stop()
+				got = append(got, slices.Collect(w.All())...)
+				if !slices.Equal(got, seq(0, 10)) {
+					t.Errorf("read %v, want 0..9 once each, in order", got)
+				}
+			})
+		}
+	}
+}
+
+// TestAllBreakingHandsBackInOrder: the values an All loop took and did not
+// yield go back to the front of the queue, in order, ahead of values
+// queued meanwhile; a prefix value handed back still takes no room.
+func TestAllBreakingHandsBackInOrder(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchWithT(t, b, broadcast.WatchOptions{QueueLength: 4}, -2, -1)
+	publish(t, b, 0, 1, 2)
+	flush(t, b)
+	var got []int
+	for v := range w.All() { // takes -2 -1 0 1 2, yields -2
+		got = append(got, v)
+		publish(t, b, 3, 4, 5) // queued behind the values the loop holds
+		flush(t, b)
+		break
+	}
+	if v, err := w.Next(context.Background()); v != -1 || err != nil {
+		t.Errorf("Next() after the loop broke = %d, %v; want -1, the first value it held", v, err)
+	}
+	if bl := w.Backlog(); bl.Queued != 6 {
+		t.Errorf("Backlog().Queued = %d with 0 1 2 3 4 5 queued, want 6 (over the queue length of 4 until read)", bl.Queued)
+	}
+	w.Stop()
+	got = append(got, -1)
+	got = append(got, slices.Collect(w.All())...)
+	if want := seq(-2, 6); !slices.Equal(got, want) {
+		t.Errorf("read %v, want %v", got, want)
+	}
+	if w.Delivered() != 6 || w.Dropped() != 0 {
+		t.Errorf("Delivered() = %d, Dropped() = %d; want 6, 0", w.Delivered(), w.Dropped())
+	}
+}
+
+// TestAllBreakingHandsBackToDropOldest: under DropOldest, the values an
+// All loop handed back are the oldest: the next value discards them first.
+func TestAllBreakingHandsBackToDropOldest(t *testing.T) {
+	b := newB[int](t, broadcast.Options{})
+	w := watchWithT(t, b, broadcast.WatchOptions{QueueLength: 3, Full: broadcast.DropOldest})
+	publish(t, b, 0, 1, 2)
+	flush(t, b)
+	for range w.All() { // takes 0 1 2, yields 0
+		publish(t, b, 3, 4, 5)
+		flush(t, b)
+		break
+	}
+	publish(t, b, 6) // 1 2 3 4 5 queued: 1 2 3 go
+	flush(t, b)
+	w.Stop()
+	if got := slices.Collect(w.All()); !slices.Equal(got, []int{4, 5, 6}) {
+		t.Errorf("read %v, want 4 5 6", got)
+	}
+	if w.Dropped() != 3 {
+		t.Errorf("Dropped() = %d, want 3", w.Dropped())
 	}
 }
 
@@ -80,7 +206,7 @@ func TestEventsAfterPullPanics(t *testing.T) {
 // read once, in order, and Next and All end once the channel is closed.
 func TestPullReadsOnChannelWatcherMix(t *testing.T) {
 	b := newB[int](t, broadcast.Options{QueueLength: 20})
-	w := watchT(t, b)
+	w := watchChanT(t, b)
 	ch := w.Events()
 	publish(t, b, seq(0, 12)...)
 	flush(t, b)
@@ -115,22 +241,21 @@ func TestPullReadsOnChannelWatcherMix(t *testing.T) {
 	}
 }
 
-// TestChannelWatcherGetsPrefix: a WatchWithPrefix watcher whose first read
-// is Events gets its prefix on the channel, then the values queued before
-// Events was called, then later ones; the channel holds the queue length
-// plus the prefix.
+// TestChannelWatcherGetsPrefix: a channel watcher made with a prefix gets
+// it on the channel, then the values queued before Events was called,
+// then later ones; the channel holds the queue length plus the prefix.
 func TestChannelWatcherGetsPrefix(t *testing.T) {
 	for _, policy := range []broadcast.FullPolicy{broadcast.Block, broadcast.DropNewest, broadcast.DropOldest} {
 		t.Run(policy.String(), func(t *testing.T) {
 			b := newB[int](t, broadcast.Options{})
 			prefix := []int{-3, -2, -1}
-			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 4, Full: policy}, prefix...)
+			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 4, Full: policy, Read: broadcast.ReadChannel}, prefix...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(w.Stop)
 			publish(t, b, 0, 1)
-			flush(t, b) // 0 and 1 wait in the ring: nothing has read w yet
+			flush(t, b) // 0 and 1 wait in the channel: nothing has read w yet
 			ch := w.Events()
 			if cap(ch) != 4+len(prefix) {
 				t.Errorf("cap(Events()) = %d, want queue length 4 + prefix %d", cap(ch), len(prefix))
@@ -152,16 +277,15 @@ func TestChannelWatcherGetsPrefix(t *testing.T) {
 	}
 }
 
-// TestEventsFreesDistributorWaitingForRoom: Events on an unread Block
-// watcher whose ring is full, with the distributor waiting for room in it,
-// moves the ring to the channel; the distributor then sends on the channel
-// as the reader makes room.
-func TestEventsFreesDistributorWaitingForRoom(t *testing.T) {
+// TestChannelWatcherFreesDistributorAsItIsRead: a full Block channel
+// watcher, with the distributor waiting for room in it, gets the values
+// the distributor holds as its reader makes room.
+func TestChannelWatcherFreesDistributorAsItIsRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1})
-		w := watchT(t, b)
+		w := watchChanT(t, b)
 		publish(t, b, 1, 2, 3)
-		synctest.Wait() // 1 in the ring; the distributor waits with 2
+		synctest.Wait() // 1 in the channel; the distributor waits with 2
 		ch := w.Events()
 		var got []int
 		for range 3 {
@@ -173,4 +297,15 @@ func TestEventsFreesDistributorWaitingForRoom(t *testing.T) {
 		w.Stop()
 		shutdown(t, b)
 	})
+}
+
+// TestReadModeNames: each ReadMode names its constant.
+func TestReadModeNames(t *testing.T) {
+	for m, want := range map[broadcast.ReadMode]string{
+		broadcast.ReadQueue: "ReadQueue", broadcast.ReadChannel: "ReadChannel", 7: "ReadMode(7)",
+	} {
+		if got := m.String(); got != want {
+			t.Errorf("ReadMode(%d).String() = %q, want %q", int(m), got, want)
+		}
+	}
 }
