@@ -14,7 +14,7 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 )
 
-// The tests in this file hold the promises that broke under hostile use:
+// The tests in this file hold the promises that broke under concurrent use:
 // each failed before the mechanism it names was fixed.
 
 // checkAccounting checks the Stats invariant over the given watchers, all

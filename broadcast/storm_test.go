@@ -92,14 +92,14 @@ func stormReader(t *testing.T, w *broadcast.Watcher[int], rng *rand.Rand, maySto
 	}
 }
 
-// TestHostileStorm: publishers, Flush callers, and watchers that join (with
+// TestStorm: publishers, Flush callers, and watchers that join (with
 // and without a prefix, as channel watchers or queue watchers), are read by
 // up to three goroutines mixing every read method the watcher allows, and
 // stopped from inside and outside, all at once; Shutdown ends it. Anchors registered before
 // the first value check Flush: after it returns, every value whose Publish
 // returned before Flush was called is placed in (or dropped by) each.
 // Afterwards the counters must add up exactly.
-func TestHostileStorm(t *testing.T) {
+func TestStorm(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runStorm(t, seed) })
 	}

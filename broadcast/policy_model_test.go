@@ -52,13 +52,13 @@ func (m *policyModel) read(k int) []int {
 	return got
 }
 
-// TestHostile27PolicyModel drives one DropNewest or DropOldest watcher,
+// TestPolicyModel drives one DropNewest or DropOldest watcher,
 // with a prefix, read as a queue watcher or a channel watcher, from one
 // goroutine: bursts of values (each ended by Flush, so every value is
 // placed) alternate with reads of a few values by Next, All loops that
 // break, and receives from Events. What each read returns, and Delivered
 // and Dropped, must match the model after every step.
-func TestHostile27PolicyModel(t *testing.T) {
+func TestPolicyModel(t *testing.T) {
 	for seed := range uint64(120) {
 		policy := broadcast.DropNewest + broadcast.FullPolicy(seed%2)
 		channel := seed%4 >= 2
