@@ -172,3 +172,25 @@ func TestOptionsScheme(t *testing.T) {
 	checkOne(t, r, recordtest.Event{Object: v1.ObjectReference{Kind: "Widget", APIVersion: "v1", Name: "w"},
 		Type: "Normal", Reason: "R", Message: "m"}, "")
 }
+
+// TestTypedNilObject: a typed-nil object does not panic; each
+// call is kept with the reference error client-go would log.
+func TestTypedNilObject(t *testing.T) {
+	r := recordtest.New(recordtest.Options{})
+	var pod *v1.Pod
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("Event on a typed-nil *v1.Pod panicked: %v", p)
+			}
+		}()
+		r.Event(pod, v1.EventTypeNormal, "Synced", "ok")
+		r.Eventf(pod, v1.EventTypeNormal, "Synced", "%d", 1)
+		r.EventsRecorder().Eventf(pod, pod, v1.EventTypeNormal, "Synced", "Sync", "x")
+	}()
+	for _, e := range r.Events() {
+		if !strings.Contains(e.Err, "Could not construct reference") {
+			t.Errorf("event for a typed-nil object kept without the reference error: %v", e)
+		}
+	}
+}

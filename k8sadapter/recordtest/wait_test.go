@@ -2,6 +2,7 @@ package recordtest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -160,4 +161,81 @@ func TestWaitForAcrossReset(t *testing.T) {
 			t.Errorf("WaitFor(B) = %v", e)
 		}
 	})
+}
+
+// TestWaitForCancelled: WaitFor with an already-cancelled ctx
+// still returns an event already kept that matches; with none, it
+// returns ctx.Err() at once.
+func TestWaitForCancelled(t *testing.T) {
+	r := recordtest.New(recordtest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.WaitFor(ctx, func(recordtest.Event) bool { return true }); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitFor on nothing: %v", err)
+	}
+	if _, err := r.Wait(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait on nothing: %v", err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	r.Event(pod, v1.EventTypeNormal, "Synced", "ok")
+	if e, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Reason == "Synced" }); err != nil || e.Reason != "Synced" {
+		t.Errorf("WaitFor on a kept event with a cancelled ctx: %v %v", e, err)
+	}
+	if ev, err := r.Wait(ctx, 1); err != nil || len(ev) != 1 {
+		t.Errorf("Wait(1) with one kept and a cancelled ctx: %v %v", ev, err)
+	}
+}
+
+// TestWaitResetRace: Wait and WaitFor race with Reset and
+// recording (-race); each waiter returns once enough events follow the
+// last Reset, with no panic.
+func TestWaitResetRace(t *testing.T) {
+	r := recordtest.New(recordtest.Options{})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r.Event(pod, v1.EventTypeNormal, "Synced", "ok")
+			if i%7 == 0 {
+				r.Reset()
+			}
+		}
+	}()
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				ev, err := r.Wait(ctx, 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ev) < 3 {
+					t.Errorf("Wait(3) returned %d", len(ev))
+				}
+				if _, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Reason == "Synced" }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var writer sync.WaitGroup
+	writer.Go(func() { <-stop })
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Error("waiters did not finish")
+	}
+	close(stop)
+	<-done
 }
