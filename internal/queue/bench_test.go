@@ -61,13 +61,7 @@ func benchQueue(b *testing.B, read func(q *queue.Queue[*int])) {
 	}()
 	v := new(int)
 	for b.Loop() {
-		for {
-			_, _, room := q.Put(v)
-			if room == nil {
-				break
-			}
-			<-room
-		}
+		put(q, v)
 	}
 	q.Close()
 	<-done

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -146,21 +147,13 @@ func modelCase(t *testing.T, params uint8, ops []byte) {
 
 // TestQueueModelRandom runs the model over many random inputs.
 func TestQueueModelRandom(t *testing.T) {
-	rng := uint64(1)
-	rnd := func() byte {
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return byte(rng)
-	}
+	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
-		ops := make([]byte, 2*int(rnd()%40))
+		params, ops := byte(rng.Uint32()), make([]byte, 2*rng.IntN(40))
 		for i := range ops {
-			ops[i] = rnd()
+			ops[i] = byte(rng.Uint32())
 		}
-		params := rnd()
-		t.Run("", func(t *testing.T) { modelCase(t, params, ops) })
-		if t.Failed() {
+		if !t.Run("", func(t *testing.T) { modelCase(t, params, ops) }) {
 			t.Fatalf("params %d ops %v", params, ops)
 		}
 	}

@@ -377,17 +377,23 @@ func TestSingleReaderKeepsOrder(t *testing.T) {
 		done <- got
 	}()
 	for i := range 5000 {
-		for {
-			_, _, room := q.Put(i)
-			if room == nil {
-				break
-			}
-			<-room
-		}
+		put(q, i)
 	}
 	q.Close()
 	if got := <-done; !slices.Equal(got, append([]int{-1}, seq(5000)...)) {
 		t.Errorf("a single reader read %d values out of order", len(got))
+	}
+}
+
+// put puts v in q, as a Block writer does: waiting for room while q is
+// full.
+func put[T any](q *queue.Queue[T], v T) {
+	for {
+		_, _, room := q.Put(v)
+		if room == nil {
+			return
+		}
+		<-room
 	}
 }
 
