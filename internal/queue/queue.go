@@ -158,15 +158,17 @@ func (q *Queue[T]) placeLocked(vals []T) (added, dropped int) {
 	return k, 0
 }
 
-// Close ends the queue: readers take what is queued, then get ErrClosed.
-// It is idempotent.
+// Close ends the queue: readers take what is queued, then get ErrClosed;
+// a writer waiting for room is woken, and its next put adds nothing. It
+// is idempotent.
 func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	q.closed = true
-	// Passed on from reader to reader (see passOnLocked).
-	reader := q.readers.WakeLocked()
+	// Passed on from reader to reader (see leaveLocked).
+	reader, writer := q.readers.WakeLocked(), q.writer.WakeLocked()
 	q.mu.Unlock()
 	wait.Signal(reader)
+	wait.Signal(writer)
 }
 
 // Drain removes every value queued (pinned values first), appends them in

@@ -275,6 +275,26 @@ func TestRoomSignalled(t *testing.T) {
 	}
 }
 
+// TestCloseWakesWriter: a Block writer waiting for room is woken by
+// Close, and its next put adds nothing; the readers still take what was
+// queued.
+func TestCloseWakesWriter(t *testing.T) {
+	q := queue.New[int](1, queue.Block, nil)
+	_, _, room := q.PutAll([]int{1, 2})
+	q.Close()
+	select {
+	case <-room:
+	case <-time.After(failsafe):
+		t.Fatal("room not signalled after Close")
+	}
+	if added, dropped, room := q.PutAll([]int{2}); added != 0 || dropped != 0 || room != nil {
+		t.Errorf("PutAll after Close = %d, %d, room %v; want nothing", added, dropped, room != nil)
+	}
+	if v, err := q.Take(nil); v != 1 || err != nil {
+		t.Errorf("Take() after Close = %d, %v; want 1, nil", v, err)
+	}
+}
+
 // TestConcurrentReaders: one writer, putting under Block and waiting for
 // room in a select, and readers mixing Take, TakeBatch and PutBack: every
 // value is read exactly once, and a reader that never hands back reads in
