@@ -107,10 +107,10 @@ func (q *Queue[T]) Put(v T) (added, dropped int, room <-chan struct{}) {
 //     values discarded to make room, oldest first (when vals alone is
 //     longer than the limit, its own oldest values too).
 //
-// Pinned values and those handed back by PutBack are never dropped, but
-// the values handed back take room, and are the first DropOldest
-// discards. After Close, PutAll adds and drops nothing: the values are
-// not the queue's. It allocates nothing once the queue has grown.
+// Pinned values take no room and are never dropped; values handed back
+// by PutBack take room again, and are the first DropOldest discards.
+// After Close, PutAll adds and drops nothing: the values are not the
+// queue's. It allocates nothing once the queue has grown.
 func (q *Queue[T]) PutAll(vals []T) (added, dropped int, room <-chan struct{}) {
 	q.mu.Lock()
 	if q.writer.Parked() > 0 {
