@@ -65,7 +65,8 @@
 // bench_test.go). Next takes one value with a context. The two can be
 // mixed: they share one queue, and the values an All loop took but did not
 // yield go back to the front of it, in order. Events on a queue watcher
-// returns a closed channel.
+// returns a closed channel: make a watcher meant for select statements
+// with WatchOptions{Read: ReadChannel}.
 //
 // A channel watcher (ReadChannel) is read with Watcher.Events, for select
 // statements: the distributor sends its values straight into a channel of

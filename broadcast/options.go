@@ -63,7 +63,8 @@ type ReadMode int
 const (
 	// ReadQueue makes a queue watcher, what Watch makes: read it with All,
 	// the fastest way to read, a batch at a time, or Next. Its Events
-	// returns a closed channel. This is the default.
+	// returns a closed channel: a watcher meant for select statements is
+	// made with ReadChannel. This is the default.
 	ReadQueue ReadMode = iota
 	// ReadChannel makes a channel watcher: the distributor sends its
 	// values into a channel, Events, for select statements; All and Next
