@@ -180,17 +180,7 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 			}
 		}
 	}
-	return func(yield func(T) bool) {
-		var bt queue.Batch[T]
-		defer w.q.PutBack(&bt) // the loop ended: break, return or a panic
-		for w.q.TakeBatch(&bt, nil) == nil {
-			for v, ok := bt.Next(); ok; v, ok = bt.Next() {
-				if !yield(v) {
-					return
-				}
-			}
-		}
-	}
+	return w.q.All
 }
 
 // Stop ends the watcher: the broadcaster delivers nothing more to it, and

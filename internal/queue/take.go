@@ -82,6 +82,24 @@ func (q *Queue[T]) TakeBatch(b *Batch[T], done <-chan struct{}) error {
 	return err
 }
 
+// All yields the queue's values, in order, until it is closed and every
+// value is taken: an iterator over TakeBatch, at one lock and at most one
+// wake-up per batch. When the loop ends early, the values it took and did
+// not yield go back to the front (PutBack).
+func (q *Queue[T]) All(yield func(T) bool) {
+	var b Batch[T]
+	defer q.PutBack(&b) // the loop ended: break, return or a panic
+	for q.TakeBatch(&b, nil) == nil {
+		for b.next < len(b.vals) { // not b.Next: a call per value shows in BenchmarkFanout
+			v := b.vals[b.next]
+			b.next++
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
 // PutBack hands the values b has not handed out back to the front of the
 // queue, in order, and empties b. Pinned values stay pinned; the others
 // take room again, and are the first DropOldest discards: a queue that
@@ -131,9 +149,13 @@ func (q *Queue[T]) waitLocked(done <-chan struct{}) error {
 		}
 		c := q.readers.ParkLocked()
 		q.mu.Unlock()
-		select {
-		case <-c:
-		case <-done:
+		if done == nil { // a receive costs less than a select
+			<-c
+		} else {
+			select {
+			case <-c:
+			case <-done:
+			}
 		}
 		q.mu.Lock()
 		q.readers.UnparkLocked()

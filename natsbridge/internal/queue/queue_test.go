@@ -277,6 +277,29 @@ func TestRoomSignalled(t *testing.T) {
 	}
 }
 
+// TestAllYieldsInOrderAndHandsBack: All yields every value in order and
+// ends once the queue is closed and empty; a loop that breaks hands the
+// values it took and did not yield back to the front.
+func TestAllYieldsInOrderAndHandsBack(t *testing.T) {
+	q := queue.New[int](8, queue.Block, []int{-1})
+	q.PutAll([]int{0, 1, 2, 3})
+	var got []int
+	for v := range q.All {
+		got = append(got, v)
+		if v == 1 {
+			break // 2 3 go back
+		}
+	}
+	q.PutAll([]int{4})
+	q.Close()
+	for v := range q.All {
+		got = append(got, v)
+	}
+	if want := []int{-1, 0, 1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("All read %v, want %v", got, want)
+	}
+}
+
 // TestCloseWakesWriter: a Block writer waiting for room is woken by
 // Close, and its next put adds nothing; the readers still take what was
 // queued.
