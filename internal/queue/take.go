@@ -72,10 +72,12 @@ func (q *Queue[T]) TakeBatch(b *Batch[T], done <-chan struct{}) error {
 	b.reset()
 	err := q.waitLocked(done)
 	if err == nil {
-		b.vals = append(b.vals, q.pinned...)
-		b.pinned = len(q.pinned)
-		clear(q.pinned)
-		q.pinned = nil
+		if len(q.pinned) > 0 {
+			b.vals = append(b.vals, q.pinned...)
+			b.pinned = len(q.pinned)
+			clear(q.pinned)
+			q.pinned = nil
+		}
 		b.vals = q.ring.PopTo(b.vals, q.ring.Len())
 	}
 	q.leaveLocked(err == nil)
