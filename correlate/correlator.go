@@ -20,6 +20,8 @@ import (
 type Correlator[T any, K comparable] struct {
 	seed maphash.Seed // hashes every key
 
+	report func(Summary[T, K]) // Options.Report; nil: none
+
 	mu     sync.Mutex // guards engine, key, group, member, spam and storedPanics
 	engine *correlation.Correlator[T, K, K, T]
 	// The keys of the call in progress, kept by the engine's Hash
@@ -66,9 +68,50 @@ type Result[T any, K comparable] struct {
 	Skip bool
 }
 
+// Summary reports values of one key that the spam filter skipped and that
+// no recorded result carried: those skipped since the key's last result
+// that was not skipped (whose Count carried the ones before it) or its
+// last summary. It is what lets the tail of a flood be reported: once a
+// flood stops, no repeat will carry its last skipped values.
+type Summary[T any, K comparable] struct {
+	// Key is the key the values were counted under: a value key, or a
+	// group key when Combined.
+	Key K
+	// Combined reports whether Key is a group key: the values were
+	// combined stand-ins.
+	Combined bool
+	// Count is how many values the summary reports: skipped since the
+	// key's last report (a recorded result or a summary).
+	Count int
+	// Total is the key's count when the summary was made, these values
+	// included, as Result.Count counts.
+	Total int
+	// First and Last are when the first and the last of them came (the
+	// time Correlate read).
+	First, Last time.Time
+	// Event is the last of them: the value, or the stand-in, that would
+	// have been recorded.
+	Event T
+	// Evicted reports whether the summary was made because the key was
+	// forgotten to make room in the cache: its next value will be new
+	// (Count 1). Otherwise Flush made it.
+	Evicted bool
+}
+
 // Stats counts what a Correlator decided. Every Correlate call counts once:
 // in Panics if it returned an error, otherwise in Correlated and in either
 // New or Repeats. Combined and Skipped count among the Correlated results.
+//
+// Nothing skipped goes unreported, and the counts add up at every
+// snapshot:
+//
+//	Correlated = (Correlated - Skipped) + Carried + Summarized + Unreported
+//
+// that is, every value is recorded (a result not skipped: the value, a
+// repeat's count or a group's stand-in), or skipped and then carried by
+// the count of a later recorded result of its key, reported in a
+// Summary, or not reported yet (until the next Flush or the key's
+// eviction).
 type Stats struct {
 	// Correlated counts Correlate calls that returned a Result.
 	Correlated uint64
@@ -91,6 +134,15 @@ type Stats struct {
 	// key of interface type holding a slice, map or function); they
 	// changed nothing.
 	StoredPanics uint64
+	// Carried counts skipped values that a later recorded result of their
+	// key carried: its Count includes them.
+	Carried uint64
+	// Summarized counts skipped values reported in summaries, and
+	// Summaries the summaries (one per key and report).
+	Summarized, Summaries uint64
+	// Unreported is how many skipped values wait for a report now: a later
+	// recorded result of their key, a Flush, or their key's eviction.
+	Unreported uint64
 }
 
 // New returns a Correlator that counts repeats under key(v) and groups,
@@ -100,7 +152,7 @@ type Stats struct {
 // errors.
 func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, K] {
 	mustBeValid(key, opts)
-	c := &Correlator[T, K]{seed: maphash.MakeSeed()}
+	c := &Correlator[T, K]{seed: maphash.MakeSeed(), report: opts.Report}
 	o := correlation.Options[T, K, K, T]{
 		Key: correlation.Keyer[T, K]{
 			Hash:  func(v T) uint64 { c.key = key(v); return maphash.Comparable(c.seed, c.key) },
@@ -115,6 +167,7 @@ func New[T any, K comparable](key func(T) K, opts Options[T, K]) *Correlator[T, 
 		Burst:      cmpOr(opts.Burst, DefaultBurst),
 		Rate:       cmpOr(opts.Rate, DefaultRate),
 		Clock:      opts.Clock,
+		Summaries:  true,
 	}
 	if o.Clock == nil {
 		o.Clock = systemClock{}
@@ -187,21 +240,21 @@ func cmpOr[N comparable](v, def N) N {
 // the call had not happened, but for Stats.Panics: no count, no group
 // member, no token taken, no entry used or forgotten.
 //
-// A repeat allocates nothing (BenchmarkCorrelate/path=repeat), but for
-// the token bucket of its spam key when it is that key's second value: the
-// spam filter gives a key its bucket on the key's second value, repeat or
-// not, so that a key seen only once costs none. A new key allocates its
-// cache entries.
+// A repeat allocates nothing (BenchmarkCorrelate/path=repeat). A new key
+// allocates its cache entries, unless it reuses those of keys forgotten;
+// a spam bucket lives in its entry.
 func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	r, p := c.engine.Correlate(v)
-	if p != nil {
-		return Result[T, K]{}, panicError(p)
-	}
+	due := c.engine.Due() // a key forgotten to make room
 	k := c.key
 	if r.Combined {
 		k = c.group
+	}
+	c.mu.Unlock()
+	c.reportAll(due)
+	if p != nil {
+		return Result[T, K]{}, panicError(p)
 	}
 	return Result[T, K]{
 		Event:    r.Event,
@@ -228,12 +281,63 @@ func (c *Correlator[T, K]) Correlate(v T) (Result[T, K], error) {
 func (c *Correlator[T, K]) Stored(key K, obs Observation[T]) {
 	h, ok := c.hash(key)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !ok {
 		c.storedPanics++
+		c.mu.Unlock()
 		return
 	}
 	c.engine.Stored(h, func(k *K) bool { return *k == key }, func() K { return key }, correlation.Observation[T](obs))
+	due := c.engine.Due() // a key forgotten to make room
+	c.mu.Unlock()
+	c.reportAll(due)
+}
+
+// Flush reports a Summary of every key with skipped values that no
+// recorded result carried, least recently used key first, to
+// Options.Report, on the caller's goroutine, and returns once Report has
+// returned for each. Call it on a period of the application's choosing
+// (a ticker in the loop that correlates) and once more when the
+// application stops: the Correlator owns no goroutine and no timer, so
+// nothing else reports a flood's tail while it lasts. After Flush,
+// Stats.Unreported counts only the values skipped since it began.
+func (c *Correlator[T, K]) Flush() {
+	c.mu.Lock()
+	c.engine.Flush()
+	due := c.engine.Due()
+	c.mu.Unlock()
+	c.reportAll(due)
+}
+
+// reportAll hands the summaries to Options.Report, in order.
+func (c *Correlator[T, K]) reportAll(due []correlation.Summary[T, K]) {
+	if c.report == nil {
+		return
+	}
+	for _, s := range due {
+		c.report(Summary[T, K](s))
+	}
+}
+
+// Peek returns what is remembered under key, without counting anything
+// or marking it used: the observation of the value key key or, if no
+// value of that key is remembered, of the group key key (the count of
+// its combined stand-ins); and how many of its values wait unreported
+// (see Summary). It reports false if neither is remembered. It is for
+// dashboards; it never panics (a key that cannot be hashed is not
+// remembered).
+func (c *Correlator[T, K]) Peek(key K) (obs Observation[T], unreported int, ok bool) {
+	h, ok := c.hash(key)
+	if !ok {
+		return Observation[T]{}, 0, false
+	}
+	match := func(k *K) bool { return *k == key }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, n, ok := c.engine.Peek(h, match, false)
+	if !ok {
+		o, n, ok = c.engine.Peek(^h, match, true) // the engine spreads group keys so
+	}
+	return Observation[T](o), n, ok
 }
 
 // hash returns key's hash, or false if hashing it panicked: maphash does
@@ -261,5 +365,9 @@ func (c *Correlator[T, K]) Stats() Stats {
 		Panics:       s.Panics,
 		Evicted:      s.Evicted,
 		StoredPanics: c.storedPanics,
+		Carried:      s.Carried,
+		Summarized:   s.Summarized,
+		Summaries:    s.Summaries,
+		Unreported:   s.Unreported,
 	}
 }

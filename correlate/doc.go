@@ -6,11 +6,12 @@
 // # Usage
 //
 //	c := correlate.New(func(a Alert) Alert { return a }, correlate.Options[Alert, Alert]{
-//		Spam: func(a Alert) Alert { return Alert{Service: a.Service} },
+//		Spam:   func(a Alert) Alert { return Alert{Service: a.Service} },
+//		Report: func(s correlate.Summary[Alert, Alert]) { /* s.Count more of s.Event */ },
 //	})
 //	r, _ := c.Correlate(alert)
 //	switch {
-//	case r.Skip: // the service is over its rate: record nothing
+//	case r.Skip: // the service is over its rate: record nothing (a Summary will)
 //	case r.Count > 1: // a repeat: update the record of r.Previous.Last to r.Count
 //	default: // new: record r.Event
 //	}
@@ -19,9 +20,34 @@
 //
 // Each Correlate call groups, counts and filters, in that order (see
 // Correlator.Correlate). A value the spam filter skips is still counted, so
-// the next recorded repeat carries it. Correlator.Stored feeds back what the
-// sink stored. A call whose key function, Options function or clock panics
-// returns an error and changes nothing.
+// the next recorded repeat carries it (or a Summary reports it).
+// Correlator.Stored feeds back what the sink stored. A call whose key
+// function, Options function or clock panics returns an error and changes
+// nothing.
+//
+// # Summaries
+//
+// A value the spam filter skips is counted under its key, and the next
+// recorded result of that key carries it in its Count. Once a flood
+// stops, no result comes to carry its last skipped values: a Summary
+// reports them instead (the key, how many, the first and last time, the
+// last value), handed to Options.Report when the application calls
+// Flush and when the key is forgotten to make room in the cache. So
+// nothing skipped goes unreported, and Stats adds up at every snapshot:
+// every value is recorded, carried by a later recorded count, summarized,
+// or waiting (Stats.Unreported).
+//
+// The Correlator owns no goroutine and no timer: the application drives
+// the periodic summaries by calling Flush on a ticker of its own (in the
+// loop that correlates, say), and calls Flush once more when it stops.
+// There is no Shutdown to forget, and a test drives summaries by calling
+// Flush. Report runs on the goroutine of the call that made the summary,
+// outside the Correlator's lock. It is a callback rather than a herald
+// source so that this package imports no broadcaster and starts no
+// goroutine; a Report that publishes to a broadcast.Broadcaster makes one.
+//
+// Package k8sadapter's correlators make no summaries: they keep
+// client-go's stored events byte for byte, and client-go has none.
 //
 // # Keys
 //
@@ -49,6 +75,7 @@
 //
 // A Correlator is safe for concurrent use; calls are serialized by one
 // lock. It starts no goroutines and reads time only from Options.Clock.
+// Options.Report runs outside the lock.
 //
 // # Comparison with client-go
 //

@@ -132,3 +132,34 @@ func ExampleCorrelator_Stored() {
 	// update rec-101: count 2
 	// update rec-101: count 3
 }
+
+// A flood stops: the values the spam filter skipped after the last one
+// recorded are reported by Flush, which the application calls on a ticker
+// of its own and once more when it stops.
+func ExampleCorrelator_Flush() {
+	clock := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := correlate.New(alertKey, correlate.Options[Alert, Alert]{
+		Spam:  alertSpam,
+		Burst: 3, // 3 alerts at once per service
+		Clock: clock,
+		Report: func(s correlate.Summary[Alert, Alert]) {
+			fmt.Printf("summary %s: %d more (count %d), %v to %v\n",
+				s.Event.Message, s.Count, s.Total, s.First.Format(time.TimeOnly), s.Last.Format(time.TimeOnly))
+		},
+	})
+	for range 10 {
+		clock.Advance(time.Second)
+		if r, _ := c.Correlate(Alert{"db", "disk", "warning", "disk 91% full"}); !r.Skip {
+			fmt.Printf("record  %s: count %d\n", r.Event.Message, r.Count)
+		}
+	}
+	c.Flush() // on the application's ticker
+	s := c.Stats()
+	fmt.Printf("%d in: %d recorded, %d summarized, %d unreported\n", s.Correlated, s.Correlated-s.Skipped, s.Summarized, s.Unreported)
+	// Output:
+	// record  disk 91% full: count 1
+	// record  disk 91% full: count 2
+	// record  disk 91% full: count 3
+	// summary disk 91% full: 7 more (count 10), 00:00:04 to 00:00:10
+	// 10 in: 3 recorded, 7 summarized, 0 unreported
+}

@@ -46,8 +46,15 @@ func FuzzCorrelate(f *testing.F) {
 	f.Add([]byte{0x00, 0x10, 0x02, 0x04, 0x06, 0x08, 0x28})                   // a group evicted, its entry reused by another
 	f.Fuzz(func(t *testing.T, script []byte) {
 		clk := &intervalClock{t: t0, step: time.Second}
+		var reported uint64 // the values the summaries reported
 		c := newCorrelator(clk, func(o *correlate.Options[event, key]) {
 			o.CacheSize, o.MaxMembers, o.Burst, o.Window, o.Rate = fuzzCacheSize, fuzzMaxMembers, fuzzBurst, fuzzWindow, fuzzRate
+			o.Report = func(s correlate.Summary[event, key]) {
+				if s.Count < 1 {
+					t.Errorf("Summary %+v: want at least one value", s)
+				}
+				reported += uint64(s.Count)
+			}
 		})
 		m := newModel()
 		last := map[resultKey]int{} // count last seen under each key
@@ -91,6 +98,14 @@ func FuzzCorrelate(f *testing.F) {
 		if diff := cmp.Diff(m.stats, s); diff != "" {
 			t.Fatalf("Stats() differs from the model (-want +got):\n%s", diff)
 		}
+		if reported != s.Summarized {
+			t.Fatalf("summaries reported %d values, Stats().Summarized = %d", reported, s.Summarized)
+		}
+		c.Flush() // the rest, reported as if not evicted
+		s = c.Stats()
+		if s.Unreported != 0 || s.Skipped != s.Carried+s.Summarized {
+			t.Fatalf("Stats() after Flush = %+v: want every skipped value carried or summarized", s)
+		}
 	})
 }
 
@@ -128,6 +143,7 @@ type model struct {
 	obs    *modelLRU[resultKey, correlate.Observation[event]]
 	spam   *modelLRU[key, rate.Limiter]
 	stats  correlate.Stats
+	pend   map[resultKey]int // skipped values not reported yet, by key
 }
 
 type modelGroup struct {
@@ -136,12 +152,23 @@ type modelGroup struct {
 }
 
 func newModel() *model {
-	return &model{
+	m := &model{
 		now:    t0,
 		groups: &modelLRU[key, modelGroup]{vals: map[key]*modelGroup{}},
 		obs:    &modelLRU[resultKey, correlate.Observation[event]]{vals: map[resultKey]*correlate.Observation[event]{}},
 		spam:   &modelLRU[key, rate.Limiter]{vals: map[key]*rate.Limiter{}},
+		pend:   map[resultKey]int{},
 	}
+	// A key forgotten with values not reported reports them in a summary.
+	m.obs.evict = func(k resultKey) {
+		if n := uint64(m.pend[k]); n > 0 {
+			m.stats.Summarized += n
+			m.stats.Summaries++
+			m.stats.Unreported -= n
+			delete(m.pend, k)
+		}
+	}
+	return m
 }
 
 // correlate is Correlate after the clock moved by step; the clock also
@@ -187,6 +214,17 @@ func (m *model) correlate(e event, step time.Duration) correlate.Result[event, k
 		res.Skip = true
 		m.stats.Skipped++
 	}
+	// What is not reported yet: a skipped value waits; a recorded repeat
+	// carries what waited.
+	switch {
+	case res.Skip:
+		m.pend[rk]++
+		m.stats.Unreported++
+	case res.Previous.Count > 0:
+		m.stats.Carried += uint64(m.pend[rk])
+		m.stats.Unreported -= uint64(m.pend[rk])
+		delete(m.pend, rk)
+	}
 	m.stats.Correlated++
 	m.stats.Evicted = m.obs.evicted
 	return res
@@ -208,6 +246,7 @@ type modelLRU[K comparable, V any] struct {
 	order   []K // least recently used first
 	vals    map[K]*V
 	evicted uint64
+	evict   func(K) // if not nil, told of each key evicted
 }
 
 func (l *modelLRU[K, V]) get(k K) (*V, bool) {
@@ -222,6 +261,9 @@ func (l *modelLRU[K, V]) get(k K) (*V, bool) {
 // recently used beyond fuzzCacheSize.
 func (l *modelLRU[K, V]) put(k K, v *V) {
 	if _, ok := l.vals[k]; !ok && len(l.order) == fuzzCacheSize {
+		if l.evict != nil {
+			l.evict(l.order[0])
+		}
 		delete(l.vals, l.order[0])
 		l.order = l.order[1:]
 		l.evicted++

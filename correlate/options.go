@@ -70,4 +70,16 @@ type Options[T any, K comparable] struct {
 	Rate rate.Limit
 	// Clock tells the time. nil: the system clock.
 	Clock Clock
+
+	// Report receives the summaries of values the spam filter skipped and
+	// no recorded result carried (see Summary): one per key, when the key
+	// is forgotten to make room in the cache (on the goroutine of the
+	// Correlate or Stored call that made room, before it returns) and for
+	// every key with such values when the application calls Flush (on
+	// Flush's goroutine). It runs outside the Correlator's lock, so it may
+	// call the Correlator; it should not block, as the call that runs it
+	// waits for it. Calls made on several goroutines at once may run it
+	// at once. nil: the summaries are made and counted in Stats all the
+	// same (Summarized), and handed to no one.
+	Report func(Summary[T, K])
 }

@@ -22,8 +22,7 @@ var _ record.EventBroadcaster = (*EventBroadcaster)(nil)
 // create one with NewBroadcaster. It is safe for concurrent use.
 type EventBroadcaster struct {
 	cfg     config
-	p       *pipeline.Pipeline[*v1.Event]
-	sinks   *pipeline.Set[*v1.Event, sinkCounts] // every sink started
+	p       *pipeline.Pipeline[*v1.Event, bucket, occurrences, sinkCounts]
 	logger  klog.Logger
 	timers  clock.Clock // pauses between sink attempts
 	stopCtx func() bool // releases the WithContext hook
@@ -59,9 +58,9 @@ func NewBroadcaster(opts ...BroadcasterOption) *EventBroadcaster {
 	}
 	logger := klog.FromContext(ctx)
 	e := &EventBroadcaster{
-		cfg:    cfg,
-		p:      pipeline.New[*v1.Event](pipeline.Options{Name: "k8sadapter", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger}),
-		sinks:  pipeline.NewSet[*v1.Event](addSinkCounts),
+		cfg: cfg,
+		p: pipeline.New(pipeline.Options{Name: "k8sadapter", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger},
+			newAdapter(cfg)),
 		logger: logger,
 		timers: timers,
 	}
@@ -115,7 +114,7 @@ func (e *EventBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Int
 	}
 	s := e.newSinkWriter(sink)
 	result := make(chan watch.Event)
-	c, err := pipeline.StartFold(e.p, e.sinks, s.q, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
+	c, err := e.p.StartSink(s.q, "sink", e.logger, func(c *pipeline.Consumer[*v1.Event, sinkCounts]) {
 		defer close(result)
 		s.run(c)
 	})
@@ -239,7 +238,7 @@ func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 
 // Stats returns a snapshot of the broadcaster's counters.
 func (e *EventBroadcaster) Stats() Stats {
-	s := sinkStats(e.sinks.Sum())
+	s := sinkStats(e.p.Sinks())
 	s.addHandlers(e.p.Handlers())
 	r := e.p.RecorderCounts()
 	s.Recorded, s.Queued, s.InvalidObject, s.InvalidType = r.Recorded, r.Queued, r.InvalidObject, r.InvalidType

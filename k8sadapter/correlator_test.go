@@ -804,3 +804,47 @@ func TestRandomDifferentialOptionEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestRealisticRepeatAllocatesOnce: on realistic events (a FieldPath, a
+// host, the reporting fields, a message of about 50 bytes) a repeat, and
+// a repeat of a combined event, allocate their result only: one
+// allocation, the event's copy and its patch together.
+func TestRealisticRepeatAllocatesOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  func(i int) string // the message of the i-th of 100 events about one object each, or all about one
+		obj  func(i int) string
+	}{
+		{"repeat", func(i int) string { return fmt.Sprintf(realisticMessage, fmt.Sprint("web-", i)) }, func(i int) string { return fmt.Sprint("web-", i) }},
+		{"aggregate", func(i int) string { return fmt.Sprintf(realisticMessage, fmt.Sprint("web-0-", i)) }, func(int) string { return "web-0" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := realisticOptions
+			o.Clock = testclocks.NewFakeClock(t0)
+			c := k8sadapter.NewEventCorrelatorWithOptions(o)
+			es := make([]*v1.Event, 100)
+			for i := range es {
+				es[i] = realisticEvent(tc.obj(i), tc.msg(i))
+			}
+			for range 2 { // every key known, every group full
+				for _, e := range es {
+					if _, err := c.EventCorrelate(e); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			i := 0
+			got := testing.AllocsPerRun(len(es)-1, func() {
+				r, err := c.EventCorrelate(es[i%len(es)])
+				if err != nil || r.Skip || r.Event.Count < 2 {
+					t.Fatalf("EventCorrelate = %+v, %v; want a recorded repeat", r, err)
+				}
+				i++
+			})
+			if got > 1 {
+				t.Errorf("%s: %v allocations, want 1", tc.name, got)
+			}
+		})
+	}
+}

@@ -37,6 +37,13 @@
 // RequestConstructionError is final, any other error is retried up to 12
 // attempts, the first pause random within WithSleepDuration.
 //
+// The events stored stay client-go's byte for byte, so the correlators
+// here make no summaries (correlate.Summary): an event the spam filter
+// skips is counted in Stats (SpamSkipped) and carried by the count of the
+// next repeat that is written, as in client-go, and the tail of a flood
+// is not written. (Package events, for events.k8s.io, writes a series'
+// final count when it is evicted and at Shutdown.)
+//
 // # What herald adds
 //
 //   - Speed: the correlator builds patches without a JSON diff, nothing on

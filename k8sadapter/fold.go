@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
@@ -72,28 +71,20 @@ type bucket struct {
 	eventType                              string
 }
 
-// foldRule returns the folding rule of a sink whose correlator has
-// options o: none (nothing folds) with a custom key function.
-func foldRule(o record.CorrelatorOptions) pipeline.FoldRule[*v1.Event, bucket, occurrences] {
-	rule := pipeline.FoldRule[*v1.Event, bucket, occurrences]{
-		Fold:  foldRepeat,
-		Reset: func(o *occurrences) { o.times = o.times[:0] },
-	}
-	if o.KeyFunc == nil && o.SpamKeyFunc == nil {
-		rule.Key = bucketOf
-	}
-	return rule
-}
-
-// bucketOf keys an event by its spam bucket. Only events whose name and
-// timestamps the recorder derived from their time may fold.
-func bucketOf(e *v1.Event) (bucket, bool) {
+// FoldKey is pipeline.Folding's: it keys an event by its spam bucket.
+// Only events whose name and timestamps the recorder derived from their
+// time may fold, and none with a custom key function.
+func (a adapter) FoldKey(e *v1.Event) (bucket, bool) {
 	o := &e.InvolvedObject
-	if e.FirstTimestamp != e.LastTimestamp || !kube.IsGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
+	if !a.folds || e.FirstTimestamp != e.LastTimestamp || !kube.IsGeneratedName(e.Name, o.Name, e.FirstTimestamp.UnixNano()) {
 		return bucket{}, false
 	}
 	return bucketKey(e.Source, o, e.Type), true
 }
+
+// ResetEntry is pipeline.Folding's: an entry handed back keeps its
+// slice of times, emptied.
+func (adapter) ResetEntry(o *occurrences) { o.times = o.times[:0] }
 
 // bucketKey is the spam bucket of events of the source about the object,
 // of the type.
@@ -105,11 +96,11 @@ func bucketKey(source v1.EventSource, o *v1.ObjectReference, eventType string) b
 	}
 }
 
-// foldRepeat folds e into w, the newest event waiting in e's spam bucket,
-// if e repeats w's first event and w has room. It runs under the queue's lock, on the recording
-// goroutine: comparisons and, once an entry's slice has grown, no
-// allocation.
-func foldRepeat(w *waiting, e *v1.Event) bool {
+// Fold is pipeline.Folding's: it folds e into w, the newest event
+// waiting in e's spam bucket, if e repeats w's first event and w has
+// room. It runs under the queue's lock, on the recording goroutine:
+// comparisons and, once an entry's slice has grown, no allocation.
+func (adapter) Fold(w *waiting, e *v1.Event) bool {
 	first := w.First
 	if len(w.Data.times) >= maxFolded || e.Namespace != first.Namespace || e.Count != first.Count ||
 		e.ReportingController != first.ReportingController || e.ReportingInstance != first.ReportingInstance ||
@@ -137,24 +128,21 @@ func repeats(first *v1.Event, ref *v1.ObjectReference, annotations map[string]st
 // makes it a valid name too.
 func (e *EventBroadcaster) foldUnbuilt(ref *v1.ObjectReference, annotations map[string]string, at time.Time, eventType, reason, message string, source v1.EventSource) bool {
 	nanos := at.UnixNano()
-	if nanos < 0 || len(ref.Name)+17 > 253 { // a sign, or too long a name: let bucketOf judge it
+	if nanos < 0 || len(ref.Name)+17 > 253 { // a sign, or too long a name: let FoldKey judge it
 		return false
 	}
 	k := bucketKey(source, ref, eventType)
-	return e.p.PublishFolded(func(q pipeline.Folder[*v1.Event]) bool {
-		f, ok := q.(*pipeline.Fold[*v1.Event, bucket, occurrences])
-		return ok && f.TryFold(k, func(w *waiting) bool {
-			first := w.First
-			// first.Name is generated from ref.Name: bucketOf let only such an
-			// event start an entry, and repeats compares the objects.
-			if len(w.Data.times) >= maxFolded || first.Count != 1 ||
-				first.ReportingController != source.Component || first.ReportingInstance != source.Host ||
-				!repeats(first, ref, annotations, eventType, reason, message, source) {
-				return false
-			}
-			w.Data.times = append(w.Data.times, at)
-			return true
-		})
+	return e.p.PublishFolded(k, func(w *waiting) bool {
+		first := w.First
+		// first.Name is generated from ref.Name: FoldKey let only such an
+		// event start an entry, and repeats compares the objects.
+		if len(w.Data.times) >= maxFolded || first.Count != 1 ||
+			first.ReportingController != source.Component || first.ReportingInstance != source.Host ||
+			!repeats(first, ref, annotations, eventType, reason, message, source) {
+			return false
+		}
+		w.Data.times = append(w.Data.times, at)
+		return true
 	})
 }
 

@@ -27,15 +27,16 @@ func FuzzOccurrence(f *testing.F) {
 		}
 		first, at := build(time.Unix(0, nanos)), time.Unix(0, nanos+step)
 		next := build(at)
-		h, ok := bucketOf(next)
+		a := adapter{folds: true}
+		h, ok := a.FoldKey(next)
 		if !ok {
 			return // a random name: never folds
 		}
-		if b0, ok := bucketOf(first); ok && b0 != h {
+		if b0, ok := a.FoldKey(first); ok && b0 != h {
 			t.Fatalf("two events of one object and type in two buckets")
 		}
 		w := &waiting{First: first}
-		if !foldRepeat(w, next) {
+		if !a.Fold(w, next) {
 			return // the first's own name is random
 		}
 		got := new(v1.Event)
@@ -46,17 +47,17 @@ func FuzzOccurrence(f *testing.F) {
 		}
 		other := build(at)
 		other.Message += "x"
-		if foldRepeat(w, other) {
+		if a.Fold(w, other) {
 			t.Fatal("an event with another message folded")
 		}
 		other = build(at)
 		other.Annotations = map[string]string{ak + "x": av}
-		if foldRepeat(w, other) {
+		if a.Fold(w, other) {
 			t.Fatal("an event with other annotations folded")
 		}
 		other = build(at)
 		other.InvolvedObject.ResourceVersion = "2"
-		if foldRepeat(w, other) {
+		if a.Fold(w, other) {
 			t.Fatal("an event about another resource version folded")
 		}
 	})

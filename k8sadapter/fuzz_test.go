@@ -1,6 +1,8 @@
 package k8sadapter_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,18 +64,61 @@ func FuzzEventCorrelateMatchesClientGo(f *testing.F) {
 	f.Add("", "", "", "", "", "", int32(0), int64(0))
 	f.Add("a", "b", "Bad_Name", "", "R", "\xff\xfe", int32(-3), int64(601))
 	f.Fuzz(func(t *testing.T, component, host, name, fieldPath, reason, message string, count int32, gap int64) {
-		ac, hc := testclocks.NewFakeClock(t0), testclocks.NewFakeClock(t0)
-		anchor := record.NewEventCorrelator(ac)
-		herald := k8sadapter.NewEventCorrelator(hc)
 		e := fuzzEvent(component, host, name, fieldPath, reason, message)
 		e.Count = count
-		for i := range 3 {
-			want, _ := anchor.EventCorrelate(e.DeepCopy())
-			got, _ := herald.EventCorrelate(e.DeepCopy())
-			sameResult(t, i, e, want, got)
-			d := time.Duration(gap%1000) * time.Second
-			ac.Step(d)
-			hc.Step(d)
-		}
+		correlateBoth(t, time.Duration(gap%1000)*time.Second, e, e, e)
 	})
+}
+
+// FuzzCombinedEventMatchesClientGo sends eleven events about one object
+// that differ in their message (the fuzzed message with a suffix), a
+// moment apart, to client-go's correlator and herald's: the tenth is
+// combined and the eleventh repeats the combined event; the decisions,
+// the events (the combined message above all, short enough to be built in
+// the result's room or not) and the patches must be the same.
+func FuzzCombinedEventMatchesClientGo(f *testing.F) {
+	f.Add("Back-off restarting failed container app in pod web-0", int64(1))
+	f.Add("", int64(0))
+	f.Add(strings.Repeat("long message <&> ", 12), int64(2))
+	f.Fuzz(func(t *testing.T, message string, gap int64) {
+		es := make([]*v1.Event, 11)
+		for i := range es {
+			es[i] = fuzzEvent("kubelet", "node-1", "web-0", "spec.containers{app}", "BackOff", fmt.Sprint(message, " ", i))
+		}
+		correlateBoth(t, time.Duration(gap%10)*time.Second, es...)
+	})
+}
+
+// correlateBoth sends copies of es, in order, step apart on fake clocks,
+// to client-go's correlator and herald's, and checks that the results are
+// the same.
+func correlateBoth(t *testing.T, step time.Duration, es ...*v1.Event) {
+	t.Helper()
+	correlateBothFrom(t, t0, step, es...)
+}
+
+// correlateBothFrom is correlateBoth with the clocks starting at start.
+func correlateBothFrom(t *testing.T, start time.Time, step time.Duration, es ...*v1.Event) {
+	t.Helper()
+	ac, hc := testclocks.NewFakeClock(start), testclocks.NewFakeClock(start)
+	anchor := record.NewEventCorrelator(ac)
+	herald := k8sadapter.NewEventCorrelator(hc)
+	for i, e := range es {
+		want, _ := anchor.EventCorrelate(e.DeepCopy())
+		got, _ := herald.EventCorrelate(e.DeepCopy())
+		sameResult(t, i, e, want, got)
+		ac.Step(step)
+		hc.Step(step)
+	}
+}
+
+// TestCombinedPatchPastYear9999: a combined event stamped past the year
+// 9999 has a longer time in its patch's head, which its message follows
+// in the result's room; its patch is still client-go's.
+func TestCombinedPatchPastYear9999(t *testing.T) {
+	es := make([]*v1.Event, 11)
+	for i := range es {
+		es[i] = fuzzEvent("kubelet", "node-1", "web-0", "", "BackOff", fmt.Sprint("message ", i))
+	}
+	correlateBothFrom(t, time.Date(10000, 1, 2, 3, 4, 5, 0, time.UTC), time.Second, es...)
 }

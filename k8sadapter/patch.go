@@ -29,9 +29,19 @@ import (
 func appendPatch(buf []byte, e *v1.Event) []byte {
 	// Room for every field (73 bytes and the message, unless it needs
 	// escaping): one allocation at most.
-	if need := 73 + len(e.Message); cap(buf)-len(buf) < need {
+	if need := patchRoom(len(e.Message)); cap(buf)-len(buf) < need {
 		buf = append(make([]byte, 0, len(buf)+need), buf...)
 	}
+	buf = appendPatchHead(buf, e)
+	if e.Message != "" {
+		buf = appendJSONString(buf, e.Message)
+	}
+	return append(buf, '}')
+}
+
+// appendPatchHead appends to buf the patch of e up to its message: up to
+// and with `"message":` if e has one, else all but the closing brace.
+func appendPatchHead(buf []byte, e *v1.Event) []byte {
 	buf = append(buf, '{')
 	sep := false
 	if e.Count != 0 {
@@ -58,22 +68,24 @@ func appendPatch(buf []byte, e *v1.Event) []byte {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `"message":`...)
-		buf = appendJSONString(buf, e.Message)
 	}
-	return append(buf, '}')
+	return buf
+}
+
+// jsonPlainString reports whether encoding/json writes s as it is:
+// printable ASCII but for the bytes it escapes.
+func jsonPlainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !jsonPlain[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // appendJSONString appends s as client-go's patch carries it.
 func appendJSONString(buf []byte, s string) []byte {
-	// Fast path: printable ASCII that encoding/json writes as is.
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if !jsonPlain[s[i]] {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if jsonPlainString(s) { // the fast path
 		buf = append(buf, '"')
 		buf = append(buf, s...)
 		return append(buf, '"')
@@ -118,3 +130,8 @@ func appendRFC3339(buf []byte, t time.Time) []byte {
 		byte('0'+sec/10), byte('0'+sec%10), 'Z', '"')
 	return buf
 }
+
+// patchRoom is the room appendPatch needs for the patch of an event whose
+// message has n bytes, unless the message needs escaping: 73 bytes for
+// the fields, and the message.
+func patchRoom(n int) int { return 73 + n }

@@ -22,7 +22,7 @@ type sinkWriter struct {
 	sink    record.EventSink
 	corr    *EventCorrelator
 	q       *pipeline.Fold[*v1.Event, bucket, occurrences]
-	w       pipeline.Writer[*v1.Event]
+	w       *pipeline.Writer[*v1.Event]
 	attempt pipeline.Attempt[*v1.Event] // s.write, bound once
 	patch   []byte                      // the patch of the event being written
 	later   int32                       // repeats counted after it (see held)
@@ -36,20 +36,12 @@ type sinkWriter struct {
 func (s *sinkWriter) aborted() bool { return s.e.p.Aborting().Err() != nil }
 
 func (e *EventBroadcaster) newSinkWriter(sink record.EventSink) *sinkWriter {
-	o := e.correlatorOptions()
 	s := &sinkWriter{
 		e:    e,
 		sink: sink,
-		corr: NewEventCorrelatorWithOptions(o),
-		q:    pipeline.NewFold(e.cfg.QueueLength, foldRule(o)),
-		w: pipeline.Writer[*v1.Event]{
-			MaxTries: e.cfg.MaxTries,
-			Pause:    pause(e.cfg.Sleep),
-			Classify: classify,
-			Clock:    e.timers,
-			Stopping: e.p.Stopping(),
-			Logger:   e.logger,
-		},
+		corr: NewEventCorrelatorWithOptions(e.correlatorOptions()),
+		q:    e.p.NewFold(e.cfg.QueueLength),
+		w:    e.p.NewWriter(e.cfg.MaxTries, e.timers),
 	}
 	// A combined event is named from the time the correlator builds it:
 	// stamped as the recorder stamps events, it takes no recorded
@@ -60,23 +52,35 @@ func (e *EventBroadcaster) newSinkWriter(sink record.EventSink) *sinkWriter {
 	return s
 }
 
-// pause is client-go's spacing of attempts: the first pause is a random
-// fraction of sleep, so that clients do not retry in step after an
-// apiserver outage; the others are sleep.
-func pause(sleep time.Duration) func(int) time.Duration {
-	return func(failures int) time.Duration {
-		if failures == 1 {
-			return time.Duration(float64(sleep) * rand.Float64())
-		}
-		return sleep
-	}
+// adapter is what the pipeline needs of core/v1 (pipeline.Adapter): how
+// events fold in a sink's queue (fold.go), how a sink's counters add up,
+// and client-go's rules for a sink's errors and retries.
+type adapter struct {
+	folds bool          // the default key functions: events may fold (see fold.go)
+	sleep time.Duration // WithSleepDuration
 }
 
-// classify is client-go's recordEvent classification: every StatusError
+// newAdapter returns the adapter of a broadcaster configured by cfg.
+func newAdapter(cfg config) adapter {
+	o := cfg.correlator
+	return adapter{folds: o.KeyFunc == nil && o.SpamKeyFunc == nil, sleep: cfg.Sleep}
+}
+
+// Pause is client-go's spacing of attempts: the first pause is a random
+// fraction of sleep, so that clients do not retry in step after an
+// apiserver outage; the others are sleep.
+func (a adapter) Pause(failures int) time.Duration {
+	if failures == 1 {
+		return time.Duration(float64(a.sleep) * rand.Float64())
+	}
+	return a.sleep
+}
+
+// Classify is client-go's recordEvent classification: every StatusError
 // is final; AlreadyExists and a terminating namespace are expected, and
 // logged at V(5). 403 Forbidden is a class of its own (pipeline.ClassOf),
 // counted in FailedForbidden and logged once per burst.
-func classify(err error, _ *v1.Event) (pipeline.Class, bool) {
+func (adapter) Classify(err error, _ *v1.Event) (pipeline.Class, bool) {
 	c := pipeline.ClassOf(err)
 	return c, c == pipeline.Rejected && (apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause))
 }

@@ -142,7 +142,8 @@ type sinkCounts struct {
 	deduplicated, aggregated, spamSkipped, correlateErrors uint64
 }
 
-func addSinkCounts(c *sinkCounts, o sinkCounts) {
+// AddCounts is pipeline.Adapter's: it adds a sink's counters o to c.
+func (adapter) AddCounts(c *sinkCounts, o sinkCounts) {
 	c.Counts.Add(o.Counts)
 	c.deduplicated += o.deduplicated
 	c.aggregated += o.aggregated

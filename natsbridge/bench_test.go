@@ -110,7 +110,7 @@ func tracedCtx(b *testing.B, ctx context.Context, traced bool) context.Context {
 func benchPublish(b *testing.B, env benchEnv, traced bool) {
 	ctx := tracedCtx(b, context.Background(), traced)
 	topic := benchTopic[Order](b, env)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(b, topic, natsbridge.PublisherOptions{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -179,7 +179,7 @@ func benchRead(b *testing.B, env benchEnv, impl string) {
 	traced := impl == "natsbridge-traced"
 	ctx := tracedCtx(b, context.Background(), traced)
 	topic := benchTopic[Order](b, env)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(b, topic, natsbridge.PublisherOptions{})
 	for i := range b.N {
 		if err := p.Publish(ctx, Order{ID: i, Item: "book"}); err != nil {
 			b.Fatal(err)
@@ -243,6 +243,119 @@ func bareRead(b *testing.B, env benchEnv, stream string) {
 	}
 }
 
+// BenchmarkDurableRead reads b.N stored values through a durable position,
+// each handled by an empty handler: impl=natsbridge acknowledges each
+// value once its loop body returned (All), impl=acks-on-read once it is
+// read, before its handler runs (Next, then Done at once: what a watcher
+// did before acknowledgements waited for the handler), and
+// impl=jetstream-ackall is a bare consumer that acknowledges (AckAll) the
+// last handled value every 256 values and at the end.
+func BenchmarkDurableRead(b *testing.B) {
+	envs := benchEnvs(b)
+	for _, server := range []string{"single", "cluster"} {
+		env := envs[server]
+		for _, impl := range []string{"natsbridge", "acks-on-read", "jetstream-ackall"} {
+			b.Run("server="+server+"/impl="+impl, func(b *testing.B) { benchDurableRead(b, env, impl) })
+		}
+	}
+}
+
+func benchDurableRead(b *testing.B, env benchEnv, impl string) {
+	ctx := context.Background()
+	topic := benchTopic[Order](b, env)
+	p := publisher(b, topic, natsbridge.PublisherOptions{})
+	for i := range b.N {
+		if err := p.Publish(ctx, Order{ID: i, Item: "book"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	switch impl {
+	case "jetstream-ackall":
+		bareDurableRead(b, env, topic.Stream())
+	case "acks-on-read":
+		w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1, Durable: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range b.N {
+			o, err := w.Next(ctx)
+			if err != nil || o.ID != i {
+				b.Fatalf("value %d (%v) when %d was due", o.ID, err, i)
+			}
+			w.Done(w.Seq()) // before its handler: at most once
+		}
+		b.StopTimer()
+		if err := w.Shutdown(ctx); err != nil {
+			b.Fatal(err)
+		}
+	default:
+		w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1, Durable: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		next := 0
+		for o := range w.All() {
+			if o.ID != next {
+				b.Fatalf("value %d when %d was due", o.ID, next)
+			}
+			if next++; next == b.N {
+				break
+			}
+		}
+		b.StopTimer()
+		if err := w.Shutdown(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
+
+// bareDurableRead reads b.N values through a durable AckAll consumer, and
+// acknowledges the last value handled every 256 values and at the end.
+func bareDurableRead(b *testing.B, env benchEnv, stream string) {
+	ctx := context.Background()
+	codec := natsbridge.JSON[Order]()
+	s, err := env.js.Stream(ctx, stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckAllPolicy, AckWait: time.Hour, MaxAckPending: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(natsbridge.DefaultReadAhead))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Stop()
+	for i := range b.N {
+		m, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := codec.Unmarshal(m.Data())
+		if err != nil || o.ID != i {
+			b.Fatalf("value %d (%v) when %d was due", o.ID, err, i)
+		}
+		if i%256 == 255 || i == b.N-1 { // the handler returned: acknowledge the batch
+			if i == b.N-1 {
+				err = m.DoubleAck(ctx)
+			} else {
+				err = m.Ack()
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // BenchmarkFailover publishes without pause to a stream replicated on three
 // nats-server processes and kills its leader (SIGKILL) once the publisher
 // is at full speed: elect-ms is how long the cluster took to elect a new
@@ -258,7 +371,7 @@ func BenchmarkFailover(b *testing.B) {
 		_, admin := dial(b, c.URL())
 		env := benchEnv{js: js, replicas: 3, cluster: c}
 		topic := benchTopic[Order](b, env)
-		p := topic.Publisher(natsbridge.PublisherOptions{})
+		p := publisher(b, topic, natsbridge.PublisherOptions{})
 		pr := watchProgress(p)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -405,7 +518,7 @@ func endToEnd(b *testing.B, env benchEnv, mode string, n int) {
 	ctx := context.Background()
 	topic := benchTopic[stamped](b, env)
 	samplers, done := readers(b, topic, mode, n)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(b, topic, natsbridge.PublisherOptions{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -536,7 +649,7 @@ func latency(b *testing.B, env benchEnv, mode string, n int) {
 		})
 	}
 	b.Cleanup(wg.Wait)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(b, topic, natsbridge.PublisherOptions{})
 	b.Cleanup(func() { _ = p.Shutdown(ctx) })
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()

@@ -82,6 +82,12 @@ func (id identity) check(stream string, m map[string]string) error {
 	return nil
 }
 
+// recordedIn reports whether the metadata m records id's schema and
+// codec.
+func (id identity) recordedIn(m map[string]string) bool {
+	return m[metaSchema] == id.schema && m[metaCodec] == id.codec
+}
+
 // typeName names a Go type: the package path and name of a named type,
 // the type's spelling otherwise.
 func typeName(t reflect.Type) string {
@@ -162,39 +168,42 @@ func differences(o TopicOptions, cfg jetstream.StreamConfig) []string {
 // openStream finds or makes the topic's stream: it creates it with cfg
 // if it is missing, and otherwise checks that it holds this topic and
 // that o agrees with its configuration, changing it to cfg only if o.Update
-// asks for it.
-func (t *Topic[T]) openStream(ctx context.Context, o TopicOptions, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+// asks for it. It reports whether the stream's configuration is cfg's
+// (created or updated): otherwise the stream was opened as it is, and may
+// not take batched publishes (see Topic.Publisher).
+func (t *Topic[T]) openStream(ctx context.Context, o TopicOptions, cfg jetstream.StreamConfig) (jetstream.Stream, bool, error) {
 	s, err := t.js.Stream(ctx, cfg.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = t.js.CreateStream(ctx, cfg)
 		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return s, err
+			return s, true, err
 		}
 		s, err = t.js.Stream(ctx, cfg.Name) // made meanwhile, by another process
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	info := s.CachedInfo()
-	if err := t.checkStream(info); err != nil {
-		return nil, err
+	if err := t.checkStream(info, o.Update); err != nil {
+		return nil, false, err
 	}
-	var diffs []string
-	if !streamFieldsZero(o) || o.Update {
-		diffs = differences(o, info.Config)
+	if streamFieldsZero(o) && !o.Update {
+		return s, false, nil // opened as it is
 	}
+	diffs := differences(o, info.Config)
 	if !info.Config.AllowBatchPublish {
 		diffs = append(diffs, "batched publishes (which publishers send): on asked, off on the stream")
 	}
-	if len(diffs) == 0 {
-		return s, nil
+	if len(diffs) == 0 && (!o.Update || t.id.recordedIn(info.Config.Metadata)) {
+		return s, true, nil
 	}
 	if !o.Update {
-		return nil, fmt.Errorf("%w: stream %q: %s (open it with zero TopicOptions to take it as it is, or set TopicOptions.Update to change it)",
+		return nil, false, fmt.Errorf("%w: stream %q: %s (open it with zero TopicOptions to take it as it is, or set TopicOptions.Update to change it)",
 			ErrConfigDiffers, cfg.Name, strings.Join(diffs, "; "))
 	}
 	cfg.Metadata = mergeMetadata(info.Config.Metadata, cfg.Metadata)
-	return t.js.UpdateStream(ctx, cfg)
+	s, err = t.js.UpdateStream(ctx, cfg)
+	return s, true, err
 }
 
 // mergeMetadata keeps a stream's metadata keys that herald does not set.
@@ -211,13 +220,21 @@ func mergeMetadata(old, mine map[string]string) map[string]string {
 
 // checkStream reports whether the stream described by info can carry this
 // topic: it serves the topic's subject alone and records the topic's
-// schema and codec.
-func (t *Topic[T]) checkStream(info *jetstream.StreamInfo) error {
+// schema and codec. A stream that records nothing of what it carries
+// (herald did not make it) is refused unless update, which records it: a
+// topic of another type could open it as well, and decode its values as
+// poison.
+func (t *Topic[T]) checkStream(info *jetstream.StreamInfo, update bool) error {
 	if info == nil {
 		return fmt.Errorf("natsbridge: topic %q: no stream information", t.name)
 	}
 	if !slices.Equal(info.Config.Subjects, []string{t.name}) {
 		return fmt.Errorf("%w: stream %q serves subjects %q, not topic %q", ErrNameConflict, info.Config.Name, info.Config.Subjects, t.name)
 	}
-	return t.id.check(info.Config.Name, info.Config.Metadata)
+	m := info.Config.Metadata
+	if m[metaSchema] == "" && m[metaType] == "" && !update {
+		return fmt.Errorf("%w: stream %q records no schema (herald did not make it), so any type would be taken for its values: set TopicOptions.Update to record schema %q in it",
+			ErrTypeMismatch, info.Config.Name, t.id.schema)
+	}
+	return t.id.check(info.Config.Name, m)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,29 +45,33 @@ const (
 	durableAckWait = time.Hour
 )
 
-// durable is a feed's state for a durable consumer. The feed goroutine
-// owns it, but for the atomics.
+// durable is a durable watcher's state. The feed goroutine owns pin,
+// syncing and epoch; the rest is safe for concurrent use.
 type durable struct {
 	name     string
 	takeover time.Duration
 
-	pin         string // the pin under which this reader is active; "" standing by
-	syncing     bool   // a reset was asked: drop deliveries made before it
-	epoch       uint64 // resets asked so far
-	redeliverTo uint64 // values up to this stream sequence were delivered before, to another reader
-	acked       uint64 // the stream sequence acknowledged last
-	ackedAt     time.Time
+	pin     string // the pin under which this reader is active; "" standing by
+	syncing bool   // a reset was asked: drop deliveries made before it
 
-	lastRead    atomic.Pointer[readMark] // the last value the application read
+	acks *acks
+	keep *keeper
+
+	// readMu serializes hand-outs (they go in stream order, one at a
+	// time) and guards last: the value the last Next returned, done at
+	// the next Next call.
+	readMu sync.Mutex
+	last   uint64
+
+	// redeliverTo: the values up to this stream sequence may have been
+	// handed out before, by another reader (see keeper.activate).
+	redeliverTo atomic.Uint64
 	redelivered atomic.Uint64
-}
 
-// readMark is a value read from a durable consumer: its message, to
-// acknowledge it (and every value before it).
-type readMark struct {
-	seq   uint64
-	epoch uint64
-	msg   jetstream.Msg
+	finishOnce sync.Once
+	finished   chan struct{} // closed once the position is handed over
+	timer      *time.Timer   // the bound on the hand-over after Stop
+	timerMu    sync.Mutex    // guards timer
 }
 
 // validDurable checks a durable name: ASCII letters, digits, '-' and '_'.
@@ -82,9 +88,15 @@ func validDurable(name string) error {
 	return nil
 }
 
-// bindDurable returns the durable consumer name, created with o if it is
-// missing, and the stream sequence after its acknowledged position.
-func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions, takeover time.Duration) (jetstream.Consumer, uint64, error) {
+// bindDurable returns the stream sequence after the durable position
+// named by o.Durable, created with o if it is missing, and the watcher's
+// durable state, bound to it: its acks and its keeper, on the topic's
+// bucket of durable records.
+func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *durable, error) {
+	takeover := o.Takeover
+	if takeover == 0 {
+		takeover = DefaultTakeover
+	}
 	cons, err := t.stream.Consumer(ctx, o.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cfg := jetstream.ConsumerConfig{
@@ -109,16 +121,76 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions, takeover tim
 		}
 	}
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, 0, fmt.Errorf("%w: %q", ErrStreamGone, t.streamID)
+		return 0, nil, fmt.Errorf("%w: %q", ErrStreamGone, t.streamID)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("natsbridge: topic %q: durable %q: %w", t.name, o.Durable, err)
+		return 0, nil, fmt.Errorf("natsbridge: topic %q: durable %q: %w", t.name, o.Durable, err)
 	}
 	info := cons.CachedInfo()
 	if c := info.Config; c.PriorityPolicy != jetstream.PriorityPolicyPinned || c.AckPolicy != jetstream.AckAllPolicy {
-		return nil, 0, fmt.Errorf("%w: consumer %q of stream %q is not a durable watcher's", ErrNameConflict, o.Durable, t.streamID)
+		return 0, nil, fmt.Errorf("%w: consumer %q of stream %q is not a durable watcher's", ErrNameConflict, o.Durable, t.streamID)
 	}
-	return cons, info.AckFloor.Stream + 1, nil
+	if ttl := info.Config.PinnedTTL; ttl > 0 {
+		takeover = ttl // the position's, set when it was made
+	}
+	kv, err := t.durables(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
+	next := "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + o.Durable
+	d.keep = newKeeper(kv, o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
+	return info.AckFloor.Stream + 1, d, nil
+}
+
+// durablesBucket names the key-value bucket that holds the records of a
+// topic's durable positions (see keeper).
+func durablesBucket(stream string) string { return "herald_" + stream }
+
+// durables returns the topic's bucket of durable records (see keeper),
+// creating it, with the stream's replicas, if it is missing.
+func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
+	t.kvMu.Lock()
+	defer t.kvMu.Unlock()
+	if t.kv != nil {
+		return t.kv, nil
+	}
+	bucket := durablesBucket(t.streamID)
+	kv, err := t.js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = t.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      bucket,
+			Description: "herald durable positions of topic " + t.name,
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    max(t.stream.CachedInfo().Config.Replicas, 1),
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = t.js.KeyValue(ctx, bucket) // made meanwhile, by another process
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natsbridge: topic %q: durable records (key-value bucket %q): %w", t.name, bucket, err)
+	}
+	t.kv = kv
+	return kv, nil
+}
+
+// Delete deletes the topic from the server: its stream, and the
+// key-value bucket that holds the records of its durable positions
+// (herald_<stream>), if there is one. Watchers and mirrors of the topic
+// end (their Err wraps ErrStreamGone), publishers count what they send
+// as Failed. A stream deleted with jetstream directly leaves that bucket
+// behind. ctx bounds the requests; Delete panics on a nil ctx.
+func (t *Topic[T]) Delete(ctx context.Context) error {
+	mustContext(ctx)
+	if err := t.js.DeleteStream(ctx, t.streamID); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("natsbridge: topic %q: delete stream: %w", t.name, err)
+	}
+	if err := t.js.DeleteKeyValue(ctx, durablesBucket(t.streamID)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("natsbridge: topic %q: delete durable records: %w", t.name, err)
+	}
+	return nil
 }
 
 // DeleteDurable deletes the durable position name (WatchOptions.Durable)
@@ -133,6 +205,13 @@ func (t *Topic[T]) DeleteDurable(ctx context.Context, name string) error {
 	}
 	if err := t.stream.DeleteConsumer(ctx, name); err != nil {
 		return fmt.Errorf("natsbridge: topic %q: delete durable %q: %w", t.name, name, err)
+	}
+	kv, err := t.durables(ctx)
+	if err == nil {
+		err = kv.Purge(ctx, name)
+	}
+	if err != nil {
+		return fmt.Errorf("natsbridge: topic %q: delete durable %q's record: %w", t.name, name, err)
 	}
 	return nil
 }

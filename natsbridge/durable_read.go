@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -45,19 +43,23 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 		return nil, nil, fmt.Errorf("natsbridge: topic %q: read durable %q: %w", f.t.name, d.name, err)
 	}
 	d.pin = "" // a new request is a standby's until a message says otherwise
+	d.keep.setPin("")
 	return cons, it, nil
 }
 
 // consumeDurable hands out the messages of the durable consumer until it
-// fails, acknowledging what the application read as it goes.
+// fails. When no message comes for a while (a heartbeat; a standby, which
+// is the one to notice that the active reader died, looks at least twice
+// per takeover time) it asks the server about the consumer (see
+// checkDurable). The keeper acknowledges what is done as time passes.
 func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence, since the last reset
-	wait := []jetstream.NextOpt{jetstream.NextMaxWait(ackEvery)}
-	checked := time.Now()
+	idle := newIdleClock(f.g.Stopping(), min(f.t.heartbeat, f.durable.takeover/2))
+	defer idle.stop()
 	for {
-		msg, err := it.Next(wait...)
-		if errors.Is(err, nats.ErrTimeout) {
-			if err := f.idleDurable(cons, delivered, &checked); err != nil {
+		msg, err := it.Next(idle.wait...)
+		if idle.passed(err) {
+			if err := f.checkDurable(cons, delivered); err != nil {
 				return err
 			}
 			continue
@@ -65,9 +67,10 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if err != nil {
 			return err
 		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return err
+		idle.tick()
+		md, ok := parseDelivery(msg.Reply())
+		if !ok {
+			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
 		skip, err := f.follow(cons, msg, md, &delivered)
 		if err != nil {
@@ -76,7 +79,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if skip {
 			continue
 		}
-		if md.Sequence.Consumer != delivered+1 {
+		if md.consumer != delivered+1 {
 			// A delivery lost on the way: from the last one acknowledged
 			// again (what this reader handled it drops).
 			if err := f.reset(cons); err != nil {
@@ -84,40 +87,20 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 			}
 			continue
 		}
-		delivered = md.Sequence.Consumer
-		if err := f.handleDurable(md.Sequence.Stream, msg); err != nil {
+		delivered = md.consumer
+		if err := f.handleDurable(md, msg); err != nil {
 			return err
 		}
-		f.ackRead(false)
 	}
 }
 
-// idleDurable is what the durable read loop does when no message came for
-// ackEvery: it acknowledges what was read, and asks the server about the
-// consumer once a heartbeat (checked: when it last asked).
-func (f *feed[T]) idleDurable(cons jetstream.Consumer, delivered uint64, checked *time.Time) error {
-	d := f.durable
-	f.ackRead(false)
-	// A standby looks more often: it is the one to notice that the active
-	// reader died (see checkDurable).
-	every := f.t.heartbeat
-	if d.pin == "" {
-		every = min(every, d.takeover/2)
-	}
-	if time.Since(*checked) < every {
-		return nil
-	}
-	*checked = time.Now()
-	return f.checkDurable(cons, delivered)
-}
-
-// follow reads the pin of msg, described by md: a message under a new pin
-// makes this reader the active one. It reports whether to drop msg (it
-// comes again after a reset, or was delivered before one), and moves
+// follow reads the pin of msg, whose delivery is md: a message under a
+// new pin makes this reader the active one. It reports whether to drop msg
+// (it comes again after a reset, or was delivered before one), and moves
 // delivered where counting starts anew.
-func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstream.MsgMetadata, delivered *uint64) (skip bool, err error) {
+func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md delivery, delivered *uint64) (skip bool, err error) {
 	d := f.durable
-	if pin := msg.Headers().Get(pinHeader); pin != d.pin {
+	if pin := pinOf(msg); pin != d.pin {
 		// This reader is the active one now.
 		if err := f.activate(cons, pin, md); err != nil {
 			return false, err
@@ -125,10 +108,10 @@ func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstre
 		if d.syncing {
 			return true, nil // the message comes again after the reset
 		}
-		*delivered = md.Sequence.Consumer - 1
+		*delivered = md.consumer - 1
 	}
 	if d.syncing {
-		if md.Sequence.Consumer != 1 {
+		if md.consumer != 1 {
 			return true, nil // delivered before the reset
 		}
 		d.syncing, *delivered = false, 0
@@ -136,63 +119,93 @@ func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md *jetstre
 	return false, nil
 }
 
+// pinOf returns the pin a message of the durable consumer went out under,
+// read without canonicalising the header's name (the server writes it
+// so).
+func pinOf(msg jetstream.Msg) string {
+	if v := msg.Headers()[pinHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // pinHeader carries, on each message, the pin of the reader it went to.
 const pinHeader = "Nats-Pin-Id"
 
-// handleDurable hands one message of the durable consumer out.
-func (f *feed[T]) handleDurable(seq uint64, msg jetstream.Msg) error {
-	d := f.durable
-	if !f.take(seq) {
-		return nil // handled already
+// handleDurable places one message of the durable consumer in the
+// watcher's queue.
+func (f *feed[T]) handleDurable(md delivery, msg jetstream.Msg) error {
+	if !f.take(md.stream) {
+		// Handed out already (it comes again after a reset): its message,
+		// of this epoch, can acknowledge it.
+		f.durable.acks.refresh(md.stream, msg, f.durable.acks.epoch.Load())
+		return nil
 	}
-	if seq <= d.redeliverTo {
-		d.redelivered.Add(1)
-	}
-	return f.deliver(seq, msg, &readMark{seq: seq, epoch: d.epoch, msg: msg})
+	return f.deliver(md.stream, msg, int(md.count))
 }
 
 // activate makes this reader the active one, under pin, at the message
-// described by md, the first under that pin. It takes the consumer's
-// acknowledged position; if anything was delivered beyond it, the
-// consumer goes back to it (reset), so that the values after it come
-// again, in order.
-func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md *jetstream.MsgMetadata) error {
+// described by md, the first under that pin. It takes over the position's
+// record (see keeper.activate) and its acknowledged position. If another
+// reader held the position meanwhile, what this one still held is handed
+// back and it reads again from the acknowledged position; if anything was
+// delivered beyond that position, the consumer goes back to it (reset),
+// so that the values after it come again, in order.
+func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) error {
 	d := f.durable
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
+	defer cancel()
 	info, err := cons.Info(ctx)
-	cancel()
+	if err != nil {
+		return err
+	}
+	handed, others, err := d.keep.activate(ctx, info.AckFloor.Stream)
 	if err != nil {
 		return err
 	}
 	d.pin = pin
+	d.keep.setPin(pin)
 	floor := info.AckFloor.Stream
-	// Another reader's values: this one neither reads them nor counts
-	// them as gaps.
-	f.skipTo(floor)
-	// What was delivered before this reader's first message: fresh
-	// deliveries go in stream order, so up to the one before it.
-	if md.NumDelivered == 1 {
-		d.redeliverTo = max(d.redeliverTo, md.Sequence.Stream-1)
+	if others {
+		// Another reader held the position since this one last did: what
+		// this one holds may be read by the other, or come again. Read
+		// on from the acknowledged position; the values after it that
+		// another reader may have handed out count as redelivered.
+		f.dest.discard()
+		f.rewind(floor + 1)
+		for {
+			r := d.redeliverTo.Load()
+			if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
+				break
+			}
+		}
 	} else {
-		d.redeliverTo = max(d.redeliverTo, info.Delivered.Stream)
+		// Values up to the floor another reader read: this one neither
+		// reads them nor counts them as gaps.
+		f.skipTo(floor)
 	}
-	if md.Sequence.Stream == floor+1 && info.Delivered.Stream == md.Sequence.Stream {
+	if md.stream == floor+1 && info.Delivered.Stream == md.stream {
 		return nil // nothing beyond the position but this message
 	}
 	return f.reset(cons)
 }
 
-// reset puts the consumer back at its acknowledged position; deliveries
-// this reader gets that were made before it are dropped.
+// reset puts the consumer back at its acknowledged position, once the
+// values done are acknowledged (the server confirming it), so that only
+// what was not done comes again; deliveries this reader gets that were
+// made before it are dropped.
 func (f *feed[T]) reset(jetstream.Consumer) error {
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
 	defer cancel()
+	if _, err := f.durable.acks.finalAck(ctx); err != nil {
+		return err
+	}
 	if err := f.resetTo(ctx); err != nil {
 		return err
 	}
 	d := f.durable
 	d.syncing = true
-	d.epoch++
+	d.acks.newEpoch()
 	return nil
 }
 
@@ -204,6 +217,10 @@ func (f *feed[T]) resetTo(ctx context.Context) error {
 	}
 	return nil
 }
+
+// rewind makes seq the next sequence the feed takes, also if it took
+// later ones: they come again (see activate).
+func (f *feed[T]) rewind(seq uint64) { f.next.Store(seq) }
 
 // skipTo moves the feed past the values up to seq, which another reader
 // read: they are neither handed out nor counted as gaps.
@@ -237,12 +254,13 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 	}
 	if d.pin == "" || pinned != d.pin {
 		d.pin = "" // standing by: the next message under a pin says when it is active again
+		d.keep.setPin("")
 		if pinned == "" && info.NumAckPending > 0 {
 			// Nobody reads (the active reader died and its turn ran out)
 			// and values it was given wait for acks that will not come:
 			// make them deliverable again, so that a standby gets them.
-			// They were delivered before: they count as redelivered.
-			d.redeliverTo = max(d.redeliverTo, info.Delivered.Stream)
+			// The position's record says which of them may have been
+			// handed out (see activate).
 			return f.resetTo(ctx)
 		}
 		return nil
@@ -254,44 +272,4 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 		return f.reset(cons)
 	}
 	return nil
-}
-
-// ackRead acknowledges the last value the application read, if it was not
-// acknowledged, when ackBatch values or ackEvery have passed (or force),
-// with its message (and so every value before it). A value read before a reset is not
-// acknowledged with its own message: the server numbers deliveries anew
-// from a reset, and a later value acknowledges it.
-func (f *feed[T]) ackRead(force bool) {
-	d := f.durable
-	m := d.lastRead.Load()
-	if m == nil || m.seq <= d.acked || m.epoch != d.epoch {
-		return
-	}
-	if !force && m.seq-d.acked < ackBatch && time.Since(d.ackedAt) < ackEvery {
-		return
-	}
-	if err := m.msg.Ack(); err == nil {
-		d.acked, d.ackedAt = m.seq, time.Now()
-	}
-}
-
-// finishDurable acknowledges what the application read, waiting for the
-// server's answer (bounded by ctx), and gives up this reader's turn so
-// that a standby takes over at once. The feed goroutine has exited.
-func (f *feed[T]) finishDurable(ctx context.Context) {
-	d := f.durable
-	if m := d.lastRead.Load(); m != nil && m.seq > d.acked && m.epoch == d.epoch {
-		if err := m.msg.DoubleAck(ctx); err != nil {
-			f.log.Warn("natsbridge: durable position not saved at Stop: the values after it come again", slog.Uint64("seq", m.seq), errAttr(err))
-		} else {
-			d.acked = m.seq
-		}
-	}
-	if d.pin != "" && f.t.js.Conn().IsConnected() {
-		// Hand over at once: what this reader fetched and its
-		// application did not read is delivered again, to the next
-		// reader.
-		_ = f.resetTo(ctx)
-		_ = f.t.stream.UnpinConsumer(ctx, d.name, durableGroup)
-	}
 }

@@ -15,10 +15,12 @@ var (
 	// serves both packages.
 	ErrClosed = broadcast.ErrClosed
 
-	// ErrInvalidName is returned by NewTopic for a name that is not a
-	// dot-separated list of non-empty tokens made of ASCII letters, digits,
-	// '-' and '_'.
-	ErrInvalidName = errors.New("natsbridge: invalid topic name")
+	// ErrInvalidName is returned by NewTopic for a topic name that is not
+	// a dot-separated list of non-empty tokens made of ASCII letters,
+	// digits, '-' and '_', and by Watch and DeleteDurable for a durable
+	// name that is not made of ASCII letters, digits, '-' and '_'. The
+	// error says which name.
+	ErrInvalidName = errors.New("natsbridge: invalid name")
 
 	// ErrTypeMismatch is returned by NewTopic when the stream records
 	// another schema or codec than the caller's (see TopicOptions.Schema

@@ -37,7 +37,10 @@ func ExampleForward() {
 
 	local := broadcast.New[string](broadcast.Options{})
 	defer local.Shutdown(ctx)
-	p := jobs.Publisher(natsbridge.PublisherOptions{})
+	p, err := jobs.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		panic(err)
+	}
 	defer p.Shutdown(ctx)
 	stop := natsbridge.Forward(local, p)
 

@@ -36,7 +36,10 @@ func Example() {
 	defer orders.Shutdown(ctx)
 
 	w, _ := orders.Watch(ctx, natsbridge.WatchOptions{Full: broadcast.Block})
-	p := orders.Publisher(natsbridge.PublisherOptions{})
+	p, err := orders.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		panic(err)
+	}
 	for id := 1; id <= 5; id++ {
 		_ = p.Publish(ctx, Order{ID: id})
 	}
@@ -90,7 +93,10 @@ func ExampleTopic_Mirror() {
 	audit, _ := local.WatchWith(broadcast.WatchOptions{Full: broadcast.Block})
 	pager, _ := local.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.DropOldest})
 
-	p := alerts.Publisher(natsbridge.PublisherOptions{})
+	p, err := alerts.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		panic(err)
+	}
 	for _, a := range []string{"disk 80%", "disk 90%", "disk full"} {
 		_ = p.Publish(ctx, a)
 	}

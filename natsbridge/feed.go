@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
@@ -41,22 +40,12 @@ var (
 // removed from the stream: it is counted as a gap.
 type feed[T any] struct {
 	t *Topic[T]
+	// dest is where the feed places what it reads, given when it is
+	// built: a watcher or a mirror.
+	dest dest[T]
 	// durable, if set, makes the feed read a durable consumer shared with
 	// other processes (see durable.go) rather than an ephemeral one.
 	durable *durable
-	// out places a value, stored at seq, with its mark (a durable
-	// consumer's, or nil) and its message's headers if they carry a trace
-	// context (or nil).
-	out func(ctx context.Context, seq uint64, v T, mark *readMark, h nats.Header) error
-	// stopOn, if set, is the destination's Done channel: the feed stops
-	// as soon as it is closed.
-	stopOn <-chan struct{}
-	// end, if set, is called by the feed goroutine when the feed ends for
-	// a reason of its own (the stream is gone), with the error; ctx ends
-	// when the feed is stopped.
-	end func(ctx context.Context, err error)
-	// exit, if set, is called by the feed goroutine as it exits.
-	exit func()
 
 	// g runs the feed goroutine. Its Stopping ends with stop, and bounds
 	// every call the goroutine makes while it reads; its Aborting ends
@@ -76,6 +65,9 @@ type feed[T any] struct {
 	// grow. pos ends as the goroutine exits (see feed_pos.go).
 	next atomic.Uint64
 	pos  wait.Counter
+	// tail is the last run of sequences settle counted as gaps, which pos
+	// passes once the value before it is handled.
+	tail atomic.Pointer[span]
 
 	// quiet is closed once the goroutine hands nothing more to out.
 	quiet     chan struct{}
@@ -92,10 +84,33 @@ type feed[T any] struct {
 	logGap, logPoison, logRestart *limitedLog
 }
 
-func newFeed[T any](t *Topic[T], kind string, start uint64) *feed[T] {
+// dest is what a feed feeds. The feed goroutine calls its methods.
+type dest[T any] interface {
+	// put places a value the feed read (or a poison message: it.err is
+	// set), waiting under Block until ctx ends (the feed is stopped); it
+	// returns errDestClosed if the destination is closed.
+	put(ctx context.Context, it item[T]) error
+	// done returns a channel closed when the destination shuts down on
+	// its own, which stops the feed at once, or nil.
+	done() <-chan struct{}
+	// ended is called when the feed ends on its own (the stream is gone,
+	// or the position deleted), with why; ctx ends when the feed is
+	// stopped.
+	ended(ctx context.Context, err error)
+	// discard gives back what the destination holds and its application
+	// has not taken (a durable watcher whose position another reader held
+	// meanwhile).
+	discard()
+	// exited is called as the feed goroutine exits.
+	exited()
+}
+
+func newFeed[T any](t *Topic[T], kind string, start uint64, to dest[T], d *durable) *feed[T] {
 	l := t.log.With(slog.String("component", kind))
 	f := &feed[T]{
 		t:          t,
+		dest:       to,
+		durable:    d,
 		g:          lifecycle.New(),
 		quiet:      make(chan struct{}),
 		log:        l,
@@ -131,12 +146,10 @@ func (f *feed[T]) run() {
 	defer f.pos.End()   // last: a waiter finds the feed's error set
 	defer f.g.Stop()    // a feed that ended by itself is stopped too
 	defer f.flushLogs() // a stopped feed has written its lines
-	if f.exit != nil {
-		defer f.exit()
-	}
+	defer f.dest.exited()
 	var join func()
-	if f.stopOn != nil {
-		join = f.watchDest()
+	if stopOn := f.dest.done(); stopOn != nil {
+		join = f.watchDest(stopOn)
 	}
 	fatal := f.readAll()
 	f.silence()
@@ -193,23 +206,22 @@ func (f *feed[T]) fail(err error) {
 	f.err = err
 	f.errMu.Unlock()
 	f.log.Warn("natsbridge: reading ended", errAttr(err))
-	if f.end != nil {
-		f.end(f.g.Stopping(), err)
-	}
+	f.dest.ended(f.g.Stopping(), err)
 }
 
 // silence records that the goroutine hands nothing more to out.
 func (f *feed[T]) silence() { f.quietOnce.Do(func() { close(f.quiet) }) }
 
-// watchDest starts a goroutine that stops the feed once stopOn is closed,
+// watchDest starts a goroutine that stops the feed once stopOn, the
+// destination's done channel, is closed,
 // so that a feed idle in a read notices at once. It returns the function
 // that ends that goroutine and waits for it, which the feed goroutine
 // calls once it has stopped reading.
-func (f *feed[T]) watchDest() (join func()) {
+func (f *feed[T]) watchDest(stopOn <-chan struct{}) (join func()) {
 	g := lifecycle.New()
 	g.Go(func() {
 		select {
-		case <-f.stopOn:
+		case <-stopOn:
 			f.stop()
 		case <-g.Stopping().Done():
 		}

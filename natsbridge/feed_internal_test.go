@@ -47,7 +47,7 @@ func TestOpenFailureDeletesConsumer(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			topic.readAhead = tc.readAhead
-			f := newFeed(topic, "watcher", 1)
+			f := newFeed(topic, "watcher", 1, topic.newWatcher(1, WatchOptions{}, nil, nil), nil)
 			panicked := true
 			func() {
 				defer func() { _ = recover() }()

@@ -17,8 +17,17 @@ import (
 // returns the feed's end.
 
 // advance records that every sequence up to seq was handled and releases
-// the calls that waited for it.
-func (f *feed[T]) advance(seq uint64) { f.pos.Advance(seq) }
+// the calls that waited for it; past a tail that settle counted as gaps
+// while the feed held a value, once that value is handled.
+func (f *feed[T]) advance(seq uint64) {
+	f.pos.Advance(seq)
+	if t := f.tail.Load(); t != nil && seq+1 >= t.from {
+		f.pos.Advance(t.to)
+	}
+}
+
+// span is a run of sequences.
+type span struct{ from, to uint64 }
 
 // waitPos returns once the feed has handled sequence target (placed its
 // value with out, or counted it as a gap or a poison message), or with
@@ -55,7 +64,12 @@ func (f *feed[T]) settle(last uint64) {
 		}
 		if f.next.CompareAndSwap(n, last+1) {
 			f.countGaps(n, last)
-			f.advance(last)
+			// The feed may hold the value before n, taken and not yet
+			// placed: the position passes the tail once it is.
+			f.tail.Store(&span{n, last})
+			if f.pos.Load()+1 >= n {
+				f.pos.Advance(last)
+			}
 			return
 		}
 	}

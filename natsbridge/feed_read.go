@@ -45,7 +45,7 @@ func (f *feed[T]) consume(it jetstream.MessagesContext, cons jetstream.Consumer)
 		if !f.take(seq) {
 			continue // handled already; a fresh consumer never sends it
 		}
-		if err := f.deliver(seq, msg, nil); err != nil {
+		if err := f.deliver(seq, msg, 1); err != nil {
 			return err
 		}
 	}
@@ -75,20 +75,24 @@ func (c *transitCheck) verdict(err error, delivered uint64) error {
 	return nil
 }
 
-// deliver decodes the message taken at seq and hands its value to out,
-// with the message's headers if they carry a trace context, or counts it
-// as a poison message; either way seq is handled. mark is the durable
-// consumer's, for the value's acknowledgement, or nil.
-func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg, mark *readMark) error {
+// deliver decodes the message taken at seq, delivered count times, and
+// places its value with the feed's destination, with the message's
+// headers if they carry a trace context, and, on a durable consumer, the
+// message itself (to acknowledge it). A message the codec cannot decode
+// is counted, logged and placed as a poison message. Either way seq is
+// handled.
+func (f *feed[T]) deliver(seq uint64, msg jetstream.Msg, count int) error {
 	v, err := decode(f.t.codec, msg.Data())
+	it := item[T]{seq: seq, v: v, err: err, h: traceHeaders(msg.Headers()), count: count}
+	if f.durable != nil {
+		it.msg, it.epoch = msg, f.durable.acks.epoch.Load()
+	}
 	if err != nil {
 		f.poisoned.Add(1)
 		f.t.poisoned.Add(1)
-		f.logPoison.warn("natsbridge: poison message skipped", slog.Uint64("seq", seq), errAttr(err))
-		f.advance(seq)
-		return nil
+		f.logPoison.warn("natsbridge: poison message", slog.Uint64("seq", seq), errAttr(err))
 	}
-	if err := f.out(f.g.Stopping(), seq, v, mark, traceHeaders(msg.Headers())); err != nil {
+	if err := f.dest.put(f.g.Stopping(), it); err != nil {
 		return err
 	}
 	f.advance(seq)
@@ -196,33 +200,49 @@ func (c *idleClock) stop() {
 }
 
 // ackSequences reads the stream sequence and the consumer's delivery
-// sequence of a message from its reply subject, as the server writes it:
+// sequence of a message from its reply subject (see delivery).
+func ackSequences(reply string) (sseq, dseq uint64, ok bool) {
+	d, ok := parseDelivery(reply)
+	return d.stream, d.consumer, ok
+}
+
+// delivery is what a message's reply subject says of its delivery.
+type delivery struct {
+	stream   uint64 // the stream sequence
+	consumer uint64 // the consumer's delivery sequence
+	count    uint64 // how many times the message was delivered, this one included
+}
+
+// parseDelivery reads a message's delivery from its reply subject, as the
+// server writes it:
 // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<time>.<backlog>
 // (backlog: the messages the consumer has yet to deliver), or with a
 // domain and an account hash after $JS.ACK (and a last token of its own).
 // It is jetstream.Msg.Metadata without the allocations, for the read loop.
-func ackSequences(reply string) (sseq, dseq uint64, ok bool) {
+func parseDelivery(reply string) (delivery, bool) {
 	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
 	if !ok {
-		return 0, 0, false
+		return delivery{}, false
 	}
-	skip := 3 // stream, consumer, delivered
+	skip := 2 // stream, consumer
 	switch n := strings.Count(rest, ".") + 1; {
 	case n == 7:
 	case n >= 9:
-		skip = 5 // domain, account hash too
+		skip = 4 // domain, account hash too
 	default:
-		return 0, 0, false
+		return delivery{}, false
 	}
 	for range skip {
 		_, rest, _ = strings.Cut(rest, ".")
 	}
+	c, rest, _ := strings.Cut(rest, ".")
 	s, rest, _ := strings.Cut(rest, ".")
 	d, _, _ := strings.Cut(rest, ".")
+	count, err0 := strconv.ParseUint(c, 10, 64)
 	sseq, err1 := strconv.ParseUint(s, 10, 64)
 	dseq, err2 := strconv.ParseUint(d, 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
+	if err0 != nil || err1 != nil || err2 != nil {
+		return delivery{}, false
 	}
-	return sseq, dseq, true
+	return delivery{stream: sseq, consumer: dseq, count: count}, true
 }

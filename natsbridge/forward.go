@@ -17,8 +17,7 @@ import (
 // stop(ctx) stops taking values from b, publishes those already taken, and
 // returns once the forwarding goroutine has exited: nil, or ctx.Err() if
 // ctx ended first (the rest is abandoned and counted in p's
-// Stats().Abandoned), or ErrClosed if b was shut down before Forward. See
-// the package doc, "Shutdown".
+// Stats().Abandoned), or ErrClosed if b was shut down before Forward.
 //
 // Forward starts one goroutine, ended as described. It panics if b or p
 // is nil, at the call rather than in that goroutine.

@@ -3,6 +3,7 @@ package natsbridge_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -116,7 +117,7 @@ func newTopicOf[T any](t testing.TB, js jetstream.JetStream, name string, c nats
 // publishAll publishes orders first..last and waits for every ack.
 func publishAll(t testing.TB, topic *natsbridge.Topic[Order], first, last int) natsbridge.PublisherStats {
 	t.Helper()
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	for i := first; i <= last; i++ {
 		if err := p.Publish(context.Background(), Order{ID: i}); err != nil {
 			t.Fatalf("Publish(%d): %v", i, err)
@@ -162,7 +163,9 @@ func boundedCtx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// take reads n values from w, failing the test if it cannot.
+// take reads n values from w, failing the test if it cannot, and is done
+// with them: on a durable watcher, the last one is done too (Next marks
+// the one before it done).
 func take(t testing.TB, w *natsbridge.Watcher[Order], n int) []Order {
 	t.Helper()
 	ctx := testCtx(t)
@@ -174,7 +177,33 @@ func take(t testing.TB, w *natsbridge.Watcher[Order], n int) []Order {
 		}
 		got = append(got, v)
 	}
+	w.Done(w.Seq())
 	return got
+}
+
+// durableRecord reads a durable position's record from the topic's bucket
+// (see the package doc, "Durable watchers").
+func durableRecord(t testing.TB, js jetstream.JetStream, topic, durable string) durableRec {
+	t.Helper()
+	kv, err := js.KeyValue(testCtx(t), "herald_"+strings.ReplaceAll(topic, ".", "_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(testCtx(t), durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec durableRec
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// durableRec is a durable position's record.
+type durableRec struct {
+	Owner  string `json:"owner"`
+	Handed uint64 `json:"handed"`
 }
 
 // drain reads w until it is closed.
@@ -458,4 +487,15 @@ func logFault(t testing.TB, format string, args ...any) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s: %s\n", t.Name(), line)
+}
+
+// publisher returns a new publisher of topic, failing the test if it
+// cannot.
+func publisher[T any](t testing.TB, topic *natsbridge.Topic[T], o natsbridge.PublisherOptions) *natsbridge.Publisher[T] {
+	t.Helper()
+	p, err := topic.Publisher(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/heraldgo/herald/broadcast"
 )
 
@@ -48,22 +46,7 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 		return nil, err
 	}
 	m := &mirror[T]{t: t, b: broadcast.New[T](o)}
-	m.f = newFeed(t, "mirror", info.State.LastSeq+1)
-	// A broadcaster carries values only: a mirror's watchers get no trace
-	// context (see the package doc, "Tracing").
-	m.f.out = func(ctx context.Context, _ uint64, v T, _ *readMark, _ nats.Header) error {
-		err := m.b.Publish(ctx, v)
-		if errors.Is(err, broadcast.ErrClosed) {
-			return errDestClosed
-		}
-		return err
-	}
-	m.f.stopOn = m.b.Done()
-	m.f.end = func(ctx context.Context, _ error) {
-		t.retire(m)
-		_ = m.b.Shutdown(ctx)
-	}
-	m.f.exit = func() { t.forget(m) }
+	m.f = newFeed(t, "mirror", info.State.LastSeq+1, m, nil)
 	err = m.f.open(ctx)
 	if err == nil {
 		err = m.f.launch(func() error { return t.adopt(m) })
@@ -74,6 +57,34 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	}
 	return m.b, nil
 }
+
+// put publishes a value the feed read to the broadcaster. A broadcaster
+// carries values only: a mirror's watchers get no trace context (read
+// through a Watcher where it matters), and poison messages (counted by the feed) are
+// passed over.
+func (m *mirror[T]) put(ctx context.Context, it item[T]) error {
+	if it.err != nil {
+		return nil
+	}
+	err := m.b.Publish(ctx, it.v)
+	if errors.Is(err, broadcast.ErrClosed) {
+		return errDestClosed
+	}
+	return err
+}
+
+// done stops the feed as soon as the broadcaster's Shutdown begins.
+func (m *mirror[T]) done() <-chan struct{} { return m.b.Done() }
+
+// ended shuts the broadcaster down once the stream is gone: its watchers
+// still receive every value queued, then close.
+func (m *mirror[T]) ended(ctx context.Context, _ error) {
+	m.t.retire(m)
+	_ = m.b.Shutdown(ctx)
+}
+
+func (m *mirror[T]) discard() {}
+func (m *mirror[T]) exited()  { m.t.forget(m) }
 
 // shutdown stops the mirror's feed, then its broadcaster. What an earlier
 // Shutdown of the broadcaster abandoned (its own context ended: the feed's

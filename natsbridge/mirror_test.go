@@ -147,7 +147,7 @@ func TestForward(t *testing.T) {
 	defer remote.Stop()
 	local := broadcast.New[Order](broadcast.Options{})
 	defer local.Shutdown(ctx)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	stop := natsbridge.Forward(local, p)
 	for i := 1; i <= 100; i++ {
 		if err := local.Publish(ctx, Order{ID: i}); err != nil {
@@ -184,7 +184,7 @@ func TestForwardAbandonCounted(t *testing.T) {
 	ctx := testCtx(t)
 	local := broadcast.New[Order](broadcast.Options{})
 	defer local.Shutdown(ctx)
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 2, AckTimeout: time.Hour})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 2, AckTimeout: time.Hour})
 	stop := natsbridge.Forward(local, p)
 	s.Shutdown()
 	const n = 10
@@ -219,7 +219,7 @@ func TestTopicShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	w, err := topic.Watch(ctx, natsbridge.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -185,6 +185,13 @@ type WatchOptions struct {
 	// values read ahead). broadcast.DropNewest and broadcast.DropOldest
 	// keep reading and drop (and count) values locally.
 	Full broadcast.FullPolicy
+	// Read is how the watcher is read. The zero value, broadcast.ReadQueue,
+	// makes a queue watcher, read with All and Next (and Done, for a
+	// durable one); broadcast.ReadChannel makes a channel watcher, read
+	// with Events, on which All and Next read the channel too. A durable
+	// watcher is a queue watcher: a channel cannot say when its reader is
+	// done with a value, which is when a durable watcher acknowledges it.
+	Read broadcast.ReadMode
 	// From is the stream sequence of the first value the watcher is owed.
 	// Zero means the sequence after the last value stored when Watch is
 	// called: the watcher gets what follows. To resume a watcher, pass its
@@ -200,6 +207,12 @@ type WatchOptions struct {
 	// stand by. See the package doc, "Durable watchers". Empty means the
 	// watcher's position lives in the process only (Seq).
 	Durable string
+	// DeadLetters, if set, is where a handle.Pool reading the watcher
+	// keeps the values it gives up on: a topic of DeadLetter, each
+	// stored and confirmed before the value is acknowledged (see
+	// Watcher.DeadLetter, and Redrive). Nil: the Pool's own
+	// DeadLetters watcher gets them.
+	DeadLetters *Topic[DeadLetter]
 	// Takeover is, for a durable watcher, how long the server waits for
 	// the active reader's next request before it gives the next value to a
 	// standby: the time a standby takes to take over from a reader that
@@ -210,10 +223,8 @@ type WatchOptions struct {
 
 // Invalid options. A value no call could work with (a negative size, a
 // duration outside its range, an unknown policy) is refused by the call
-// it is given to, with a message that names the field: with an error
-// where that call returns one (NewTopic, Watch, Mirror), with a panic
-// where it returns none (Topic.Publisher). See the package doc, "Errors
-// and panics".
+// it is given to (NewTopic, Watch, Mirror, Topic.Publisher) with an error
+// that names the field.
 
 // checkTopicOptions returns an error for TopicOptions no topic can work
 // with.
@@ -267,8 +278,14 @@ func checkWatchOptions(o WatchOptions) error {
 	switch {
 	case o.Durable == "" && o.Takeover != 0:
 		return errors.New("natsbridge: WatchOptions.Takeover without Durable")
+	case o.Read != broadcast.ReadQueue && o.Read != broadcast.ReadChannel:
+		return fmt.Errorf("natsbridge: invalid WatchOptions.Read %d", o.Read)
 	case o.Durable == "":
 		return nil
+	case o.Full != 0 && o.Full != broadcast.Block:
+		return fmt.Errorf("natsbridge: WatchOptions.Full %v with Durable: a durable watcher delivers at least once, so it never drops a value; use broadcast.Block (the default)", o.Full)
+	case o.Read == broadcast.ReadChannel:
+		return errors.New("natsbridge: WatchOptions.Read broadcast.ReadChannel with Durable: a durable watcher acknowledges a value once its reader is done with it, which a channel cannot tell; read it with All or Next")
 	case o.Takeover < 0 || (o.Takeover > 0 && o.Takeover < 2*time.Second):
 		return fmt.Errorf("natsbridge: WatchOptions.Takeover %v is below 2s", o.Takeover)
 	}

@@ -205,7 +205,10 @@ func playRole(role string) error {
 	var r report
 	switch role {
 	case "publisher":
-		p := topic.Publisher(natsbridge.PublisherOptions{})
+		p, err := topic.Publisher(natsbridge.PublisherOptions{})
+		if err != nil {
+			return err
+		}
 		name := os.Getenv(nameEnv)
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
@@ -244,9 +247,17 @@ func playRole(role string) error {
 			}
 		}
 		w.Stop()
-		r.Gaps, r.Dropped = w.Gaps(), w.Dropped()
+		r.Gaps, r.Dropped = w.Stats().Gaps, w.Stats().Dropped
 	case "durable":
 		if r, err = readDurable(ctx, topic); err != nil {
+			return err
+		}
+	case "handler":
+		if r, err = playHandler(ctx, topic); err != nil {
+			return err
+		}
+	case "pool":
+		if r, err = playPool(ctx, js, topic); err != nil {
 			return err
 		}
 	default:
@@ -279,7 +290,7 @@ func readDurable(ctx context.Context, topic *natsbridge.Topic[Order]) (report, e
 		cancel()
 	}()
 	for stop.Err() == nil {
-		o, err := w.Next(stop)
+		o, err := w.Next(stop) // it also says the value before is done
 		if err != nil {
 			break
 		}
@@ -287,7 +298,10 @@ func readDurable(ctx context.Context, topic *natsbridge.Topic[Order]) (report, e
 		fmt.Printf("read %d %d\n", o.ID, w.Seq())
 		time.Sleep(pace) // the application's work on the value
 	}
+	// The loop ended with a value handled that no later Next call says is
+	// done: say it.
+	w.Done(w.Seq())
 	w.Stop()
-	r.Redelivered = w.Redelivered()
+	r.Redelivered = w.Stats().Redelivered
 	return r, nil
 }

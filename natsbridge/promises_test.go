@@ -44,7 +44,7 @@ func TestFlushAfterTailRemoved(t *testing.T) {
 	if err := w.Flush(boundedCtx(t, 5*time.Second)); err != nil {
 		t.Errorf("Flush on a watcher whose owed values were all removed = %v, want nil", err)
 	}
-	if got := w.Gaps(); got != 3 {
+	if got := w.Stats().Gaps; got != 3 {
 		t.Errorf("Gaps() = %d after Flush, want 3 (values 1..3 were removed before the watcher read them)", got)
 	}
 }
@@ -106,7 +106,7 @@ func TestFlushCountsFetchedThenPurged(t *testing.T) {
 	if err := w.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Flush of a full Block watcher nobody reads = %v, want context.DeadlineExceeded", err)
 	}
-	if w.Gaps() == 0 {
+	if w.Stats().Gaps == 0 {
 		t.Fatal("Gaps() = 0 after Flush: it did not count the purged values")
 	}
 
@@ -129,11 +129,11 @@ func TestFlushCountsFetchedThenPurged(t *testing.T) {
 		t.Fatalf("Flush with a reader = %v", err)
 	}
 	// The value the watcher was queuing may arrive just after Flush.
-	eventually(t, "every value read or counted as a gap", func() bool { return uint64(read.Load())+w.Gaps() >= n })
+	eventually(t, "every value read or counted as a gap", func() bool { return uint64(read.Load())+w.Stats().Gaps >= n })
 	w.Stop()
 	ids := <-got
-	if total := uint64(len(ids)) + w.Gaps(); total != n {
-		t.Errorf("read %d + gaps %d = %d, want %d (each value read or counted once)", len(ids), w.Gaps(), total, n)
+	if total := uint64(len(ids)) + w.Stats().Gaps; total != n {
+		t.Errorf("read %d + gaps %d = %d, want %d (each value read or counted once)", len(ids), w.Stats().Gaps, total, n)
 	}
 	if diff := cmp.Diff(span(1, len(ids)), ids); diff != "" {
 		t.Errorf("values read (-want +got):\n%s", diff)
@@ -184,48 +184,6 @@ func TestEventsAfterStop(t *testing.T) {
 	}
 }
 
-// TestEventsStopLosesHeldValue: values still queued when Stop is called
-// stay readable with Next and All, the one the Events goroutine had taken
-// from the queue and was offering on the channel included.
-func TestEventsStopLosesHeldValue(t *testing.T) {
-	s := startServer(t, embedded.Options{})
-	_, js := connect(t, s)
-	topic := newTopic(t, js, "edge.held", natsbridge.TopicOptions{})
-	w := watch(t, topic, natsbridge.WatchOptions{})
-	publishAll(t, topic, 1, 2)
-	if err := w.Flush(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	ch := w.Events()
-	first := <-ch
-	if first.ID != 1 {
-		t.Fatalf("first value %d, want 1", first.ID)
-	}
-	// The pump now holds value 2 and waits to send it. Wait (bounded)
-	// until its goroutine is parked on that send: in pump's own select,
-	// not in Next.
-	eventually(t, "the Events pump parked on its send", func() bool { return parkedIn(").pump(") })
-	w.Stop()
-	var got []int
-	for {
-		v, err := w.Next(testCtx(t))
-		if errors.Is(err, natsbridge.ErrClosed) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, v.ID)
-	}
-	for v := range ch {
-		got = append(got, v.ID)
-	}
-	if len(got) != 1 || got[0] != 2 {
-		t.Errorf("after Stop, Next and Events gave %v, want [2]: value 2 was in the queue when Stop was called (Delivered %d, Dropped %d, Seq %d)",
-			got, w.Delivered(), w.Dropped(), w.Seq())
-	}
-}
-
 // TestPublishStalledIsNotAWindowWait: Publish waits while the connection
 // cannot take more, not only while its own window is full. When the
 // JetStream context's limit of async publishes awaiting their acks
@@ -241,7 +199,7 @@ func TestPublishStalledIsNotAWindowWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := newTopic(t, js, "edge.stall", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 64})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 64})
 	s.Shutdown() // the client reconnects for ever: the server is unreachable
 
 	ctx := boundedCtx(t, 20*time.Second)
@@ -327,13 +285,13 @@ func TestFlushTailRemovedWhileWaiting(t *testing.T) {
 		}
 	}()
 	if err := <-flushed; err != nil {
-		t.Fatalf("Flush = %v (read %d, gaps %d), want nil once the reader took what the watcher held", err, read.Load(), w.Gaps())
+		t.Fatalf("Flush = %v (read %d, gaps %d), want nil once the reader took what the watcher held", err, read.Load(), w.Stats().Gaps)
 	}
 	// The value the watcher was queuing may arrive just after Flush.
-	eventually(t, "every value read or counted as a gap", func() bool { return uint64(read.Load())+w.Gaps() >= n })
+	eventually(t, "every value read or counted as a gap", func() bool { return uint64(read.Load())+w.Stats().Gaps >= n })
 	w.Stop()
 	<-reading
-	if total := uint64(read.Load()) + w.Gaps(); total != n {
-		t.Errorf("read %d + gaps %d = %d, want %d", read.Load(), w.Gaps(), total, n)
+	if total := uint64(read.Load()) + w.Stats().Gaps; total != n {
+		t.Errorf("read %d + gaps %d = %d, want %d", read.Load(), w.Stats().Gaps, total, n)
 	}
 }

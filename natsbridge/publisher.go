@@ -2,7 +2,6 @@ package natsbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -24,9 +23,29 @@ import (
 //
 // Every value Publish or TryPublish accepts ends in exactly one of
 // PublisherStats' Confirmed, Failed or Unconfirmed, or is still Pending:
-// none is lost without a count. The stream stores one publisher's values
-// in the order they were accepted, each once (see the package doc,
-// "Order").
+// none is lost without a count.
+//
+// The stream stores one publisher's values in the order they were
+// accepted, each once. A publisher sends its values as JetStream fast
+// batches (nats-server 2.14 or later; NewTopic enables them on the
+// stream), in the mode where a batch stores a value only right after the
+// one before it: a value lost on the way ends the batch, with an answer
+// that says how many of its values were stored, and the publisher sends
+// the rest again, in order, in a new batch, under the same message ids. A
+// new batch begins only when no value of the last one is in flight, and it
+// never sends a copy of a value before the server has said that the batch
+// carrying it ended or is unknown (a copy sent while the first is still
+// being written, by a leader that lost its quorum, would be skipped as a
+// duplicate and lost with that leader). So order and uniqueness hold
+// within TopicOptions.Duplicates, through lost connections, restarts and
+// leader elections. The one exception is a value that fails after its
+// delivery timeout (PublisherOptions.DeliveryTimeout): it may have been
+// stored, its acks lost, and a copy still on its way may land after values
+// accepted later; the values after it keep their order.
+//
+// PublisherStats.Retries counts every send of a value after its first:
+// each went on the wire. A publisher ends its batch whenever it has
+// nothing more to send for a moment (5ms), and in Shutdown.
 type Publisher[T any] struct {
 	t        *Topic[T]
 	nc       *nats.Conn
@@ -66,18 +85,26 @@ type Publisher[T any] struct {
 }
 
 // Publisher returns a new Publisher for the topic, configured by o (the
-// zero PublisherOptions gives the defaults). It panics on an invalid o (see
-// the package doc, "Errors and panics"): a negative Window or AckTimeout,
-// or a Window above MaxWindow. After the topic's Shutdown has begun it
-// returns a Publisher that is already shut down.
+// zero PublisherOptions gives the defaults). It returns an error for an
+// invalid o (a negative Window or AckTimeout, a Window above MaxWindow),
+// ErrClosed after the topic's Shutdown has begun, ErrConfigDiffers for a
+// stream opened as it is that does not take the batched publishes a
+// publisher sends (open it once with TopicOptions.Update), and the
+// connection's error if it cannot subscribe to the server's answers.
 //
 // Publisher starts one goroutine, which takes the server's acks, sends
 // values again when a batch breaks, and ends batches; it exits when
 // Shutdown returns. Acks arrive through one subscription on the topic's
 // connection, whose goroutine (nats.go's) ends with it.
-func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
+func (t *Topic[T]) Publisher(o PublisherOptions) (*Publisher[T], error) {
 	if err := checkPublisherOptions(o); err != nil {
-		panic(err.Error())
+		return nil, err
+	}
+	if t.isClosed() {
+		return nil, t.shutErr
+	}
+	if !t.batched {
+		return nil, fmt.Errorf("%w: stream %q does not take batched publishes, which publishers send: open the topic once with TopicOptions.Update to allow them", ErrConfigDiffers, t.streamID)
 	}
 	cfg := newPublisherConfig(o, t.duplicates)
 	p := &Publisher[T]{
@@ -95,26 +122,18 @@ func (t *Topic[T]) Publisher(o PublisherOptions) *Publisher[T] {
 	p.link = newLink(cfg.link(p.inbox, nuid.Next()))
 	l := t.log.With(slog.String("component", "publisher"))
 	p.logInvalid, p.logLost, p.logTrace = newLimitedLog(l), newLimitedLog(l), newLimitedLog(l)
-	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	sub, err := p.nc.Subscribe(p.inbox+".>", p.onReply)
-	if err == nil {
-		p.sub = sub
-		err = t.adopt(p)
-	}
-	if errors.Is(err, ErrClosed) {
-		p.shutErr = err // the topic's: it says what to do
-	}
 	if err != nil {
-		p.mu.Lock()
-		p.link.closed = true // nothing is sent: the loop exits at once
-		p.mu.Unlock()
-		p.t.log.Warn("natsbridge: publisher not started", errAttr(err))
+		return nil, fmt.Errorf("natsbridge: topic %q: publisher: subscribe to the server's answers: %w", t.name, err)
 	}
+	p.sub = sub
+	if err := t.adopt(p); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	p.g.Go(p.run)
-	if err != nil {
-		_ = p.Shutdown(context.Background())
-	}
-	return p
+	return p, nil
 }
 
 func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(ctx) }
@@ -132,8 +151,13 @@ func (p *Publisher[T]) shutdown(ctx context.Context) error { return p.Shutdown(c
 // nil ctx.
 //
 // The value's message carries the trace context of ctx, written by
-// OpenTelemetry's global propagator, if one is set (see the package doc,
-// "Tracing"); with none set, nothing is added and nothing allocated.
+// OpenTelemetry's global propagator (otel.GetTextMapPropagator: W3C
+// "traceparent" and "tracestate" headers once the application has set
+// propagation.TraceContext); a watcher's Context gives it back to the
+// handler. natsbridge starts no span. With no propagator set, nothing is
+// added and nothing allocated. A value that fits only without its trace
+// context (within about 70 bytes of the size limit) is sent without it,
+// and logged.
 func (p *Publisher[T]) Publish(ctx context.Context, v T) error {
 	mustContext(ctx)
 	if err := ctx.Err(); err != nil {
@@ -284,8 +308,9 @@ func (p *Publisher[T]) stopping() bool { return p.g.Stopping().Err() != nil }
 // Shutdown stops accepting values and waits until the stream has confirmed
 // or failed each one accepted. It returns nil then, ctx.Err() if ctx ends
 // first (the values left count as Unconfirmed), or ErrUnconfirmed if values
-// ended unconfirmed before; either way its goroutine has exited. See the
-// package doc, "Shutdown".
+// ended unconfirmed before (given up by another Shutdown, or their acks
+// lost with a closed connection); either way its goroutine has exited.
+// Publish and TryPublish return ErrClosed from the moment it begins.
 func (p *Publisher[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
 	if p.g.Stop() {

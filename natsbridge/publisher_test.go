@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ func TestPublishConfirmsInOrder(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 16})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 16})
 	const writers, each = 4, 250
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
@@ -67,7 +68,7 @@ func TestPublishInvalid(t *testing.T) {
 	s := startServer(t, embedded.Options{MaxPayload: 1024})
 	_, js := connect(t, s)
 	topic := newTopicOf(t, js, "orders", badCodec{natsbridge.JSON[Order]()}, natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
 	tests := []struct {
 		name string
@@ -100,8 +101,8 @@ func TestPublishInvalid(t *testing.T) {
 	}
 }
 
-// TestPublisherBadOptions: options no Publisher can work with panic with a
-// message that names the field (and the limit); the largest window works.
+// TestPublisherBadOptions: options no Publisher can work with are an
+// error that names the field (and the limit); the largest window works.
 func TestPublisherBadOptions(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
@@ -109,7 +110,7 @@ func TestPublisherBadOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		o    natsbridge.PublisherOptions
-		want string // in the panic's message
+		want string // in the error
 	}{
 		{"negative Window", natsbridge.PublisherOptions{Window: -1}, "PublisherOptions.Window"},
 		{"negative AckTimeout", natsbridge.PublisherOptions{AckTimeout: -1}, "PublisherOptions.AckTimeout"},
@@ -118,16 +119,13 @@ func TestPublisherBadOptions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
-					t.Errorf("Publisher(%+v) panicked with %v, want a message holding %q", tc.o, r, tc.want)
-				}
-			}()
-			p := topic.Publisher(tc.o)
-			_ = p.Shutdown(context.Background())
+			p, err := topic.Publisher(tc.o)
+			if p != nil || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Publisher(%+v) = %v, %v; want an error holding %q", tc.o, p, err, tc.want)
+			}
 		})
 	}
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: natsbridge.MaxWindow})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: natsbridge.MaxWindow})
 	publishN(t, p, 1, 3)
 	if err := p.Shutdown(testCtx(t)); err != nil || p.Stats().Confirmed != 3 {
 		t.Errorf("Publisher(Window: MaxWindow): Shutdown = %v, %s; want nil, 3 confirmed", err, describe(p.Stats()))
@@ -142,7 +140,7 @@ func TestPublisherLogCounted(t *testing.T) {
 	_, js := connect(t, s)
 	var log logRecorder
 	topic := newTopicOf(t, js, "orders", badCodec{natsbridge.JSON[Order]()}, natsbridge.TopicOptions{Logger: log.Logger()})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const invalid = 10
 	for range invalid {
 		if err := p.Publish(testCtx(t), Order{ID: -1}); !errors.Is(err, natsbridge.ErrCodec) {
@@ -177,7 +175,7 @@ func TestPublishInvalidLogsNoValue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var log logRecorder
 			topic := newTopicOf(t, js, "invalid.case"+strconv.Itoa(i), natsbridge.Codec[Order](secretCodec{}), natsbridge.TopicOptions{Logger: log.Logger()})
-			p := topic.Publisher(natsbridge.PublisherOptions{})
+			p := publisher(t, topic, natsbridge.PublisherOptions{})
 			err := p.Publish(testCtx(t), tc.v)
 			if !errors.Is(err, natsbridge.ErrCodec) || !strings.Contains(err.Error(), secret) {
 				t.Errorf("Publish = %v, want ErrCodec with the codec's text", err)
@@ -199,7 +197,7 @@ func TestPublishAfterShutdown(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -217,12 +215,12 @@ func TestPublishAfterShutdown(t *testing.T) {
 	if sent, err := p.TryPublish(Order{ID: 1}); sent || !errors.Is(err, natsbridge.ErrClosed) {
 		t.Errorf("TryPublish after Shutdown = %v, %v; want false, ErrClosed", sent, err)
 	}
-	// A topic that is shut down hands out publishers that are too.
+	// A topic that is shut down hands out no publisher.
 	if err := topic.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := topic.Publisher(natsbridge.PublisherOptions{}).Publish(ctx, Order{ID: 1}); !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
-		t.Errorf("Publish on a shut down topic's publisher = %v, want ErrClosed saying to open the topic again with NewTopic", err)
+	if _, err := topic.Publisher(natsbridge.PublisherOptions{}); !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
+		t.Errorf("Publisher on a shut down topic = %v, want ErrClosed saying to open the topic again with NewTopic", err)
 	}
 	if _, err := topic.Watch(ctx, natsbridge.WatchOptions{}); !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "Topic.Shutdown") {
 		t.Errorf("Watch on a shut down topic = %v, want ErrClosed naming Topic.Shutdown and NewTopic", err)
@@ -239,7 +237,7 @@ func TestServerGone(t *testing.T) {
 	_, js := dial(t, url)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
 	const window = 4
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: window, AckTimeout: 100 * time.Millisecond})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: window, AckTimeout: 100 * time.Millisecond})
 	ctx := testCtx(t)
 	for i := 1; i <= 10; i++ {
 		if err := p.Publish(ctx, Order{ID: i}); err != nil {
@@ -286,7 +284,7 @@ func TestShutdownCountsUnconfirmed(t *testing.T) {
 	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 	_, js := dial(t, s.URL())
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 8, AckTimeout: time.Hour})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 8, AckTimeout: time.Hour})
 	ctx := testCtx(t)
 	publishN(t, p, 1, 5)
 	eventually(t, "the first values are confirmed", func() bool { return p.Stats().Confirmed == 5 })
@@ -319,7 +317,7 @@ func TestShutdownAfterAbortNotNil(t *testing.T) {
 			s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 			_, js := dial(t, s.URL())
 			topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-			p := topic.Publisher(natsbridge.PublisherOptions{Window: 8, AckTimeout: time.Hour})
+			p := publisher(t, topic, natsbridge.PublisherOptions{Window: 8, AckTimeout: time.Hour})
 			publishN(t, p, 1, 2)
 			eventually(t, "the first values are confirmed", func() bool { return p.Stats().Confirmed == 2 })
 			s.Shutdown()
@@ -366,7 +364,7 @@ func TestPublisherConnectionClosed(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	nc, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
 	const n = 500
 	publishN(t, p, 1, n)
 	nc.Close()
@@ -402,7 +400,7 @@ func TestPublishToDeletedStream(t *testing.T) {
 	if err := js.DeleteStream(testCtx(t), topic.Stream()); err != nil {
 		t.Fatal(err)
 	}
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, 5)
 	// Five full rounds of retries would take close to a minute.
 	if err := p.Shutdown(boundedCtx(t, 5*time.Second)); err != nil {
@@ -429,7 +427,7 @@ func TestReconnectsStoreOnceInOrder(t *testing.T) {
 	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
 	nc, js := dial(t, s.URL())
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const batch = 200
 	n := 0
 	for range 10 {
@@ -494,7 +492,7 @@ func TestShutdownAfterGivingUpOnNothing(t *testing.T) {
 	bad := 0
 	const runs = 5
 	for range runs {
-		p := topic.Publisher(natsbridge.PublisherOptions{})
+		p := publisher(t, topic, natsbridge.PublisherOptions{})
 		publishN(t, p, 1, 2)
 		eventually(t, "confirmed", func() bool { return p.Stats().Confirmed == 2 })
 		_ = p.Shutdown(ended)
@@ -521,7 +519,7 @@ func TestResendAfterLostConnectionAtOnce(t *testing.T) {
 	nc, js := dial(t, slowLink(t, strings.TrimPrefix(s.URL(), "nats://"), delay))
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
 	const n = 200 // one round trip after the other: n*delay = 10s at least
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: n})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: n})
 	publishN(t, p, 1, n)
 	if err := nc.ForceReconnect(); err != nil {
 		t.Fatal(err)
@@ -558,7 +556,7 @@ func TestPublishLargestValue(t *testing.T) {
 	_, js := connect(t, s)
 	topic := newTopicOf(t, js, "large.values", natsbridge.Codec[[]byte](bytesCodec{}), natsbridge.TopicOptions{})
 	limit := maxPayload - 94 - len(topic.Stream())
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
 	if err := p.Publish(ctx, make([]byte, limit)); err != nil {
 		t.Fatalf("Publish(%d bytes) = %v, want nil: the doc says up to %d fit", limit, err, limit)
@@ -588,7 +586,7 @@ func TestPublisherStatsSnapshot(t *testing.T) {
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
 	const window = 8
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: window})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: window})
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() { publishN(t, p, g*1000+1, g*1000+500) })
@@ -611,4 +609,66 @@ func TestPublisherStatsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d snapshots", snapshots)
+}
+
+// TestPublishCancelledCtxConsistent: Publish with an already
+// cancelled ctx that carries a span either returns nil and the value is
+// stored, or returns an error and it is not: the stream holds exactly the
+// values whose Publish returned nil.
+func TestPublishCancelledCtxConsistent(t *testing.T) {
+	tracer, _ := tracing(t)
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2cancel", natsbridge.TopicOptions{})
+	w := watch(t, topic, natsbridge.WatchOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
+	var accepted []int
+	for i := 1; i <= 100; i++ {
+		sctx, sp := tracer.Start(context.Background(), "publish")
+		ctx, cancel := context.WithCancel(sctx)
+		cancel()
+		err := p.Publish(ctx, Order{ID: i})
+		sp.End()
+		switch {
+		case err == nil:
+			accepted = append(accepted, i)
+		case !errors.Is(err, context.Canceled):
+			t.Fatalf("Publish %d: %v", i, err)
+		}
+	}
+	if err := p.Publish(testCtx(t), Order{ID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := take(t, w, len(accepted)+1)
+	if want := append(accepted, 1000); !slices.Equal(ids(got), want) {
+		t.Fatalf("stored %v, want the accepted %v", ids(got), want)
+	}
+	t.Logf("%d of 100 Publish calls with a cancelled ctx were accepted", len(accepted))
+}
+
+// TestPublishCancelledCtxRefused: the doc says Publish returns
+// ctx.Err() if ctx ends first; a ctx cancelled before the call has ended
+// first, so no such Publish is accepted.
+func TestPublishCancelledCtxRefused(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic := newTopic(t, js, "h2cancel2", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	accepted := 0
+	for i := range 100 {
+		if err := p.Publish(ctx, Order{ID: i}); err == nil {
+			accepted++
+		}
+	}
+	if accepted > 0 {
+		t.Errorf("%d of 100 Publish calls with an already-cancelled ctx returned nil (and were sent)", accepted)
+	}
+	if err := p.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
 }

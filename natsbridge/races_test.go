@@ -101,7 +101,7 @@ func TestFlushRacesGapsCountedOnce(t *testing.T) {
 			}
 		}()
 	}
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 1})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 1})
 	for i := 1; i <= n; i++ {
 		if err := p.Publish(ctx, Order{ID: i}); err != nil {
 			t.Fatal(err)
@@ -142,8 +142,8 @@ func TestFlushRacesGapsCountedOnce(t *testing.T) {
 			t.Fatalf("values out of order or repeated at %d: %v", i, got[i-1:i+1])
 		}
 	}
-	if total := uint64(len(got)) + w.Gaps(); total != n {
-		t.Errorf("read %d + gaps %d = %d, want %d (each value read or counted once)", len(got), w.Gaps(), total, n)
+	if total := uint64(len(got)) + w.Stats().Gaps; total != n {
+		t.Errorf("read %d + gaps %d = %d, want %d (each value read or counted once)", len(got), w.Stats().Gaps, total, n)
 	}
 }
 
@@ -160,7 +160,7 @@ func TestShutdownAbortCountsEveryValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := newTopic(t, js, "attack.shutdown.abort", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 8})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 8})
 	s.Shutdown()
 
 	ctx := testCtx(t)

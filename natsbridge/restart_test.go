@@ -61,7 +61,7 @@ func TestServerRestartMidStream(t *testing.T) {
 		})
 	}
 
-	p := pubTopic.Publisher(natsbridge.PublisherOptions{Window: 64, AckTimeout: 500 * time.Millisecond})
+	p := publisher(t, pubTopic, natsbridge.PublisherOptions{Window: 64, AckTimeout: 500 * time.Millisecond})
 	published := make(chan error, 1)
 	go func() {
 		for i := 1; i <= n; i++ {
@@ -101,10 +101,10 @@ func TestServerRestartMidStream(t *testing.T) {
 		if diff := cmp.Diff(stored, ids(r.got)); diff != "" {
 			t.Errorf("watcher %d did not read the stream's values in its order (-stream +read):\n%s", i, diff)
 		}
-		if r.w.Gaps() != 0 || r.w.Dropped() != 0 {
-			t.Errorf("watcher %d: Gaps %d, Dropped %d; want 0, 0", i, r.w.Gaps(), r.w.Dropped())
+		if r.w.Stats().Gaps != 0 || r.w.Stats().Dropped != 0 {
+			t.Errorf("watcher %d: Gaps %d, Dropped %d; want 0, 0", i, r.w.Stats().Gaps, r.w.Stats().Dropped)
 		}
-		t.Logf("watcher %d: %d consumer restarts", i, r.w.Restarts())
+		t.Logf("watcher %d: %d consumer restarts", i, r.w.Stats().Restarts)
 	}
 	t.Logf("publisher: %d sent again", st.Retries)
 }
@@ -137,7 +137,7 @@ func TestServerKilledMidStream(t *testing.T) {
 			}
 			r := startReader(w)
 			const n = 20000
-			p := topic.Publisher(natsbridge.PublisherOptions{})
+			p := publisher(t, topic, natsbridge.PublisherOptions{})
 			pr := watchProgress(p)
 			published := make(chan error, 1)
 			go func() {
@@ -179,7 +179,7 @@ func TestServerKilledMidStream(t *testing.T) {
 			if diff := cmp.Diff(stored, r.got); diff != "" {
 				t.Errorf("the watcher did not read the stream in its order (-stream +read):\n%s", diff)
 			}
-			logFault(t, "single server, SyncAlways=%v: publisher: %d sent again; watcher: %d consumer restarts, longest stall %v", always, st.Retries, w.Restarts(), r.longestStall(time.Time{}).Round(time.Millisecond))
+			logFault(t, "single server, SyncAlways=%v: publisher: %d sent again; watcher: %d consumer restarts, longest stall %v", always, st.Retries, w.Stats().Restarts, r.longestStall(time.Time{}).Round(time.Millisecond))
 		})
 	}
 }
@@ -197,7 +197,7 @@ func TestConnectionCutThenSilent(t *testing.T) {
 	w := watch(t, topic, natsbridge.WatchOptions{Full: broadcast.Block})
 	r := startReader(w)
 	const n = 10000
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: time.Second})
 	published := make(chan error, 1)
 	go func() {
 		for i := 1; i <= n; i++ {
@@ -232,5 +232,5 @@ func TestConnectionCutThenSilent(t *testing.T) {
 	if diff := cmp.Diff(stored, r.got); diff != "" {
 		t.Errorf("the watcher did not read the stream in its order (-stream +read):\n%s", diff)
 	}
-	t.Logf("publisher: %d sent again; watcher: %d consumer restarts", st.Retries, w.Restarts())
+	t.Logf("publisher: %d sent again; watcher: %d consumer restarts", st.Retries, w.Stats().Restarts)
 }

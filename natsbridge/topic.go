@@ -42,6 +42,10 @@ type Topic[T any] struct {
 	heartbeat  time.Duration
 	readAhead  int
 	log        *slog.Logger
+	// batched reports whether the stream takes batched publishes, which
+	// publishers send: false for a stream opened as it is that an
+	// earlier herald (or another program) made without them.
+	batched bool
 
 	shutErr error // what Watch, Mirror and Publisher return after Shutdown
 
@@ -56,6 +60,9 @@ type Topic[T any] struct {
 	gaps     atomic.Uint64
 	poisoned atomic.Uint64
 	restarts atomic.Uint64
+
+	kvMu sync.Mutex         // guards kv
+	kv   jetstream.KeyValue // the bucket of durable records, once a durable watcher needed it
 }
 
 // owned is what a Topic ends in Shutdown: a Publisher, a Watcher or a
@@ -115,14 +122,15 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	}
 	t := topicFor(js, name, c, o)
 	cfg := t.streamConfig(o)
-	s, err := t.openStream(ctx, o, cfg)
+	s, asked, err := t.openStream(ctx, o, cfg)
 	if err != nil {
 		if errors.Is(err, ErrTypeMismatch) || errors.Is(err, ErrNameConflict) || errors.Is(err, ErrConfigDiffers) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("natsbridge: topic %q: %w", name, err)
 	}
-	if !s.CachedInfo().Config.AllowBatchPublish {
+	t.batched = s.CachedInfo().Config.AllowBatchPublish
+	if !t.batched && asked {
 		// A server that does not know the setting drops it.
 		return nil, fmt.Errorf("natsbridge: topic %q: stream %q does not take batched publishes, which publishers send: nats-server 2.14 or later is needed", name, cfg.Name)
 	}
@@ -194,19 +202,19 @@ func (t *Topic[T]) streamConfig(o TopicOptions) jetstream.StreamConfig {
 // replaced.
 func validName(name string) error {
 	if name == "" {
-		return fmt.Errorf("%w: empty", ErrInvalidName)
+		return fmt.Errorf("%w: empty topic name", ErrInvalidName)
 	}
 	if len(name) > maxNameLength {
-		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidName, maxNameLength)
+		return fmt.Errorf("%w: topic name longer than %d bytes", ErrInvalidName, maxNameLength)
 	}
 	for i, tok := range strings.Split(name, ".") {
 		if tok == "" {
-			return fmt.Errorf("%w: %q has an empty token (#%d)", ErrInvalidName, name, i+1)
+			return fmt.Errorf("%w: topic name %q has an empty token (#%d)", ErrInvalidName, name, i+1)
 		}
 		for _, r := range tok {
 			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 			if !ok {
-				return fmt.Errorf("%w: %q holds %q (allowed: letters, digits, '-', '_', and '.' between tokens)", ErrInvalidName, name, r)
+				return fmt.Errorf("%w: topic name %q holds %q (allowed: letters, digits, '-', '_', and '.' between tokens)", ErrInvalidName, name, r)
 			}
 		}
 	}
@@ -241,9 +249,10 @@ func (t *Topic[T]) Stats() TopicStats {
 
 // Shutdown ends every Publisher, Watcher and Mirror the topic made that is
 // still live, and returns once all have ended: nil, ctx.Err() if ctx ends
-// first, or ErrUnconfirmed if a publisher's values ended unconfirmed. Once
-// it has begun, Watch and Mirror return ErrClosed and Publisher a Publisher
-// already shut down. See the package doc, "Shutdown".
+// first (what was then abandoned is counted as each one documents), or
+// ErrUnconfirmed if a publisher's values ended unconfirmed. Once it has
+// begun, Watch, Mirror and Publisher return ErrClosed. The stream stays on
+// the server (see Delete).
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
 	t.mu.Lock()

@@ -355,7 +355,7 @@ func TestNilArgumentsPanicAtTheCall(t *testing.T) {
 	if err := closed.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	open := broadcast.New[Order](broadcast.Options{})
 	stopForward := natsbridge.Forward(open, p)
 	stopClosed := natsbridge.Forward(closed, p)
@@ -409,4 +409,108 @@ func TestNilArgumentsPanicAtTheCall(t *testing.T) {
 	if _, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{}); err != nil {
 		t.Errorf("Watch after Topic.Shutdown(nil) = %v, want a watcher: the topic still open", err)
 	}
+}
+
+// TestNewTopicOpensEarlierStreamAsIs: a stream an earlier herald made
+// (herald's metadata, the same Go type, no batched publishes) opens with
+// zero TopicOptions, as the docs say, and its watchers read it; a
+// Publisher, which sends batches, is refused naming TopicOptions.Update,
+// after which it works.
+func TestNewTopicOpensEarlierStreamAsIs(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := testCtx(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "old_orders", Subjects: []string{"old.orders"},
+		Metadata: map[string]string{"herald.topic": "old.orders", "herald.type": "github.com/heraldgo/herald/natsbridge_test.Order"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "old.orders", []byte(`{"ID":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	topic, err := natsbridge.NewTopic(ctx, js, "old.orders", natsbridge.JSON[Order](), natsbridge.TopicOptions{})
+	if err != nil {
+		t.Fatalf("NewTopic with zero options on an earlier herald's stream = %v, want it opened as it is", err)
+	}
+	t.Cleanup(func() { _ = topic.Shutdown(context.Background()) })
+	w := watch(t, topic, natsbridge.WatchOptions{From: 1})
+	if got := ids(take(t, w, 1)); got[0] != 1 {
+		t.Errorf("the watcher read %v, want [1]", got)
+	}
+	if _, err := topic.Publisher(natsbridge.PublisherOptions{}); !errors.Is(err, natsbridge.ErrConfigDiffers) || !strings.Contains(err.Error(), "TopicOptions.Update") {
+		t.Errorf("Publisher on a stream without batched publishes = %v, want ErrConfigDiffers naming TopicOptions.Update", err)
+	}
+	owner, err := natsbridge.NewTopic(ctx, js, "old.orders", natsbridge.JSON[Order](), natsbridge.TopicOptions{Update: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = owner.Shutdown(context.Background()) })
+	publishAll(t, owner, 2, 3)
+	if got := ids(take(t, w, 2)); got[0] != 2 || got[1] != 3 {
+		t.Errorf("after the update the watcher read %v, want [2 3]", got)
+	}
+}
+
+// TestNewTopicStreamWithoutSchema: a stream made with plain JetStream for
+// the topic's subject records no schema, so any Topic[T] could open it and
+// decode another's values as poison: zero options are refused naming
+// TopicOptions.Update, which records the schema; then a topic of another
+// type is refused.
+func TestNewTopicStreamWithoutSchema(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := testCtx(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "plain", Subjects: []string{"plain"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := natsbridge.NewTopic(ctx, js, "plain", natsbridge.JSON[Order](), natsbridge.TopicOptions{})
+	if !errors.Is(err, natsbridge.ErrTypeMismatch) || !strings.Contains(err.Error(), "TopicOptions.Update") {
+		t.Fatalf("NewTopic[Order] with zero options on a stream without a schema = %v, want ErrTypeMismatch naming TopicOptions.Update", err)
+	}
+	if _, err := natsbridge.NewTopic(ctx, js, "plain", natsbridge.JSON[Invoice](), natsbridge.TopicOptions{}); !errors.Is(err, natsbridge.ErrTypeMismatch) {
+		t.Fatalf("NewTopic[Invoice] on it = %v, want ErrTypeMismatch", err)
+	}
+	newTopic(t, js, "plain", natsbridge.TopicOptions{Update: true}) // records Order's schema
+	if _, err := natsbridge.NewTopic(ctx, js, "plain", natsbridge.JSON[Invoice](), natsbridge.TopicOptions{}); !errors.Is(err, natsbridge.ErrTypeMismatch) {
+		t.Fatalf("NewTopic[Invoice] once Order's schema is recorded = %v, want ErrTypeMismatch", err)
+	}
+	newTopic(t, js, "plain", natsbridge.TopicOptions{}) // Order, as it is
+}
+
+// TestTopicShutdownErrClosedRemedy: after Topic.Shutdown, Watch, a new
+// Publisher's Publish and the watcher's reads return ErrClosed, and the
+// errors of the topic and publisher name the remedy.
+func TestTopicShutdownErrClosedRemedy(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	topic, err := natsbridge.NewTopic(testCtx(t), js, "h2closed", natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topic.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = topic.Watch(testCtx(t), natsbridge.WatchOptions{})
+	if !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
+		t.Errorf("Watch after Shutdown: %v", err)
+	}
+	_, err = topic.Publisher(natsbridge.PublisherOptions{})
+	if !errors.Is(err, natsbridge.ErrClosed) || !strings.Contains(err.Error(), "NewTopic") {
+		t.Errorf("Publisher after Shutdown: %v", err)
+	}
+	if _, err := w.Next(testCtx(t)); !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("Next on a channel watcher after Shutdown: %v", err)
+	}
+	if _, ok := <-w.Events(); ok {
+		t.Error("Events channel open after Shutdown")
+	}
+	if err := topic.Shutdown(testCtx(t)); err != nil && !errors.Is(err, natsbridge.ErrClosed) {
+		t.Errorf("second Shutdown: %v", err)
+	}
+	w.Stop()
 }

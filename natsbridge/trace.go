@@ -9,8 +9,7 @@ import (
 	"go.opentelemetry.io/otel"
 )
 
-// Trace context across the stream (see the package doc, "Tracing"): a
-// Publisher writes the trace context of Publish's ctx into the headers of
+// Trace context across the stream: a Publisher writes the trace context of Publish's ctx into the headers of
 // the value's message, with OpenTelemetry's global propagator; a watcher's
 // feed keeps the headers of a message that carries one with its value, and
 // Watcher.Context extracts it, with the same propagator, for the reader.

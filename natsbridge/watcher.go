@@ -2,72 +2,137 @@ package natsbridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/broadcast"
 )
 
-// item is a value with the stream sequence it was stored at; prefix values
-// given to Watch have sequence 0. A durable watcher's values carry their
-// message, to acknowledge them once read; a value whose message carried a
-// trace context carries the message's headers (see traceHeaders), nil
-// otherwise.
+// item is a value read from the stream on its way to the application: its
+// stream sequence (0 for a prefix value), the value or, for a poison
+// message, the codec's error; for a durable watcher its message and the
+// epoch it came in, to acknowledge it; its message's headers if they carry a trace context
+// (see traceHeaders), nil otherwise.
 type item[T any] struct {
-	seq  uint64
-	v    T
-	mark *readMark
-	h    nats.Header
+	seq   uint64
+	v     T
+	err   error
+	msg   jetstream.Msg
+	epoch uint64 // a durable consumer's epoch (see acks.epoch) when msg came
+	count int    // how many times the server delivered it, this time included
+	h     nats.Header
 }
 
-// Watcher receives the values of a topic stored from its start sequence on,
-// in stream order, through a policy of its own when its queue is full. It
-// reads like a broadcast.Watcher (All, Events, Next, Stop, Dropped,
-// Delivered) and adds where it stands in the stream (Start, Seq, Gaps)
-// and the trace context of the last value read (Context).
+// Watcher receives the values of a topic stored from its start sequence
+// on, in stream order, through a queue of its own with a policy for when
+// it is full (WatchOptions.Full). It is read with All or Next, or, made
+// with WatchOptions.Read set to broadcast.ReadChannel, with Events; Stats,
+// Start, Seq and Context say where it stands.
 //
-// Behind it are one consumer on the server and a private
-// broadcast.Broadcaster with this one watcher, so the policies are
-// broadcast's own: under Block a full queue stops the feed, which stops
-// asking the server for messages; under DropNewest or DropOldest the feed
-// keeps reading and the queue drops, counting each drop.
+// Behind it is one consumer on the server and one goroutine, the feed,
+// which reads the consumer and places values in the watcher's queue: under
+// Block a full queue stops the feed, which stops asking the server for
+// messages; under DropNewest or DropOldest the feed keeps reading and the
+// queue drops, counting each drop. A durable watcher (WatchOptions.Durable)
+// has a second goroutine, its keeper (see Durable watchers in the package
+// doc).
 //
 // A Watcher is safe for concurrent use; Seq is exact when one goroutine
-// reads a queue watcher (see Seq). Its zero value is not usable: get one from Topic.Watch and call
-// Stop when done with it.
+// reads it. Its zero value is not usable: get one from Topic.Watch and
+// call Stop (or Shutdown) when done with it.
 type Watcher[T any] struct {
-	t     *Topic[T]
-	f     *feed[T]
-	b     *broadcast.Broadcaster[item[T]]
-	w     *broadcast.Watcher[item[T]]
-	start uint64
-	seq   atomic.Uint64
+	t      *Topic[T]
+	f      *feed[T]
+	start  uint64
+	prefix uint64 // the length of the prefix
+	full   broadcast.FullPolicy
+	// One of q and ch is the watcher's queue: q for a queue watcher, ch
+	// for a channel watcher, whose only sender is the feed goroutine. A
+	// queue counts what it delivered; delivered counts a channel's.
+	q  *vqueue[item[T]]
+	ch chan T
+	// A channel watcher's count of values sent on ch, and how many of the
+	// first ones are prefix values, which DropOldest never drops: owned by
+	// the feed goroutine.
+	chSent, chPinned uint64
+	d                *durable           // nil unless durable
+	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
+
+	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
 	// nil if it carried no trace context; it is stored only when that
 	// changes or a value carries one (see read).
 	trace atomic.Value
 
-	stopOnce   sync.Once
-	finishOnce sync.Once // saves a durable position and hands it over
+	delivered  atomic.Uint64
+	dropped    atomic.Uint64
+	handedBack atomic.Uint64
 
-	// The read mode, chosen by the first read (readPull, readChannel),
-	// and the Events channel and its pump. Once stopped is set, no pump
-	// starts: Events returns a closed channel.
-	mode     atomic.Int32
-	evMu     sync.Mutex // guards stopped, events, evCancel, evDone
-	stopped  bool
-	events   chan T
-	evCancel context.CancelFunc
-	evDone   chan struct{} // closed when the pump has exited
+	stopOnce  sync.Once
+	closeOnce sync.Once // closes ch
+	stopped   atomic.Bool
+	// halted is closed once Stop has stopped the feed and closed the
+	// queue.
+	halted chan struct{}
+	err    error // what halting the feed returned; set before halted closes
+}
 
-	// A value the pump took from the queue but could not hand over before
-	// Stop: Next and All read it before the queue.
-	heldMu sync.Mutex // guards held
-	held   []item[T]
+// WatcherStats is a snapshot of a Watcher's counters. For every watcher,
+// the values owed to it (from Start on) are, at any snapshot, read by the
+// application, queued, dropped, gaps, poison messages, handed back, or
+// still with the feed.
+type WatcherStats struct {
+	// Delivered counts the values placed in the watcher's queue (a prefix
+	// is not counted).
+	Delivered uint64
+	// Dropped counts the values its policy dropped (DropNewest,
+	// DropOldest), and those read from the stream but not yet queued when
+	// Stop came (logged; a watcher resumed from Seq()+1 reads them).
+	Dropped uint64
+	// Gaps counts the values owed that the stream no longer held when the
+	// watcher came to read them (removed by retention, or deleted). Each
+	// is counted once: when the watcher reads a later value or, for values
+	// removed from the end of the stream, when Flush is called.
+	Gaps uint64
+	// Poisoned counts the messages the codec could not decode: each was
+	// logged (with the others of its burst) and passed over by All, Next
+	// and Events.
+	Poisoned uint64
+	// Restarts counts the times the watcher's consumer was lost and made
+	// again where it stopped (nothing is lost or repeated by that). A
+	// consumer lost for good (see Err) is not counted.
+	Restarts uint64
+	// Queued is the number of values waiting in the watcher's queue.
+	Queued int
+
+	// The counters of a durable watcher; zero for the others.
+
+	// Redelivered counts the values this watcher handed to its
+	// application that a reader of the same durable position may have
+	// handed to its application before: a reader that died (or was
+	// stopped, or lost its turn) before it had acknowledged them. It
+	// never misses a value handed out twice, and counts at most the
+	// values of one reservation more (see the package doc, "Durable
+	// watchers"): about twice what that reader handed out in its last
+	// 100ms, and at most 4096. Seq identifies each.
+	Redelivered uint64
+	// HandedBack counts the values read from the stream that this watcher
+	// gave back to the server without handing them to its application:
+	// what it held when it stopped or lost its turn. The next reader gets
+	// them; none is lost.
+	HandedBack uint64
+	// Outstanding is the number of values handed to the application and
+	// not yet done (see Watcher.Done).
+	Outstanding int
+	// Acked is the stream sequence the watcher acknowledged last: every
+	// value up to it is done.
+	Acked uint64
 }
 
 // Watch registers a remote watcher configured by o (see WatchOptions), whose
@@ -85,10 +150,9 @@ type Watcher[T any] struct {
 // it has created its consumer deletes it (the server drops it by itself after
 // a few minutes if it cannot be reached).
 //
-// Watch starts two goroutines: the feed, which reads the stream until Stop
-// (or until the stream is deleted; see Err), and the distributor of the
-// watcher's private broadcaster, which ends with Stop. Events starts a
-// third.
+// Watch starts one goroutine, the feed, which reads the stream until Stop
+// (or until the stream is deleted; see Err); a durable watcher's keeper is
+// a second, which ends with the watcher's hand-over (see Stop).
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
 	mustContext(ctx)
 	if err := checkWatchOptions(o); err != nil {
@@ -101,36 +165,26 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 	if err != nil {
 		return nil, err
 	}
-	w, err := t.newWatcher(start, o, prefix)
-	if err != nil {
-		return nil, err
-	}
-	w.f = newFeed(t, "watcher", start)
-	w.f.durable = d
-	w.f.out = func(ctx context.Context, seq uint64, v T, mark *readMark, h nats.Header) error {
-		return w.b.Publish(ctx, item[T]{seq: seq, v: v, mark: mark, h: h})
-	}
-	w.f.end = func(ctx context.Context, _ error) {
-		// The stream is gone: the watcher has ended (before its reader
-		// can see it close). Close it once its reader has taken what is
-		// queued, or once Stop is called.
-		t.retire(w)
-		_ = w.b.Shutdown(ctx)
+	w := t.newWatcher(start, o, prefix, d)
+	w.f = newFeed(t, "watcher", start, w, d)
+	if d != nil {
+		d.keep.start()
 	}
 	err = w.f.open(ctx)
 	if err == nil {
 		err = w.f.launch(func() error { return t.adopt(w) })
 	}
 	if err != nil {
-		w.w.Stop()
-		_ = w.b.Shutdown(context.Background())
+		if d != nil {
+			d.keep.stop()
+		}
 		return nil, err
 	}
 	return w, nil
 }
 
 // watchStart returns the start sequence of a watcher made with o, and for
-// a durable one the feed's durable state, bound to its position.
+// a durable one its durable state, bound to its position.
 func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *durable, error) {
 	info, err := t.streamState(ctx)
 	if err != nil {
@@ -147,104 +201,221 @@ func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *dur
 	if o.Durable == "" {
 		return start, nil, nil
 	}
-	d := &durable{name: o.Durable, takeover: o.Takeover}
-	if d.takeover == 0 {
-		d.takeover = DefaultTakeover
-	}
-	if _, start, err = t.bindDurable(ctx, o, d.takeover); err != nil {
-		return 0, nil, err
-	}
-	return start, d, nil
+	return t.bindDurable(ctx, o)
 }
 
-// newWatcher returns a watcher at start, its private broadcaster made
-// with o's queue and policy and its queue holding prefix; the caller
-// gives it its feed.
-func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T) (*Watcher[T], error) {
-	w := &Watcher[T]{t: t, start: start}
+// newWatcher returns a watcher at start, its queue made with o's length,
+// policy and read mode and holding prefix; the caller gives it its feed.
+func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durable) *Watcher[T] {
+	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, halted: make(chan struct{})}
+	if w.full == 0 {
+		w.full = broadcast.Block
+	}
+	qlen := o.QueueLength
+	if qlen == 0 {
+		qlen = broadcast.DefaultQueueLength
+	}
 	w.seq.Store(start - 1)
-	w.b = broadcast.New[item[T]](broadcast.Options{QueueLength: o.QueueLength, Full: o.Full}) // zero Full: Block
-	pre := make([]item[T], len(prefix))
-	for i, v := range prefix {
-		pre[i] = item[T]{v: v}
+	if o.Read == broadcast.ReadChannel {
+		w.ch = make(chan T, qlen+len(prefix))
+		for _, v := range prefix {
+			w.ch <- v
+		}
+		w.chSent, w.chPinned = uint64(len(prefix)), uint64(len(prefix))
+		return w
 	}
-	var err error
-	w.w, err = w.b.WatchWith(broadcast.WatchOptions{}, pre...)
-	if err != nil { // cannot happen: b is new
-		_ = w.b.Shutdown(context.Background())
-		return nil, err
+	w.q = newVQueue[item[T]](qlen+len(prefix), w.full)
+	for _, v := range prefix {
+		w.q.put(item[T]{v: v})
 	}
-	return w, nil
+	return w
 }
 
-func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.stop(ctx) }
-
-// Stop ends the watcher: it stops reading the stream, deletes its consumer
-// and closes its queue, whose values stay readable with Next and All. It
-// never waits for a value to be read, and returns once the watcher's
-// goroutines have exited. See the package doc, "Shutdown".
-func (w *Watcher[T]) Stop() { _ = w.stop(context.Background()) }
-
-// stop is Stop; if ctx ends first it gives up deleting the consumer, and
-// returns ctx.Err() once the goroutines have exited.
-func (w *Watcher[T]) stop(ctx context.Context) error {
-	w.stopOnce.Do(func() {
-		w.f.stop()
-		w.evMu.Lock()
-		w.stopped = true
-		cancel := w.evCancel
-		w.evMu.Unlock()
-		if cancel != nil {
-			cancel()
+// put places it, read by the feed, in the watcher's queue by its policy,
+// waiting for room under Block until ctx ends (the feed stops). A value it
+// could not place is counted: handed back (durable) or dropped (with a
+// log line).
+func (w *Watcher[T]) put(ctx context.Context, it item[T]) error {
+	if w.ch != nil {
+		return w.send(ctx, it)
+	}
+	for {
+		ok, dropped, room := w.q.put(it)
+		if dropped > 0 {
+			w.dropped.Add(uint64(dropped))
 		}
-	})
-	<-w.f.quiet // the feed hands out nothing more (it stopped reading)
-	// No pump starts once stopped is set, so evDone is final.
-	w.evMu.Lock()
-	evDone := w.evDone
-	w.evMu.Unlock()
-	if evDone != nil {
-		<-evDone
+		if ok {
+			return nil
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			w.unplaced(1)
+			return ctx.Err()
+		}
 	}
-	w.closeQueue()
-	err := w.f.halt(ctx) // the deletion of the consumer
-	if w.f.durable != nil {
-		// Once, for a Stop and a Topic.Shutdown that run together: the
-		// second waits for the first.
-		w.finishOnce.Do(func() {
-			dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
-			w.f.finishDurable(dctx)
-			cancel()
-		})
+}
+
+// send is put on a channel watcher. Poison messages are passed over: a
+// channel carries values only.
+func (w *Watcher[T]) send(ctx context.Context, it item[T]) error {
+	if it.err != nil {
+		return nil
 	}
-	w.t.forget(w)
+	for {
+		w.delivered.Add(1) // before the send: a reader never counts more than Delivered
+		select {
+		case w.ch <- it.v:
+			w.chSent++
+			w.read(it)
+			return nil
+		default:
+		}
+		w.delivered.Add(^uint64(0))
+		switch {
+		case w.full == broadcast.DropNewest:
+			w.dropped.Add(1)
+			return nil
+		case w.full == broadcast.DropOldest && w.chSent-uint64(len(w.ch)) >= w.chPinned:
+			// At least chPinned values have left the channel, so the one
+			// in front is not a prefix value: discard it.
+			select {
+			case <-w.ch:
+				w.dropped.Add(1)
+			default: // a reader made room meanwhile
+			}
+			continue
+		case w.full == broadcast.DropOldest:
+			w.dropped.Add(1) // the prefix holds the room: drop the new one
+			return nil
+		}
+		w.delivered.Add(1)
+		select {
+		case w.ch <- it.v:
+			w.chSent++
+			w.read(it)
+			return nil
+		case <-ctx.Done():
+			w.delivered.Add(^uint64(0))
+			w.unplaced(1)
+			return ctx.Err()
+		}
+	}
+}
+
+// unplaced counts n values the feed read and could not place before it
+// stopped.
+func (w *Watcher[T]) unplaced(n int) {
+	if w.d != nil {
+		w.handedBack.Add(uint64(n))
+		return
+	}
+	w.dropped.Add(uint64(n))
+	w.f.log.Warn("natsbridge: values read from the stream but not queued when the watcher stopped (a watcher resumed from Seq()+1 reads them)",
+		slog.Int("values", n), slog.Uint64("seq", w.Seq()))
+}
+
+// ended is called by the feed goroutine when the feed ends on its own (the
+// stream is gone): the watcher's readers take what is queued, then see it
+// closed.
+func (w *Watcher[T]) ended(context.Context, error) {
+	w.t.retire(w)
+	if w.q != nil {
+		w.q.close()
+	} else {
+		w.closeCh() // the feed goroutine, its only sender, sends no more
+	}
+}
+
+// closeCh closes a channel watcher's channel, once: the feed goroutine
+// has sent its last value.
+func (w *Watcher[T]) closeCh() { w.closeOnce.Do(func() { close(w.ch) }) }
+
+// done and exited complete the feed's destination (see dest).
+func (w *Watcher[T]) done() <-chan struct{} { return nil }
+func (w *Watcher[T]) exited()               {}
+
+// discard gives back to the server, uncounted by the application, what
+// the watcher's queue holds: a durable watcher whose position another
+// reader held meanwhile reads again from its acknowledged position.
+func (w *Watcher[T]) discard() {
+	if w.q != nil {
+		w.handedBack.Add(uint64(len(w.q.drain())))
+	}
+}
+
+func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.Shutdown(ctx) }
+
+// Stop ends the watcher: it stops reading the stream and deletes its
+// consumer, and returns once its feed has exited. It is idempotent and
+// safe to call from any goroutine, also from the one that reads the
+// watcher (inside an All loop's body too).
+//
+// A queue watcher's values still queued stay readable with All and Next,
+// which then end; a channel watcher's channel is closed, its values still
+// readable. A durable watcher instead hands back what it holds: nothing
+// more reaches its application, and the next reader of its position reads
+// on from the first value this one's application was not done with. Stop
+// acknowledges the values that are done and hands the position over
+// before it returns, unless a value is still outstanding (its handler
+// running: see Done); the hand-over then happens when the last one is
+// done, or after the position's takeover time (the values not done by then
+// come again to the next reader). Shutdown waits for the hand-over.
+func (w *Watcher[T]) Stop() { w.halt(context.Background()) }
+
+// Shutdown is Stop, then, for a durable watcher, it waits until the values
+// handed out are done and the position is handed over, bounded by ctx: if
+// ctx ends first, the position is handed over at once (the values not done
+// come again to the next reader, counted) and Shutdown returns ctx.Err().
+// Do not call it from inside an All loop body, or between a Next and the
+// end of its value's handling: it would wait for that handling; call Stop
+// there. It panics on a nil ctx.
+func (w *Watcher[T]) Shutdown(ctx context.Context) error {
+	mustContext(ctx)
+	err := w.halt(ctx)
+	if w.d == nil {
+		return err
+	}
+	select {
+	case <-w.d.finished:
+	case <-ctx.Done():
+		w.finish()
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
 	return err
 }
 
-// closeQueue shuts the private broadcaster down without waiting for the
-// reader: the values the feed handed it that fit in the watcher's queue
-// are placed there (and stay readable), and those that do not are counted
-// in Dropped, with a log line. The feed has stopped.
-func (w *Watcher[T]) closeQueue() {
-	before := w.w.Dropped()
-	now, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = w.b.Shutdown(now) // ErrClosed again on a later call: nothing to report
-	if cut := w.w.Dropped() - before; cut > 0 {
-		next := "a watcher resumed from Seq()+1 reads them"
-		if w.f.durable != nil {
-			next = "the durable position's next reader reads them"
+// halt is Stop, bounded by ctx; it returns what halting the feed returned.
+func (w *Watcher[T]) halt(ctx context.Context) error {
+	w.stopOnce.Do(func() {
+		w.stopped.Store(true)
+		w.f.stop()
+		<-w.f.quiet // the feed places nothing more
+		if w.d != nil {
+			w.d.keep.closeReads()
+			w.discard()
 		}
-		w.f.log.Warn("natsbridge: values read from the stream but not queued when the watcher stopped ("+next+")",
-			slog.Uint64("values", cut), slog.Uint64("seq", w.Seq()))
-	}
-}
-
-// isStopped reports whether Stop has been called.
-func (w *Watcher[T]) isStopped() bool {
-	w.evMu.Lock()
-	defer w.evMu.Unlock()
-	return w.stopped
+		if w.q != nil {
+			w.q.close()
+		}
+		w.err = w.f.halt(ctx) // the deletion of the consumer
+		if w.ch != nil {
+			w.closeCh() // the feed goroutine, its only sender, has exited
+		}
+		close(w.halted)
+		if w.d == nil {
+			w.t.forget(w)
+		} else {
+			// Until its hand-over, which Topic.Shutdown waits for (see
+			// finish), the topic keeps it, no longer live.
+			w.t.retire(w)
+			w.d.afterStop(w, w.f.log)
+		}
+	})
+	<-w.halted
+	return w.err
 }
 
 // Flush returns once every value the stream held when Flush was called is
@@ -262,13 +433,7 @@ func (w *Watcher[T]) Flush(ctx context.Context) error {
 	if err := w.f.catchUp(ctx); err != nil {
 		return err
 	}
-	if err := w.b.Flush(ctx); err != nil {
-		if w.isStopped() || w.f.failure() != nil {
-			return w.f.endErr()
-		}
-		return err
-	}
-	if w.isStopped() || w.f.failure() != nil {
+	if w.stopped.Load() || w.f.failure() != nil {
 		// What Flush waited for may never have been queued.
 		return w.f.endErr()
 	}
@@ -280,26 +445,23 @@ func (w *Watcher[T]) Flush(ctx context.Context) error {
 func (w *Watcher[T]) Start() uint64 { return w.start }
 
 // Seq returns the stream sequence of the last value read from the watcher
-// (through All, Next or Events), or Start()-1 if none was. A watcher made
-// again with WatchOptions{From: Seq()+1} resumes where this one was. On a
-// queue watcher (All or Next read first) it is exact as soon as a read
-// returns; on a channel watcher (Events first) the goroutine that sends
-// on the channel records it just after each receive, so it may lag the
-// value just received, never run ahead of it; it is exact once Stop has
-// returned.
+// (through All or Next), or Start()-1 if none was. A watcher made again
+// with WatchOptions{From: Seq()+1} resumes where this one was. It is exact
+// as soon as a read returns when one goroutine reads. On a channel watcher
+// it is the sequence of the last value placed on the channel, which may
+// run ahead of what was received by the values the channel holds.
 func (w *Watcher[T]) Seq() uint64 { return w.seq.Load() }
 
 // Context returns parent with the trace context of the last value read
-// from the watcher (through All, Next or Events): the span context of the
-// Publish call that sent it, as a remote span context, extracted from the
-// value's message with OpenTelemetry's global propagator. It returns
-// parent itself if that value carried none (or was a prefix value), or if
-// none was read. Like Seq, it is exact when one goroutine reads with All
-// or Next; on a channel watcher it is recorded just after each receive,
-// before Seq: once Seq gives a value's sequence, Context gives its trace
-// context. A durable watcher's value that comes again carries its trace
-// context again. It panics on a nil parent. See the package doc,
-// "Tracing".
+// from the watcher (through All or Next): the span context of the Publish
+// call that sent it, as a remote span context, extracted from the value's
+// message with OpenTelemetry's global propagator. It returns parent itself
+// if that value carried none (or was a prefix value), or if none was read.
+// Like Seq, it is exact when one goroutine reads with All or Next; on a
+// channel watcher it is that of the last value placed on the channel. A
+// durable watcher's value that comes again carries its trace context
+// again. Values published with TryPublish or through Forward carry none.
+// It panics on a nil parent.
 func (w *Watcher[T]) Context(parent context.Context) context.Context {
 	mustContext(parent)
 	h, _ := w.trace.Load().(nats.Header)
@@ -309,49 +471,40 @@ func (w *Watcher[T]) Context(parent context.Context) context.Context {
 	return extractTrace(parent, h)
 }
 
-// Gaps returns how many values owed to the watcher the stream no longer
-// held when the watcher came to read them: removed by the stream's
-// retention limits (or deleted) first. Each is counted exactly once: when
-// the watcher reads a later value, or, for values removed from the end of
-// the stream, when Flush is called.
-func (w *Watcher[T]) Gaps() uint64 { return w.f.gaps.Load() }
-
-// Dropped returns how many values owed to the watcher were dropped: by its
-// policy (DropNewest, DropOldest), as broadcast.Watcher.Dropped, or read
-// from the stream but not yet in its queue when Stop came (those are
-// logged; a watcher resumed from Seq()+1 reads them).
-func (w *Watcher[T]) Dropped() uint64 { return w.w.Dropped() }
-
-// Delivered returns how many values were placed in the watcher's queue (a
-// prefix is not counted), as broadcast.Watcher.Delivered.
-func (w *Watcher[T]) Delivered() uint64 { return w.w.Delivered() }
-
-// Redelivered returns how many values a durable watcher received that the
-// server had delivered before, to a reader that did not acknowledge them:
-// a reader that crashed or was killed (it may have read them, or only
-// fetched them ahead), or one whose application read them after its Stop
-// began. Seq identifies each. It is zero for a watcher that is not
-// durable.
-func (w *Watcher[T]) Redelivered() uint64 {
-	if w.f.durable == nil {
-		return 0
+// Stats returns a snapshot of the watcher's counters.
+func (w *Watcher[T]) Stats() WatcherStats {
+	s := WatcherStats{
+		Delivered:  w.delivered.Load(),
+		Dropped:    w.dropped.Load(),
+		Gaps:       w.f.gaps.Load(),
+		Poisoned:   w.f.poisoned.Load(),
+		Restarts:   w.f.restarts.Load(),
+		HandedBack: w.handedBack.Load(),
 	}
-	return w.f.durable.redelivered.Load()
+	if w.q != nil {
+		added, queued := w.q.counts()
+		s.Delivered, s.Queued = added-w.prefix, queued
+	} else {
+		s.Queued = len(w.ch)
+	}
+	if d := w.d; d != nil {
+		s.Redelivered = d.redelivered.Load()
+		s.Outstanding, s.Acked = d.acks.state()
+	}
+	return s
 }
 
-// Poisoned returns how many messages the codec could not decode. Each was
-// skipped and counted, and logged with the others of its burst (see
-// TopicOptions.Logger); the watcher went on with the next.
-func (w *Watcher[T]) Poisoned() uint64 { return w.f.poisoned.Load() }
-
-// Restarts returns how many times the watcher's consumer was lost and
-// created again where it stopped (nothing is lost or repeated by that). A
-// consumer lost for good (the connection closed, the stream deleted: see
-// Err) is not counted.
-func (w *Watcher[T]) Restarts() uint64 { return w.f.restarts.Load() }
-
 // Err returns why the watcher ended by itself: an error wrapping
-// ErrStreamGone if the stream was deleted, or the connection's error if it
-// was closed. It returns nil while the watcher runs, and after a Stop that
-// came first; once set, it stays set, also after Stop.
+// ErrStreamGone if the stream was deleted, ErrDurableGone if its durable
+// position was, or the connection's error if it was closed. It returns nil
+// while the watcher runs, and after a Stop that came first; once set, it
+// stays set, also after Stop.
 func (w *Watcher[T]) Err() error { return w.f.failure() }
+
+// errOf maps what the queue returns to what a read returns.
+func (w *Watcher[T]) errOf(err error) error {
+	if errors.Is(err, errQueueClosed) {
+		return ErrClosed
+	}
+	return err
+}

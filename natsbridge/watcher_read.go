@@ -2,48 +2,71 @@ package natsbridge
 
 import (
 	"context"
+	"errors"
 	"iter"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/heraldgo/herald/handle"
 )
 
-// Reading a Watcher: All, Next and Events take values from its queue, and
-// each value handed to the reader moves Seq (and, for a durable watcher,
-// what is acknowledged). The first read chooses the read mode, as
-// broadcast's watchers do: Events first makes a channel watcher, whose
-// pump moves values from the queue to the channel, and on which All and
-// Next read the channel too (then, once the pump has ended, the value it
-// held and the rest of the queue); All or Next first makes a queue
-// watcher, on which Events panics.
+// Reading a Watcher. A queue watcher (the default) is read with All and
+// Next, a channel watcher (WatchOptions.Read: broadcast.ReadChannel) with
+// Events, whose channel All and Next read too; the read mode is fixed when
+// the watcher is made, and no read panics because of another. Each value
+// handed to the application moves Seq; on a durable watcher it stays
+// outstanding until the application is done with it (see Done), and
+// values are acknowledged once done.
 
-// The read modes.
-const (
-	readUnchosen int32 = iota
-	readPull
-	readChannel
-)
-
-// All returns an iterator over the watcher's values, as
-// broadcast.Watcher.All: it takes what is queued in one step and ends once
-// the watcher is stopped (or its stream deleted) and every queued value has
-// been read. On a channel watcher (Events called first) it reads the
-// Events channel.
+// All returns an iterator over the watcher's values. It ends once the
+// watcher is stopped (or its stream deleted: see Err) and every value
+// still queued has been read (a durable watcher hands back what is
+// queued when it stops: its All ends at once). Poison messages are passed
+// over (Stats counts them). A queue watcher's All takes what is queued in
+// one step; values it took and had not yielded when the loop ends early
+// go back to the queue, in order, for the next read.
+//
+// On a durable watcher, a value is done when the loop body returns for it
+// (it ends normally, with break or return, or calls Stop): the watcher
+// acknowledges it then, in the next batch. A body that panics leaves its
+// value not done, and it comes again to the next reader.
 func (w *Watcher[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		if w.choosePull() == readChannel {
-			for v := range w.events {
+		switch {
+		case w.ch != nil:
+			for v := range w.ch {
 				if !yield(v) {
 					return
 				}
 			}
-			if it, ok := w.takeHeld(); ok {
-				w.read(it)
-				if !yield(it.v) {
-					return
-				}
-			}
+		case w.d != nil:
+			w.allDurable(yield)
+		default:
+			w.allQueued(yield)
 		}
-		for it := range w.w.All() {
+	}
+}
+
+// allQueued is All on a queue watcher that is not durable.
+func (w *Watcher[T]) allQueued(yield func(T) bool) {
+	var buf []item[T]
+	next := 0 // buf[:next] yielded or passed over
+	defer func() {
+		w.q.giveBack(buf[next:]) // the loop ended early: break, return or a panic
+	}()
+	for {
+		var err error
+		clear(buf)
+		buf, next = buf[:0], 0
+		if buf, err = w.q.take(nil, buf, -1); err != nil {
+			return
+		}
+		for next < len(buf) {
+			it := buf[next]
+			next++
+			if it.err != nil {
+				continue // a poison message
+			}
 			w.read(it)
 			if !yield(it.v) {
 				return
@@ -52,124 +75,249 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 	}
 }
 
+// allDurable is All on a durable watcher: one value at a time, each done
+// once the body returns for it.
+func (w *Watcher[T]) allDurable(yield func(T) bool) {
+	d := w.d
+	for {
+		d.readMu.Lock()
+		it, err := w.takeDurable(context.Background(), false)
+		d.readMu.Unlock()
+		if err != nil {
+			return
+		}
+		more := yield(it.v)
+		w.doneSeq(it.seq)
+		if !more {
+			return
+		}
+	}
+}
+
 // Next returns the watcher's next value, waiting for one if none is queued.
 // It returns ctx.Err() if ctx ends first, and ErrClosed once the watcher is
 // stopped (or its stream deleted: see Err) and every queued value has been
-// read. On a channel watcher (Events called first) it reads the Events
+// read. A queued value wins over an ended ctx. Poison messages are passed
+// over (Stats counts them). On a channel watcher it reads the Events
 // channel. It panics on a nil ctx.
+//
+// On a durable watcher, the value Next returned is done when Next is
+// called again (whatever it returns), or when Done is called with its
+// sequence (Seq): the watcher acknowledges it then, in the next batch. A
+// value not done when the watcher stops comes again to the next reader.
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 	mustContext(ctx)
-	if w.choosePull() == readChannel {
+	var zero T
+	switch {
+	case w.ch != nil:
 		select {
-		case v, ok := <-w.events:
+		case v, ok := <-w.ch:
 			if ok {
 				return v, nil
 			}
+			return zero, ErrClosed
+		default:
+		}
+		select {
+		case v, ok := <-w.ch:
+			if ok {
+				return v, nil
+			}
+			return zero, ErrClosed
 		case <-ctx.Done():
-			var zero T
 			return zero, ctx.Err()
 		}
-		if it, ok := w.takeHeld(); ok {
-			w.read(it)
-			return it.v, nil
-		}
+	case w.d != nil:
+		return w.nextDurable(ctx)
 	}
-	it, err := w.w.Next(ctx)
+	var one [1]item[T]
+	for {
+		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		switch {
+		case errors.Is(err, errDone):
+			return zero, ctx.Err()
+		case err != nil:
+			return zero, w.errOf(err)
+		case got[0].err != nil:
+			continue // a poison message
+		}
+		w.read(got[0])
+		return got[0].v, nil
+	}
+}
+
+// nextDurable is Next on a durable watcher.
+func (w *Watcher[T]) nextDurable(ctx context.Context) (T, error) {
+	d := w.d
+	d.readMu.Lock()
+	defer d.readMu.Unlock()
+	if d.last != 0 {
+		last := d.last
+		d.last = 0
+		w.doneSeq(last)
+	}
+	it, err := w.takeDurable(ctx, false)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	w.read(it)
+	d.last = it.seq
 	return it.v, nil
 }
 
-// choosePull makes the watcher a queue watcher unless its mode is chosen,
-// and returns its mode.
-func (w *Watcher[T]) choosePull() int32 {
-	if m := w.mode.Load(); m != readUnchosen {
-		return m
+// Receive is Next for a handle.Pool (a Watcher is a handle.AckSource):
+// it returns the next value with its stream sequence (0 for a prefix
+// value), its attempt (1, or for the first value a durable reader hands
+// out after it took the position over, one more for each reader before it
+// that died with that value unfinished: see the package doc, "Durable
+// watchers"), and, for a message the codec could not
+// decode, the codec's error in place of the value: Receive hands out
+// poison messages, which All and Next pass over. On a durable watcher the
+// value stays outstanding until Done names its sequence. It panics on a
+// nil ctx.
+func (w *Watcher[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
+	mustContext(ctx)
+	if w.ch != nil {
+		v, err := w.Next(ctx)
+		return handle.Delivery[T]{Value: v, Seq: w.Seq(), Attempt: 1}, err
 	}
-	w.mode.CompareAndSwap(readUnchosen, readPull)
-	return w.mode.Load()
-}
-
-// Events returns a channel on which the watcher's values arrive, for
-// select statements. Called before Next and All, it makes the watcher a
-// channel watcher; called after one of them, it panics: a watcher's read
-// mode is chosen by its first read. The first call starts a goroutine
-// that moves values from the queue to the channel, one at a time: the
-// channel has no buffer of its own, so that Seq counts what was received
-// (it is recorded just after each receive, and is exact once Stop has
-// returned). The channel is closed by Stop or once the stream is deleted
-// and the queue drained; values still queued when Stop is called, the one
-// the goroutine was offering first, stay readable with Next and All. All
-// is faster where a loop will do.
-func (w *Watcher[T]) Events() <-chan T {
-	w.evMu.Lock()
-	defer w.evMu.Unlock()
-	if w.events != nil {
-		return w.events
-	}
-	// The channel is in place before the mode says so: a reader that
-	// sees readChannel sees the channel.
-	w.events = make(chan T)
-	if !w.mode.CompareAndSwap(readUnchosen, readChannel) {
-		w.events = nil
-		panic("natsbridge: Watcher.Events after Next or All: a watcher's read mode is chosen by its first read")
-	}
-	if w.stopped {
-		close(w.events)
-		return w.events
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.evCancel, w.evDone = cancel, make(chan struct{})
-	go w.pump(ctx, w.events, w.evDone)
-	return w.events
-}
-
-// pump is the Events goroutine, the only sender on ch. It ends when Stop
-// ends ctx or the watcher closes. A value it holds when Stop comes is
-// kept, before ch closes, for Next and All to read before the queue.
-func (w *Watcher[T]) pump(ctx context.Context, ch chan<- T, done chan struct{}) {
-	defer close(done)
-	defer close(ch)
-	for ctx.Err() == nil {
-		it, err := w.w.Next(ctx)
+	var it item[T]
+	if w.d != nil {
+		w.d.readMu.Lock()
+		var err error
+		it, err = w.takeDurable(ctx, true)
+		w.d.readMu.Unlock()
 		if err != nil {
-			return
+			return handle.Delivery[T]{}, err
 		}
-		select {
-		case ch <- it.v:
+	} else {
+		var one [1]item[T]
+		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		switch {
+		case errors.Is(err, errDone):
+			return handle.Delivery[T]{}, ctx.Err()
+		case err != nil:
+			return handle.Delivery[T]{}, w.errOf(err)
+		}
+		it = got[0]
+		if it.err == nil {
 			w.read(it)
-		case <-ctx.Done():
-			w.putBack(it)
-			return
+		}
+	}
+	// The readers that died with this value in their hands, as the
+	// position's record counts them: the server's count of deliveries
+	// starts again when a reader resets the position.
+	attempt := 1
+	if w.d != nil {
+		attempt += w.d.keep.attemptsBefore(it.seq)
+	}
+	return handle.Delivery[T]{Value: it.v, Seq: it.seq, Attempt: attempt, Err: it.err}, nil
+}
+
+// Events returns the channel on which a channel watcher's values arrive,
+// for select statements (WatchOptions.Read: broadcast.ReadChannel). The
+// feed places values on it directly, by the watcher's policy; it is closed
+// by Stop, or once the stream is deleted, and the values it holds stay
+// readable. On a queue watcher (the default), Events returns a closed
+// channel: make the watcher with broadcast.ReadChannel to read it so.
+func (w *Watcher[T]) Events() <-chan T {
+	if w.ch != nil {
+		return w.ch
+	}
+	return closedChan[T]()
+}
+
+// closedChan returns a closed channel of T.
+func closedChan[T any]() <-chan T {
+	ch := make(chan T)
+	close(ch)
+	return ch
+}
+
+// Done marks the value at seq, handed out by a durable watcher, done: its
+// handling is over (handled, or given up for good by the application), and
+// the watcher acknowledges it with the next batch, once every value handed
+// out before it is done too. All marks each value done when its loop body
+// returns, Next when it is called again; Done is for an application that
+// finishes values elsewhere, or out of order. Done of a sequence that is
+// not outstanding (done already, never handed out, or on a watcher that is
+// not durable) does nothing.
+func (w *Watcher[T]) Done(seq uint64) {
+	if w.d != nil {
+		w.doneSeq(seq)
+	}
+}
+
+// doneSeq marks seq done on a durable watcher, and hands the position over
+// if the watcher was stopped and this was the last value outstanding.
+func (w *Watcher[T]) doneSeq(seq uint64) {
+	if w.d.acks.done(seq) && w.stopped.Load() {
+		if n, _ := w.d.acks.outstanding(); n == 0 {
+			w.finish()
 		}
 	}
 }
 
-// putBack keeps a value the pump could not hand over, for Next and All.
-func (w *Watcher[T]) putBack(it item[T]) {
-	w.heldMu.Lock()
-	w.held = append(w.held, it)
-	w.heldMu.Unlock()
-}
-
-// takeHeld returns the value put back by the pump, if any.
-func (w *Watcher[T]) takeHeld() (item[T], bool) {
-	w.heldMu.Lock()
-	defer w.heldMu.Unlock()
-	if len(w.held) == 0 {
-		return item[T]{}, false
+// takeDurable takes the next value of a durable watcher's queue and hands
+// it out (poison: hands out poison messages too, rather than pass them
+// over): it waits for the reservation to cover it, records it as
+// outstanding, and counts it if it may have been handed out before. It
+// returns ErrClosed once the watcher stopped, ctx.Err() if ctx ends first.
+// The caller holds d.readMu.
+func (w *Watcher[T]) takeDurable(ctx context.Context, poison bool) (item[T], error) {
+	d := w.d
+	var one [1]item[T]
+	for {
+		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		switch {
+		case errors.Is(err, errDone):
+			return item[T]{}, ctx.Err()
+		case err != nil:
+			return item[T]{}, w.errOf(err)
+		}
+		it := got[0]
+		if it.seq == 0 { // a prefix value: nothing to acknowledge
+			w.read(it)
+			return it, nil
+		}
+		if it.err != nil && !poison {
+			d.acks.hand(it.seq, it.msg, it.epoch, true) // passed over, and so done
+			continue
+		}
+		if d.acks.inEager(it.seq) {
+			// After a reader died: one value at a time, so that a value
+			// that kills its reader is the one the record counts.
+			if _, idle := d.acks.outstanding(); idle != nil {
+				select {
+				case <-idle:
+				case <-ctx.Done():
+					w.q.giveBack(got)
+					return item[T]{}, ctx.Err()
+				}
+			}
+		}
+		switch err := d.keep.reserve(ctx, it.seq); {
+		case errors.Is(err, errFenced):
+			w.handedBack.Add(1) // the reader that took the position over gets it
+			continue
+		case errors.Is(err, ErrClosed):
+			w.handedBack.Add(1)
+			return item[T]{}, ErrClosed
+		case err != nil:
+			w.q.giveBack(got)
+			return item[T]{}, err
+		}
+		if it.seq <= d.redeliverTo.Load() {
+			d.redelivered.Add(1)
+		}
+		d.acks.hand(it.seq, it.msg, it.epoch, false)
+		w.read(it)
+		return it, nil
 	}
-	it := w.held[0]
-	w.held = w.held[1:]
-	return it, true
 }
 
-// read records that the value it was handed to the reader: its trace
-// context, its sequence, and for a durable watcher the value to
-// acknowledge. The trace context goes first, so that a Seq that gives the
+// read records that it was handed to the reader: its trace context and
+// its sequence. The trace context goes first, so that a Seq that gives the
 // value's sequence finds its trace context in place. A value without one
 // stores nothing unless the value before had one: no store per value when
 // nothing is traced.
@@ -179,8 +327,5 @@ func (w *Watcher[T]) read(it item[T]) {
 	}
 	if it.seq != 0 {
 		w.seq.Store(it.seq)
-	}
-	if it.mark != nil {
-		w.f.durable.lastRead.Store(it.mark)
 	}
 }

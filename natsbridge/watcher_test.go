@@ -36,8 +36,8 @@ func TestWatchGetsWhatFollows(t *testing.T) {
 	if diff := cmp.Diff(span(6, 15), ids(take(t, w, 10))); diff != "" {
 		t.Fatalf("watcher values (-want +got):\n%s", diff)
 	}
-	if w.Seq() != 15 || w.Gaps() != 0 || w.Dropped() != 0 || w.Delivered() != 10 {
-		t.Errorf("Seq %d, Gaps %d, Dropped %d, Delivered %d; want 15, 0, 0, 10", w.Seq(), w.Gaps(), w.Dropped(), w.Delivered())
+	if w.Seq() != 15 || w.Stats().Gaps != 0 || w.Stats().Dropped != 0 || w.Stats().Delivered != 10 {
+		t.Errorf("Seq %d, Gaps %d, Dropped %d, Delivered %d; want 15, 0, 0, 10", w.Seq(), w.Stats().Gaps, w.Stats().Dropped, w.Stats().Delivered)
 	}
 }
 
@@ -81,8 +81,8 @@ func TestWatchPrefix(t *testing.T) {
 	if diff := cmp.Diff([]int{-2, -1, 1, 2, 3}, ids(take(t, w, 5))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)
 	}
-	if w.Seq() != 3 || w.Delivered() != 3 {
-		t.Errorf("Seq %d, Delivered %d; want 3, 3 (a prefix is not a stream value)", w.Seq(), w.Delivered())
+	if w.Seq() != 3 || w.Stats().Delivered != 3 {
+		t.Errorf("Seq %d, Delivered %d; want 3, 3 (a prefix is not a stream value)", w.Seq(), w.Stats().Delivered)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestWatchBlockStopsReading(t *testing.T) {
 	// the queue, broadcast's incoming queue and the batch its distributor
 	// holds, the one in the feed's hands and the read-ahead.
 	const bound = queue + 2*broadcast.DefaultIncomingQueueLength + 1 + readAhead
-	eventually(t, "the watcher's queue is full", func() bool { return w.Delivered() == queue })
+	eventually(t, "the watcher's queue is full", func() bool { return w.Stats().Delivered == queue })
 	// The stream holds all n (publishAll awaited every ack), so what the
 	// server has not delivered is the backlog it keeps. The consumer's
 	// NumPending is no measure of it: the server counts the values stored
@@ -151,8 +151,8 @@ func TestWatchBlockStopsReading(t *testing.T) {
 	if diff := cmp.Diff(span(1, n), ids(take(t, w, n))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)
 	}
-	if w.Dropped() != 0 || w.Gaps() != 0 {
-		t.Errorf("Dropped %d, Gaps %d; want 0, 0", w.Dropped(), w.Gaps())
+	if w.Stats().Dropped != 0 || w.Stats().Gaps != 0 {
+		t.Errorf("Dropped %d, Gaps %d; want 0, 0", w.Stats().Dropped, w.Stats().Gaps)
 	}
 }
 
@@ -210,11 +210,11 @@ func TestWatchDropPolicies(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ids(drain(t, tc.w))); diff != "" {
 				t.Errorf("values (-want +got):\n%s", diff)
 			}
-			if got, want := tc.w.Dropped(), uint64(n-queue); got != want {
+			if got, want := tc.w.Stats().Dropped, uint64(n-queue); got != want {
 				t.Errorf("Dropped() = %d, want %d", got, want)
 			}
-			if tc.w.Gaps() != 0 {
-				t.Errorf("Gaps() = %d, want 0", tc.w.Gaps())
+			if tc.w.Stats().Gaps != 0 {
+				t.Errorf("Gaps() = %d, want 0", tc.w.Stats().Gaps)
 			}
 		})
 	}
@@ -246,11 +246,11 @@ func TestWatchGapsCounted(t *testing.T) {
 		missing += uint64(got[i] - got[i-1] - 1)
 	}
 	missing += uint64(got[0] - 1)
-	if w.Gaps() == 0 || w.Gaps() != missing || uint64(len(got))+w.Gaps() != n {
-		t.Fatalf("read %d values, Gaps() = %d, missing sequences %d; want read + gaps = %d with gaps > 0", len(got), w.Gaps(), missing, n)
+	if w.Stats().Gaps == 0 || w.Stats().Gaps != missing || uint64(len(got))+w.Stats().Gaps != n {
+		t.Fatalf("read %d values, Gaps() = %d, missing sequences %d; want read + gaps = %d with gaps > 0", len(got), w.Stats().Gaps, missing, n)
 	}
-	if got := topic.Stats().Gaps; got != w.Gaps() {
-		t.Errorf("topic Stats().Gaps = %d, want %d", got, w.Gaps())
+	if got := topic.Stats().Gaps; got != w.Stats().Gaps {
+		t.Errorf("topic Stats().Gaps = %d, want %d", got, w.Stats().Gaps)
 	}
 }
 
@@ -265,8 +265,8 @@ func TestWatchFromDiscarded(t *testing.T) {
 	if diff := cmp.Diff(span(21, 30), ids(take(t, w, 10))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)
 	}
-	if w.Start() != 1 || w.Gaps() != 20 {
-		t.Errorf("Start() = %d, Gaps() = %d; want 1, 20", w.Start(), w.Gaps())
+	if w.Start() != 1 || w.Stats().Gaps != 20 {
+		t.Errorf("Start() = %d, Gaps() = %d; want 1, 20", w.Start(), w.Stats().Gaps)
 	}
 }
 
@@ -342,7 +342,7 @@ func TestWatchPoison(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	for _, id := range []int{1, 13, 2, 666, 3} {
 		if err := p.Publish(ctx, Order{ID: id}); err != nil {
 			t.Fatal(err)
@@ -358,8 +358,8 @@ func TestWatchPoison(t *testing.T) {
 	if diff := cmp.Diff([]int{1, 2, 3, 4}, ids(take(t, w, 4))); diff != "" {
 		t.Fatalf("values (-want +got):\n%s", diff)
 	}
-	if w.Poisoned() != 3 || w.Seq() != 7 || w.Gaps() != 0 {
-		t.Errorf("Poisoned %d, Seq %d, Gaps %d; want 3, 7, 0", w.Poisoned(), w.Seq(), w.Gaps())
+	if w.Stats().Poisoned != 3 || w.Seq() != 7 || w.Stats().Gaps != 0 {
+		t.Errorf("Poisoned %d, Seq %d, Gaps %d; want 3, 7, 0", w.Stats().Poisoned, w.Seq(), w.Stats().Gaps)
 	}
 	if got := topic.Stats().Poisoned; got != 3 {
 		t.Errorf("topic Stats().Poisoned = %d, want 3", got)
@@ -385,10 +385,10 @@ func TestWatchPoisonLogCounted(t *testing.T) {
 	publishAll(t, topic, 1, 1)
 	take(t, w, 1)
 	w.Stop()
-	if got := w.Poisoned(); got != poison {
+	if got := w.Stats().Poisoned; got != poison {
 		t.Fatalf("Poisoned() = %d, want %d", got, poison)
 	}
-	if got := log.reported("natsbridge: poison message skipped"); got != poison {
+	if got := log.reported("natsbridge: poison message"); got != poison {
 		t.Errorf("log lines account for %d poison messages, want %d:\n%s", got, poison, log.String())
 	}
 }
@@ -420,8 +420,8 @@ func TestWatchPoisonLogsNoValue(t *testing.T) {
 			if err := w.Flush(testCtx(t)); err != nil {
 				t.Fatal(err)
 			}
-			if got := log.reported("natsbridge: poison message skipped"); got != 1 || w.Poisoned() != 1 {
-				t.Fatalf("Poisoned() = %d, poison lines %d; want 1, 1:\n%s", w.Poisoned(), got, log.String())
+			if got := log.reported("natsbridge: poison message"); got != 1 || w.Stats().Poisoned != 1 {
+				t.Fatalf("Poisoned() = %d, poison lines %d; want 1, 1:\n%s", w.Stats().Poisoned, got, log.String())
 			}
 			if strings.Contains(log.String(), secret) {
 				t.Errorf("a log line carries the message's content:\n%s", log.String())
@@ -442,7 +442,7 @@ func TestWatchStreamDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	ev, err := topic.Watch(ctx, natsbridge.WatchOptions{})
+	ev, err := topic.Watch(ctx, natsbridge.WatchOptions{Read: broadcast.ReadChannel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,13 +533,17 @@ func TestWatchStreamReplaced(t *testing.T) {
 	}
 }
 
-// TestWatchEvents reads through the channel; Stop closes it.
+// TestWatchEvents reads a channel watcher through its channel; Stop closes
+// it, and what it holds stays readable.
 func TestWatchEvents(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{})
-	w := watch(t, topic, natsbridge.WatchOptions{})
+	w := watch(t, topic, natsbridge.WatchOptions{Read: broadcast.ReadChannel})
 	publishAll(t, topic, 1, 5)
+	if err := w.Flush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
 	var got []int
 	for o := range w.Events() {
 		got = append(got, o.ID)
@@ -548,13 +552,13 @@ func TestWatchEvents(t *testing.T) {
 		}
 	}
 	w.Stop()
-	if w.Seq() != 3 {
-		t.Errorf("Seq() = %d after three values through Events and Stop, want 3", w.Seq())
+	if w.Seq() != 5 {
+		t.Errorf("Seq() = %d after five values placed on the channel, want 5", w.Seq())
 	}
 	for o := range w.Events() {
-		t.Errorf("value %d after Stop on a closed channel", o.ID)
+		got = append(got, o.ID)
 	}
-	if diff := cmp.Diff([]int{1, 2, 3}, got); diff != "" {
+	if diff := cmp.Diff([]int{1, 2, 3, 4, 5}, got); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
 }
@@ -597,7 +601,7 @@ func TestWatchLostConnection(t *testing.T) {
 	pubTopic := newTopic(t, pubJS, "orders", natsbridge.TopicOptions{})
 	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1000})
 	const n = 2000
-	p := pubTopic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, pubTopic, natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
 	for i := 1; i <= n; i++ {
 		if err := p.Publish(ctx, Order{ID: i}); err != nil {
@@ -616,10 +620,10 @@ func TestWatchLostConnection(t *testing.T) {
 	if !slices.Equal(got, span(1, n)) {
 		t.Fatalf("values are not 1..%d in order once each: first difference near %v", n, firstDiff(got, span(1, n)))
 	}
-	if w.Gaps() != 0 {
-		t.Errorf("Gaps() = %d, want 0", w.Gaps())
+	if w.Stats().Gaps != 0 {
+		t.Errorf("Gaps() = %d, want 0", w.Stats().Gaps)
 	}
-	t.Logf("consumer restarts: %d", w.Restarts())
+	t.Logf("consumer restarts: %d", w.Stats().Restarts)
 }
 
 // TestWatchConnectionClosed closes the watcher's connection: the watcher
@@ -637,7 +641,7 @@ func TestWatchConnectionClosed(t *testing.T) {
 	if err := w.Err(); !errors.Is(err, nats.ErrConnectionClosed) {
 		t.Errorf("Err() = %v, want the connection's error", err)
 	}
-	if got, topicGot := w.Restarts(), topic.Stats().Restarts; got != 0 || topicGot != 0 {
+	if got, topicGot := w.Stats().Restarts, topic.Stats().Restarts; got != 0 || topicGot != 0 {
 		t.Errorf("Restarts() = %d, topic Stats().Restarts = %d after the connection closed; want 0, 0 (no consumer was created again)", got, topicGot)
 	}
 }
@@ -705,7 +709,7 @@ func TestIdleCheckWaitsForAMessageOnItsWay(t *testing.T) {
 	topic := newTopic(t, js, "orders", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond, Logger: log.Logger()})
 	ctx := testCtx(t)
 	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 1000})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const n = 40
 	for i := 1; i <= n; i++ {
 		if err := p.Publish(ctx, Order{ID: i}); err != nil {

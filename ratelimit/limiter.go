@@ -7,10 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
-	"github.com/heraldgo/herald/internal/hashlru"
-	"github.com/heraldgo/herald/internal/seam"
+	"github.com/heraldgo/herald/internal/keyedlimit"
 )
 
 // Limiter is a set of token buckets, one per key, keeping at most
@@ -20,21 +17,10 @@ import (
 // A Limiter is safe for concurrent use and starts no goroutines. Its zero
 // value is not usable: create one with New.
 type Limiter[K comparable] struct {
-	seed  maphash.Seed // hashes each key once per call
-	limit rate.Limit
-	burst int
+	seed maphash.Seed // hashes each key once per call
 
 	mu      sync.Mutex // guards buckets
-	buckets *hashlru.Cache[K, bucket]
-}
-
-// bucket is a key's rate.Limiter, created on the key's second call. Until
-// then, first holds the time of the first call, which took a token from a
-// full bucket: most keys of a flood are seen once, and a Limiter that
-// forgets them should not build a rate.Limiter for each.
-type bucket struct {
-	lim   *rate.Limiter
-	first time.Time
+	buckets *keyedlimit.Buckets[K]
 }
 
 // New returns a Limiter configured by opts, whose zero fields take the
@@ -60,18 +46,7 @@ func New[K comparable](opts Options) *Limiter[K] {
 	if opts.Size == 0 {
 		opts.Size = DefaultSize
 	}
-	return newLimiter[K](opts.Limit, opts.Burst, opts.Size)
-}
-
-// newLimiter is New without the defaults and checks: burst and size are
-// at least 1.
-func newLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
-	return &Limiter[K]{
-		seed:    maphash.MakeSeed(),
-		limit:   limit,
-		burst:   burst,
-		buckets: hashlru.New[K, bucket](size),
-	}
+	return &Limiter[K]{seed: maphash.MakeSeed(), buckets: keyedlimit.New[K](opts.Limit, opts.Burst, opts.Size)}
 }
 
 // AllowAt takes one token from key's bucket at time now and reports whether
@@ -79,10 +54,10 @@ func newLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
 // bucket, which then refills continuously at Options.Limit tokens per
 // second (golang.org/x/time/rate's AllowN(now, 1)).
 //
-// AllowAt allocates nothing from a key's third call on (BenchmarkAllowAt).
-// A key's first call allocates its cache entry, and its second call its
-// token bucket, which a key seen only once (as most keys of a flood are)
-// never needs. A forgotten key starts over.
+// AllowAt allocates nothing from a key's second call on (BenchmarkAllowAt):
+// a key's first call allocates its cache entry, which holds its token
+// bucket, unless it reuses the entry of a key forgotten. A forgotten key
+// starts over.
 //
 // As in a Go map, a key that is not equal to itself (a NaN float, or a
 // struct or array holding one) is never found again: every call with one
@@ -93,41 +68,11 @@ func newLimiter[K comparable](limit rate.Limit, burst, size int) *Limiter[K] {
 // holding one), which a Go map refuses too. That is a programming error;
 // the Limiter stays usable.
 func (l *Limiter[K]) AllowAt(key K, now time.Time) bool {
-	return l.allowHashed(l.hash(key), func(k *K) bool { return *k == key }, func() K { return key }, now)
-}
-
-// allowHashed is AllowAt for the key whose hash is h and which match
-// accepts; key builds it, to store it when it is new. herald's correlator
-// reaches it through package seam (see init), with hashes of its own.
-func (l *Limiter[K]) allowHashed(h uint64, match func(*K) bool, key func() K, now time.Time) bool {
+	h := l.hash(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, found, _ := l.buckets.GetOrAdd(h, match, key)
-	if !found {
-		// A new key, or one forgotten (its bucket is not reused): its
-		// bucket starts full, and a full bucket has a token whatever the
-		// limit.
-		*b = bucket{first: now}
-		return true
-	}
-	if b.lim == nil {
-		// The second call: take the first call's token now. A fresh
-		// rate.Limiter ends in the same state whenever it is asked.
-		b.lim = rate.NewLimiter(l.limit, l.burst)
-		b.lim.AllowN(b.first, 1)
-	}
-	return b.lim.AllowN(now, 1)
+	return l.buckets.Allow(h, func(k *K) bool { return *k == key }, func() K { return key }, now)
 }
-
-func init() {
-	seam.SetAllowHashed(func(l any) any { return l.(hashedAllower).allowHashedFunc() })
-}
-
-// hashedAllower is a *Limiter[K] of any K, for the seam's hook.
-type hashedAllower interface{ allowHashedFunc() any }
-
-// allowHashedFunc returns l.allowHashed as a seam.AllowHashed[K].
-func (l *Limiter[K]) allowHashedFunc() any { return seam.AllowHashed[K](l.allowHashed) }
 
 // hash returns key's hash. maphash panics on a key that cannot be hashed,
 // with a runtime error; hash panics then with this package's name.

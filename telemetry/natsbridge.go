@@ -92,9 +92,10 @@ func Watcher[T any](m metric.Meter, name string, t *natsbridge.Topic[T], w *nats
 	a := newAges()
 	backlogs := func(dst []broadcast.Backlog) []broadcast.Backlog { return append(dst, w.Backlog()) }
 	return r.register(func() snap {
+		ws := w.Stats()
 		return snap{
-			delivered: w.Delivered(), dropped: w.Dropped(), gaps: w.Gaps(), poisoned: w.Poisoned(),
-			redelivered: w.Redelivered(), restarts: w.Restarts(), backlog: a.observe(backlogs),
+			delivered: ws.Delivered, dropped: ws.Dropped, gaps: ws.Gaps, poisoned: ws.Poisoned,
+			redelivered: ws.Redelivered, restarts: ws.Restarts, backlog: a.observe(backlogs),
 		}
 	})
 }

@@ -56,7 +56,10 @@ func TestNATS(t *testing.T) {
 	}
 	local, _ := mirror.Watch()
 	defer local.Stop()
-	pub := topic.Publisher(natsbridge.PublisherOptions{})
+	pub, err := topic.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, reg := range []func() (metric.Registration, error){
 		func() (metric.Registration, error) { return telemetry.Publisher(meter, topic, pub) },
 		func() (metric.Registration, error) { return telemetry.Watcher(meter, "audit", topic, w) },
@@ -103,12 +106,12 @@ func TestNATS(t *testing.T) {
 		"herald.nats.publisher.retries":                         counter(msg, p.Retries),
 		"herald.nats.publisher.abandoned":                       counter(msg, p.Abandoned),
 
-		"messaging.client.consumed.messages{messaging.consumer.group.name=audit,messaging.operation.name=receive}": counter(msg, w.Delivered()),
-		"herald.nats.watcher.dropped{herald.drop.reason=queue,messaging.consumer.group.name=audit}":                counter(msg, w.Dropped()),
-		"herald.nats.watcher.dropped{herald.drop.reason=gap,messaging.consumer.group.name=audit}":                  counter(msg, w.Gaps()),
-		"herald.nats.watcher.dropped{herald.drop.reason=poisoned,messaging.consumer.group.name=audit}":             counter(msg, w.Poisoned()),
-		"herald.nats.watcher.redelivered{messaging.consumer.group.name=audit}":                                     counter(msg, w.Redelivered()),
-		"herald.nats.watcher.restarts{messaging.consumer.group.name=audit}":                                        counter("{restart}", w.Restarts()),
+		"messaging.client.consumed.messages{messaging.consumer.group.name=audit,messaging.operation.name=receive}": counter(msg, w.Stats().Delivered),
+		"herald.nats.watcher.dropped{herald.drop.reason=queue,messaging.consumer.group.name=audit}":                counter(msg, w.Stats().Dropped),
+		"herald.nats.watcher.dropped{herald.drop.reason=gap,messaging.consumer.group.name=audit}":                  counter(msg, w.Stats().Gaps),
+		"herald.nats.watcher.dropped{herald.drop.reason=poisoned,messaging.consumer.group.name=audit}":             counter(msg, w.Stats().Poisoned),
+		"herald.nats.watcher.redelivered{messaging.consumer.group.name=audit}":                                     counter(msg, w.Stats().Redelivered),
+		"herald.nats.watcher.restarts{messaging.consumer.group.name=audit}":                                        counter("{restart}", w.Stats().Restarts),
 		"herald.nats.watcher.queue.depth{messaging.consumer.group.name=audit}":                                     gauge(msg, float64(w.Backlog().Queued)),
 		"herald.nats.watcher.queue.oldest_age{messaging.consumer.group.name=audit}":                                gauge("s", 0), // first seen by this collection
 
@@ -127,8 +130,8 @@ func TestNATS(t *testing.T) {
 		"herald.nats.topic.restarts":                             counter("{restart}", ts.Restarts),
 		"herald.nats.topic.live":                                 updown("{instance}", ts.Live),
 	})
-	if p.Confirmed != n || w.Delivered() != 2 || w.Dropped() != n-2 || ms.Published != n || ts.Live == 0 {
+	if p.Confirmed != n || w.Stats().Delivered != 2 || w.Stats().Dropped != n-2 || ms.Published != n || ts.Live == 0 {
 		t.Errorf("publisher %+v, watcher delivered %d dropped %d, mirror %+v, topic %+v: not the state the test means to build",
-			p, w.Delivered(), w.Dropped(), ms, ts)
+			p, w.Stats().Delivered, w.Stats().Dropped, ms, ts)
 	}
 }

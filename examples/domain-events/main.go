@@ -1,10 +1,13 @@
 // Command domain-events is a small job runner that publishes typed events
 // with herald, with no Kubernetes in sight:
 //
-//   - an audit consumer that must see every event (policy Block);
+//   - an audit log that must write every event (policy Block), each job's
+//     in order, several jobs at once, retrying a failed write (a
+//     handle.Pool);
 //   - a dashboard that only cares about the latest state and reads slowly
 //     (policy DropOldest: it never holds the runner back);
-//   - an alerter that folds repeated failures into counts (correlate).
+//   - an alerter that folds repeated failures into counts (correlate), and
+//     is told in a summary what its spam filter skipped.
 //
 // Run it with:
 //
@@ -16,11 +19,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/correlate"
+	"github.com/heraldgo/herald/handle"
 )
 
 func main() {
@@ -52,14 +57,14 @@ func run(out io.Writer) error {
 		return err
 	}
 
-	// Consumers run on goroutines this program owns and waits for.
+	// The audit log writes each job's events in order, four jobs at a
+	// time, and retries a write that fails (see auditLog.write).
+	audit := &auditLog{byJob: map[string][]int{}}
+	writer := handle.New(w.audit, func(e JobEvent) string { return e.Job }, audit.write, handle.Options{Workers: 4})
+
+	// The other consumers run on goroutines this program owns and waits
+	// for.
 	var wg sync.WaitGroup
-	var audited int
-	wg.Go(func() {
-		for range w.audit.All() { // All reads in batches: the fastest way to read
-			audited++
-		}
-	})
 	alerts := newAlerter()
 	wg.Go(func() { alerts.read(w.alerts) })
 
@@ -70,19 +75,66 @@ func run(out io.Writer) error {
 		return err
 	}
 
+	// Every event in the watchers' queues, then written by the audit log;
 	// Shutdown delivers everything published, then ends every watcher's
 	// read loop; wait for the consumers to finish.
+	if err := events.Flush(ctx); err != nil {
+		return err
+	}
+	if err := writer.Flush(ctx); err != nil {
+		return err
+	}
+	if err := writer.Shutdown(ctx); err != nil {
+		return err
+	}
 	if err := events.Shutdown(ctx); err != nil {
 		return err
 	}
 	wg.Wait()
 
-	fmt.Fprintf(out, "published %d events; audit read %d (Block: none lost)\n", published, audited)
+	ws := writer.Stats()
+	fmt.Fprintf(out, "published %d events; audit wrote %d (Block: none lost), each job's in order: %v; %d write retried\n",
+		published, ws.Handled, audit.inOrder(), ws.Retries)
 	printDashboard(out, w.dashboard)
 	alerts.print(out)
 	s := events.Stats()
 	fmt.Fprintf(out, "broadcaster: published %d, delivered %d, dropped oldest %d\n", s.Published, s.Delivered, s.DroppedOldest)
 	return nil
+}
+
+// auditLog is the audit consumer's store: the events of each job, in the
+// order it wrote them.
+type auditLog struct {
+	mu     sync.Mutex // guards byJob, failed
+	byJob  map[string][]int
+	failed bool
+}
+
+// write stores e. Its first write of a failure fails (a disk that
+// hiccups): the Pool writes it again after a moment, and the job's later
+// events wait for it.
+func (a *auditLog) write(_ context.Context, e JobEvent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.Status == "failed" && !a.failed {
+		a.failed = true
+		return fmt.Errorf("audit: write of event %d failed", e.Seq)
+	}
+	a.byJob[e.Job] = append(a.byJob[e.Job], e.Seq)
+	return nil
+}
+
+// inOrder reports whether every job's events were written in the order
+// they were published.
+func (a *auditLog) inOrder() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, seqs := range a.byJob {
+		if !slices.IsSorted(seqs) {
+			return false
+		}
+	}
+	return true
 }
 
 // consumers are the service's three watchers, each with the full-queue
@@ -158,28 +210,32 @@ func printDashboard(out io.Writer, dashboard *broadcast.Watcher[JobEvent]) {
 // spam filter use it with one of the two fields left empty.
 type alertKey struct{ Job, Error string }
 
-// alert is one line of the alerter's report.
+// alert is one line of the alerter's report, as an alert store keeps it.
 type alert struct {
-	event    JobEvent
-	count    int
-	skipped  int
-	combined bool
+	event JobEvent
+	count int // as last recorded
+	// summarized counts the failures the spam filter skipped after the
+	// last one recorded, reported by the correlator's summaries.
+	summarized int
 }
 
-// alerter folds failures into alerts and keeps them in the order they
-// first appeared.
+// alerter folds failures into alerts and keeps them, as an alert store
+// would, in the order they first appeared. What the spam filter skips is
+// not its business: the correlator reports it, in summaries.
 type alerter struct {
 	folder *correlate.Correlator[JobEvent, alertKey]
 	order  []alertKey
-	byKey  map[alertKey]*alert
+	store  map[alertKey]*alert
 }
 
 // newAlerter returns an alerter with the service's folding rules.
 // Repeated failures of the same job with the same error are one alert
 // with a count; many different errors of one job become one combined
-// alert; a job that fails in a loop is rate limited.
+// alert; a job that fails in a loop is rate limited, and what that skips
+// comes back in a summary.
 func newAlerter() *alerter {
-	folder := correlate.New(func(e JobEvent) alertKey { return alertKey{e.Job, e.Error} },
+	a := &alerter{store: map[alertKey]*alert{}}
+	a.folder = correlate.New(func(e JobEvent) alertKey { return alertKey{e.Job, e.Error} },
 		correlate.Options[JobEvent, alertKey]{
 			Group: func(e JobEvent) (alertKey, alertKey) { return alertKey{Job: e.Job}, alertKey{Error: e.Error} },
 			Combine: func(e JobEvent, _ time.Time) JobEvent {
@@ -189,39 +245,56 @@ func newAlerter() *alerter {
 			MaxMembers: 5,                                                         // 5 distinct errors of a job: combine
 			Spam:       func(e JobEvent) alertKey { return alertKey{Job: e.Job} }, // per job
 			Burst:      10,
+			// Runs on the goroutine that calls Correlate or Flush: read's.
+			Report: func(s correlate.Summary[JobEvent, alertKey]) { a.alert(s.Key, s.Event).summarized += s.Count },
 		})
-	return &alerter{folder: folder, byKey: map[alertKey]*alert{}}
+	return a
 }
 
-// read folds every failure w delivers, until w's events end.
+// alert returns the stored alert of key k, storing e as it if there is
+// none yet.
+func (a *alerter) alert(k alertKey, e JobEvent) *alert {
+	al := a.store[k]
+	if al == nil {
+		al = &alert{event: e}
+		a.store[k] = al
+		a.order = append(a.order, k)
+	}
+	return al
+}
+
+// read folds every failure w delivers, until w's events end, and then
+// asks the correlator for the summaries of what it skipped. A service
+// that runs on would call Flush on a ticker too (every minute, say), so
+// that a flood's tail is reported while it runs.
 func (a *alerter) read(w *broadcast.Watcher[JobEvent]) {
 	for e := range w.All() {
 		if e.Status != "failed" {
 			continue
 		}
 		r, err := a.folder.Correlate(e)
-		if err != nil {
-			continue // a key function panicked; nothing here can
+		if err != nil || r.Skip {
+			continue // a key function panicked (nothing here can); or skipped: a summary will tell
 		}
-		al := a.byKey[r.Key]
-		if al == nil {
-			al = &alert{combined: r.Combined}
-			a.byKey[r.Key] = al
-			a.order = append(a.order, r.Key)
-		}
-		if r.Skip {
-			al.skipped++
-			continue
-		}
+		al := a.alert(r.Key, r.Event)
 		al.event, al.count = r.Event, r.Count
 	}
+	a.folder.Flush()
 }
 
-// print writes one line per alert, in the order they first appeared.
+// print writes one line per alert, in the order they first appeared, and
+// the correlator's account of every failure it was given.
 func (a *alerter) print(out io.Writer) {
 	fmt.Fprintln(out, "alerts:")
 	for _, k := range a.order {
-		al := a.byKey[k]
-		fmt.Fprintf(out, "  %-8s %-52s x%-3d (skipped %d)\n", al.event.Job, al.event.Error, al.count, al.skipped)
+		al := a.store[k]
+		fmt.Fprintf(out, "  %-8s %-52s x%d", al.event.Job, al.event.Error, al.count)
+		if al.summarized > 0 {
+			fmt.Fprintf(out, " (+%d skipped, reported by a summary)", al.summarized)
+		}
+		fmt.Fprintln(out)
 	}
+	s := a.folder.Stats()
+	fmt.Fprintf(out, "correlator: %d failures = %d recorded + %d carried by a later count + %d in summaries + %d unreported\n",
+		s.Correlated, s.Correlated-s.Skipped, s.Carried, s.Summarized, s.Unreported)
 }

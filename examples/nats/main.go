@@ -137,7 +137,7 @@ func run(ctx context.Context, out io.Writer, c config) error {
 	}
 	defer topic.Shutdown(ctx)
 	if c.server == "" || !c.keep {
-		defer js.DeleteStream(context.Background(), topic.Stream())
+		defer topic.Delete(context.Background())
 	}
 	if c.keepsAll() {
 		fmt.Fprintf(out, "topic %s: the stream keeps every event\n\n", name)
@@ -260,7 +260,10 @@ func publishInChunks(ctx context.Context, topic *natsbridge.Topic[Event], c conf
 	var total natsbridge.PublisherStats
 	chunk := c.chunk()
 	for first := 1; first <= c.events; first += chunk {
-		pub := topic.Publisher(natsbridge.PublisherOptions{})
+		pub, err := topic.Publisher(natsbridge.PublisherOptions{})
+		if err != nil {
+			return total, err
+		}
 		for n := first; n < first+chunk && n <= c.events; n++ {
 			if err := pub.Publish(ctx, newEvent(n)); err != nil {
 				return total, err
@@ -485,7 +488,7 @@ func runWorker(spec worker, in io.Reader, out io.Writer) error {
 			r.take(e)
 		}
 	}
-	r.Dropped, r.Gaps, r.Restarts = w.Dropped(), w.Gaps(), w.Restarts()
+	r.Dropped, r.Gaps, r.Restarts = w.Stats().Dropped, w.Stats().Gaps, w.Stats().Restarts
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err

@@ -7,20 +7,32 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/heraldgo/herald/handle"
 	"github.com/heraldgo/herald/natsbridge"
 )
 
 // The second part of the story: two services, billing and shipping, read
 // the orders topic, each with two replicas (processes of their own) that
 // share a durable position: one replica reads, the other stands by.
-// Midway, billing's reading replica is killed (SIGKILL: no Stop, no last
-// acknowledgement) and shipping's is stopped cleanly; the standbys take
-// over, and the table shows what each replica handled.
+// Midway, shipping's reading replica is stopped cleanly, and billing's is
+// killed (SIGKILL: no Stop, no last acknowledgement) in the middle of
+// charging an event; the standbys take over, and the table shows what each
+// replica handled.
+//
+// A durable watcher acknowledges an event once its handler returned, so
+// the event whose charge was cut short comes again to billing's standby,
+// and is charged; so do the events the killed replica had charged and not
+// yet had acknowledged. Billing keeps a ledger of the stream sequences it
+// charged (a file here; a table in a real service) and skips those, so
+// that every event is charged once: idempotent by its sequence.
 
 // takeover is the replicas' WatchOptions.Takeover: how long a standby
 // waits for a replica that died.
@@ -37,6 +49,10 @@ type replicaSpec struct {
 	Server  string `json:"server"`
 	Creds   string `json:"creds"`
 	Topic   string `json:"topic"`
+	// Billing's: its ledger (a file the replicas share), and the event
+	// whose charge takes long enough for the kill to land in it.
+	Ledger string `json:"ledger,omitempty"`
+	Slow   int    `json:"slow,omitempty"`
 }
 
 // replica is a running replica process, followed as it handles events.
@@ -46,8 +62,10 @@ type replica struct {
 	fate   string
 	killed bool
 
-	mu          sync.Mutex // guards handled, first, redelivered
+	mu          sync.Mutex // guards handled, charging, skipped, first, redelivered
 	handled     []int      // the events it handled, in order
+	charging    []int      // billing: the events whose charge it began
+	skipped     []int      // billing: the events its ledger said were charged
 	first       time.Time  // when it handled its first event
 	redelivered uint64     // from its report, once it stopped
 	done        chan struct{}
@@ -59,29 +77,44 @@ type fleet map[string][]*replica
 // services runs the second part with events first..last, published by
 // the orders service on topic.
 func services(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event], spec replicaSpec, first, last int) error {
+	dir, err := os.MkdirTemp("", "herald-billing-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	spec.Ledger = filepath.Join(dir, "ledger")
+	half := first + (last-first+1)/2 - 1
+	spec.Slow = half + (last-half)/2 // billing's reading replica is killed charging it
 	reps := fleet{}
 	defer reps.kill()
 	if err := reps.start(ctx, spec); err != nil {
 		return err
 	}
-	half := first + (last-first+1)/2 - 1
 	if err := publishAndWait(ctx, topic, reps, first, half); err != nil {
 		return err
 	}
-	// Midway: billing's reading replica dies, shipping's stops cleanly.
-	dead, billingStandby := reps.active("billing")
-	dead.kill()
-	dead.killed, dead.fate = true, "killed (SIGKILL) midway"
-	killed := time.Now()
+	// Midway: shipping's reading replica stops cleanly; billing's dies in
+	// the middle of a charge.
 	stopped, shippingStandby := reps.active("shipping")
 	if err := stopped.stop(); err != nil {
 		return err
 	}
 	stopped.fate = "stopped cleanly midway"
 	handedOver := time.Now()
-
-	if err := publishAndWait(ctx, topic, reps, half+1, last); err != nil {
+	dead, billingStandby := reps.active("billing")
+	if err := publishEvents(ctx, topic, half+1, last); err != nil {
 		return err
+	}
+	if err := dead.waitCharging(ctx, spec.Slow); err != nil {
+		return err
+	}
+	dead.kill()
+	dead.killed, dead.fate = true, fmt.Sprintf("killed (SIGKILL) charging %d", spec.Slow)
+	killed := time.Now()
+	for _, svc := range []string{"billing", "shipping"} {
+		if err := waitHandled(ctx, reps[svc], first, last); err != nil {
+			return fmt.Errorf("%s: %w", svc, err)
+		}
 	}
 	billingStandby.fate = fmt.Sprintf("took over %v after the kill", billingStandby.since(killed))
 	shippingStandby.fate = fmt.Sprintf("took over %v after the Stop", shippingStandby.since(handedOver))
@@ -136,7 +169,7 @@ func publishAndWait(ctx context.Context, topic *natsbridge.Topic[Event], reps fl
 		return err
 	}
 	for _, svc := range []string{"billing", "shipping"} {
-		if err := waitHandled(ctx, reps[svc], last); err != nil {
+		if err := waitHandled(ctx, reps[svc], first, last); err != nil {
 			return fmt.Errorf("%s: %w", svc, err)
 		}
 	}
@@ -146,7 +179,10 @@ func publishAndWait(ctx context.Context, topic *natsbridge.Topic[Event], reps fl
 // publishEvents publishes events first..last as the orders service does,
 // and waits for the stream to confirm them.
 func publishEvents(ctx context.Context, topic *natsbridge.Topic[Event], first, last int) error {
-	pub := topic.Publisher(natsbridge.PublisherOptions{})
+	pub, err := topic.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		return err
+	}
 	for n := first; n <= last; n++ {
 		if err := pub.Publish(ctx, newEvent(n)); err != nil {
 			return err
@@ -155,68 +191,101 @@ func publishEvents(ctx context.Context, topic *natsbridge.Topic[Event], first, l
 	return pub.Shutdown(ctx)
 }
 
-// waitHandled returns once a replica of the service handled event last.
-func waitHandled(ctx context.Context, reps []*replica, last int) error {
+// waitHandled returns once the service's replicas, together, handled (or,
+// billing, skipped as charged before) every event first..last: billing
+// handles several orders at once, so events end out of order.
+func waitHandled(ctx context.Context, reps []*replica, first, last int) error {
 	for {
+		seen := map[int]bool{}
 		for _, r := range reps {
-			if h := r.read(); len(h) > 0 && h[len(h)-1] >= last {
-				return nil
+			for _, n := range r.read() {
+				seen[n] = true
 			}
+			r.mu.Lock()
+			for _, n := range r.skipped {
+				seen[n] = true
+			}
+			r.mu.Unlock()
+		}
+		missing := 0
+		for n := first; n <= last; n++ {
+			if !seen[n] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("event %d not handled: %w", last, ctx.Err())
+			return fmt.Errorf("%d of events %d..%d not handled: %w", missing, first, last, ctx.Err())
 		case <-time.After(20 * time.Millisecond): // polling what the replicas said
 		}
 	}
 }
 
-// servicesReport prints a line per replica and what the service handled.
+// servicesReport prints a line per replica and what each service handled.
 func servicesReport(out io.Writer, reps fleet, first, last int) error {
 	fmt.Fprintf(out, "\nTwo services read the topic, each with two replicas sharing a durable position (Takeover %v):\n\n", takeover)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\treplica\twhat happened\thandled\tevents\tredelivered")
-	summary := map[string][3]int{} // distinct, twice, redelivered
+	type tally struct{ distinct, twice, redelivered, again, skipped int }
+	summary := map[string]tally{}
 	for _, svc := range []string{"billing", "shipping"} {
-		seen := map[int]int{}
-		redelivered := 0
+		seen, began := map[int]int{}, map[int]int{}
+		var t tally
 		for _, r := range reps[svc] {
 			h := r.read()
+			r.mu.Lock()
 			for _, n := range h {
 				seen[n]++
 			}
-			events := "-"
-			if len(h) > 0 {
-				events = fmt.Sprintf("%d..%d", h[0], h[len(h)-1])
+			for _, n := range r.charging {
+				began[n]++
+			}
+			t.skipped += len(r.skipped)
+			for _, n := range r.skipped {
+				seen[n]++ // handed to the replica again, and skipped
 			}
 			red := "-" // a killed replica reports nothing
 			if !r.killed {
-				r.mu.Lock()
 				red = fmt.Sprint(r.redelivered)
-				redelivered += int(r.redelivered)
-				r.mu.Unlock()
+				t.redelivered += int(r.redelivered)
+			}
+			r.mu.Unlock()
+			events := "-"
+			if len(h) > 0 {
+				events = fmt.Sprintf("%d..%d", slices.Min(h), slices.Max(h))
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", svc, r.spec.Replica, r.fate, len(h), events, red)
 		}
-		distinct, twice := 0, 0
 		for n := first; n <= last; n++ {
 			if seen[n] > 0 {
-				distinct++
+				t.distinct++
 			}
 			if seen[n] > 1 {
-				twice++
+				t.twice++
+			}
+			if began[n] > 1 {
+				t.again++
 			}
 		}
-		summary[svc] = [3]int{distinct, twice, redelivered}
+		summary[svc] = t
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	b, s := summary["billing"], summary["shipping"]
-	fmt.Fprintf(out, "\nbilling handled %d of the %d events at least once, %d of them twice: those its killed replica had read\n"+
-		"and not yet acknowledged, which came again to the standby (its redelivered count: %d). shipping handled\n"+
-		"%d of %d, %d twice: a clean Stop acknowledges what was read, and the standby went on from there at once.\n",
-		b[0], last-first+1, b[1], b[2], s[0], last-first+1, s[1])
+	n := last - first + 1
+	entries, once := ledgerCount(reps["billing"][0].spec.Ledger)
+	fmt.Fprintf(out, "\nbilling was handed all %d events at least once, %d of them twice (its redelivered count: %d): those its\n"+
+		"killed replica had begun and not yet had acknowledged (the count adds those it may have begun: what it had\n"+
+		"reserved, about twice what it handed out in its last 100ms). %d charge was cut short by the kill and begun again;\n"+
+		"%d events already charged were skipped, the ledger knowing their sequence: it holds %d charges, %d events\n"+
+		"charged once each.\n"+
+		"shipping handled %d of %d, %d twice: a clean Stop acknowledges what was handled, and the standby went on\n"+
+		"from there at once.\n",
+		b.distinct, b.twice, b.redelivered, b.again, b.skipped, entries, once, s.distinct, n, s.twice)
 	return nil
 }
 
@@ -250,6 +319,21 @@ func (r *replica) follow(lines *bufio.Scanner) {
 			r.mu.Unlock()
 			continue
 		}
+		if _, err := fmt.Sscanf(lines.Text(), "charging %d", &n); err == nil {
+			r.mu.Lock()
+			r.charging = append(r.charging, n)
+			r.mu.Unlock()
+			continue
+		}
+		if _, err := fmt.Sscanf(lines.Text(), "skipped %d", &n); err == nil {
+			r.mu.Lock()
+			if len(r.handled)+len(r.skipped) == 0 {
+				r.first = time.Now()
+			}
+			r.skipped = append(r.skipped, n)
+			r.mu.Unlock()
+			continue
+		}
 		var rep replicaReport
 		if json.Unmarshal(lines.Bytes(), &rep) == nil {
 			r.mu.Lock()
@@ -278,6 +362,23 @@ func (r *replica) since(t time.Time) time.Duration {
 	return d.Round(10 * time.Millisecond)
 }
 
+// waitCharging returns once the replica has begun to charge event n.
+func (r *replica) waitCharging(ctx context.Context, n int) error {
+	for {
+		r.mu.Lock()
+		began := slices.Contains(r.charging, n)
+		r.mu.Unlock()
+		if began {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("billing did not begin to charge event %d: %w", n, ctx.Err())
+		case <-time.After(20 * time.Millisecond): // polling what the replica said
+		}
+	}
+}
+
 // stop asks the replica to stop its watcher (a clean Stop) and waits for
 // its report.
 func (r *replica) stop() error {
@@ -295,6 +396,77 @@ func (r *replica) kill() {
 		<-r.done
 		_ = r.cmd.Wait()
 	}
+}
+
+// charge is billing's handler: it charges event e, stored at seq, unless
+// the ledger says seq was charged (by this replica or another, before a
+// crash): idempotent by the event's sequence. The first charge of event
+// s.Slow takes a minute: the example kills the replica in the middle of
+// it.
+func charge(s replicaSpec, seq uint64, e Event, out io.Writer) {
+	if charged(s.Ledger, seq) {
+		fmt.Fprintf(out, "skipped %d\n", e.N)
+		return
+	}
+	fmt.Fprintf(out, "charging %d\n", e.N)
+	if e.N == s.Slow && firstTry(s.Ledger+".slow") {
+		time.Sleep(time.Minute) // a slow payment provider; the kill lands here
+	}
+	if err := record(s.Ledger, seq); err != nil {
+		fmt.Fprintln(os.Stderr, "billing: ledger:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(out, "handled %d\n", e.N)
+}
+
+// charged reports whether the ledger at path holds seq.
+func charged(path string, seq uint64) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	want := strconv.FormatUint(seq, 10)
+	for line := range strings.Lines(string(b)) {
+		if strings.TrimSpace(line) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// firstTry reports whether the file at path did not exist, creating it.
+func firstTry(path string) bool {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// ledgerCount returns how many charges the ledger at path holds, and how
+// many distinct sequences are among them.
+func ledgerCount(path string) (entries, distinct int) {
+	b, _ := os.ReadFile(path)
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(b)) {
+		entries++
+		seen[strings.TrimSpace(line)] = true
+	}
+	return entries, len(seen)
+}
+
+// record appends seq to the ledger at path, once the charge is made.
+func record(path string, seq uint64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, seq); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // replicaReport is what a replica prints when it stops.
@@ -340,21 +512,33 @@ func runReplica(s replicaSpec, in io.Reader, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(out, "ready")
-	stop, stopped := context.WithCancel(ctx)
-	defer stopped()
-	go func() {
-		_, _ = io.Copy(io.Discard, in) // until the example closes it
-		stopped()
-	}()
-	for stop.Err() == nil {
-		e, err := w.Next(stop)
-		if err != nil {
-			break
+	if s.Service == "billing" {
+		// Billing charges four orders at once, each order's events in
+		// order; each event is acknowledged once charged. The Pool owns
+		// the watcher: its Shutdown, once the example closes the standard
+		// input, lets the charges in flight finish and hands the position
+		// over.
+		p := handle.New(w, func(e Event) string { return e.Order }, func(ctx context.Context, e Event) error {
+			charge(s, handle.Seq(ctx), e, out)
+			return nil
+		}, handle.Options{Workers: 4})
+		_, _ = io.Copy(io.Discard, in)
+		if err := p.Shutdown(ctx); err != nil {
+			return err
 		}
-		fmt.Fprintf(out, "handled %d\n", e.N) // the service's work on the event
+	} else {
+		go func() {
+			_, _ = io.Copy(io.Discard, in) // until the example closes it
+			w.Stop()                       // takes effect when the event in hand is handled
+		}()
+		for e := range w.All() { // each event is acknowledged once its body returns
+			fmt.Fprintf(out, "handled %d\n", e.N) // the service's work on the event
+		}
 	}
-	w.Stop()
-	line, err := json.Marshal(replicaReport{Redelivered: w.Redelivered()})
+	if err := w.Shutdown(ctx); err != nil {
+		return err
+	}
+	line, err := json.Marshal(replicaReport{Redelivered: w.Stats().Redelivered})
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,10 @@ func traces(ctx context.Context, out io.Writer, topic *natsbridge.Topic[Event], 
 // meter. Once the stream has confirmed them, it returns the publisher's
 // metrics.
 func placeOrders(ctx context.Context, obs *observability, topic *natsbridge.Topic[Event], first int) ([]point, error) {
-	pub := topic.Publisher(natsbridge.PublisherOptions{})
+	pub, err := topic.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		return nil, err
+	}
 	defer pub.Shutdown(ctx)
 	reg, err := telemetry.Publisher(obs.meters.Meter("orders"), topic, pub)
 	if err != nil {

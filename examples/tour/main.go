@@ -112,33 +112,45 @@ type Alert struct {
 }
 
 // correlateAlerts folds a storm of alerts, one a second on a fake clock,
-// and prints a line per key with the correlator's counts.
+// and prints a line per key with the correlator's counts: COUNT as last
+// recorded, SKIPPED what the spam filter skipped after it, which the
+// correlator reports in a summary when asked (Flush).
 func correlateAlerts(out io.Writer) error {
 	clock := testclock.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
-	c := newAlertCorrelator(clock)
-	lines, err := foldAlerts(c, clock, alertStorm())
-	if err != nil {
-		return err
+	var t alertTable
+	c := newAlertCorrelator(clock, t.summarized)
+	for _, a := range alertStorm() {
+		clock.Step(time.Second)
+		r, err := c.Correlate(a)
+		if err != nil {
+			return err
+		}
+		if !r.Skip { // skipped: the summary will say
+			t.recorded(r)
+		}
 	}
+	c.Flush() // the storm is over: report what no recorded count carried
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE\tCHECK\tCOUNT\tSKIPPED\tMESSAGE")
-	for _, l := range lines {
+	for _, l := range t.lines {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", l.alert.Service, l.alert.Check, l.count, l.skipped, l.alert.Message)
 	}
 	tw.Flush()
 	// Every alert is either counted on a line (COUNT) or skipped as spam
-	// (SKIPPED); a combined line counts the similar alerts it stands for.
+	// and reported in a summary (SKIPPED); a combined line counts the
+	// similar alerts it stands for.
 	s := c.Stats()
 	fmt.Fprintf(out, "%d alerts in: %d counted on the %d lines above (COUNT; the combined line stands for %d similar ones)\n",
 		s.Correlated, s.Correlated-s.Skipped, s.New, s.Combined)
-	fmt.Fprintf(out, "           + %d skipped as spam (SKIPPED: counted, never written).\n", s.Skipped)
+	fmt.Fprintf(out, "           + %d skipped as spam (SKIPPED: never written, reported in %d summaries).\n", s.Summarized, s.Summaries)
 	return nil
 }
 
 // newAlertCorrelator returns a correlator keyed by the whole alert that
-// combines alerts of one service and check with other messages, and
-// limits each service to 25 at once, then 1 per 5 minutes.
-func newAlertCorrelator(clock *testclock.FakeClock) *correlate.Correlator[Alert, Alert] {
+// combines alerts of one service and check with other messages, limits
+// each service to 25 at once, then 1 per 5 minutes, and hands report the
+// summaries of what that skips.
+func newAlertCorrelator(clock *testclock.FakeClock, report func(correlate.Summary[Alert, Alert])) *correlate.Correlator[Alert, Alert] {
 	return correlate.New(func(a Alert) Alert { return a }, correlate.Options[Alert, Alert]{
 		Group: func(a Alert) (Alert, Alert) { // same service and check, another message
 			return Alert{Service: a.Service, Check: a.Check}, Alert{Message: a.Message}
@@ -147,8 +159,9 @@ func newAlertCorrelator(clock *testclock.FakeClock) *correlate.Correlator[Alert,
 			a.Message = correlate.CombinedPrefix + a.Message
 			return a
 		},
-		Spam:  func(a Alert) Alert { return Alert{Service: a.Service} }, // 25 at once, then 1 per 5 min
-		Clock: clock,
+		Spam:   func(a Alert) Alert { return Alert{Service: a.Service} }, // 25 at once, then 1 per 5 min
+		Clock:  clock,
+		Report: report,
 	})
 }
 
@@ -168,40 +181,42 @@ func alertStorm() []Alert {
 	return storm
 }
 
-// alertLine is what the table shows for one key: the alert as last
-// written, its count, and how many of its alerts the spam filter skipped.
-type alertLine struct {
-	alert       Alert
-	count, seen int
-	skipped     int
-	combined    bool
+// alertTable is what an alert store keeps: a line per key, in the order
+// the keys first came, with the alert as last written, its count, and
+// the skipped alerts the correlator's summaries reported.
+type alertTable struct {
+	lines []*alertLine
+	byKey map[Alert]*alertLine
 }
 
-// foldAlerts passes the storm through c, a second apart on clock, and
-// returns a line per key in the order the keys first came.
-func foldAlerts(c *correlate.Correlator[Alert, Alert], clock *testclock.FakeClock, storm []Alert) ([]*alertLine, error) {
-	byKey := map[Alert]*alertLine{}
-	var lines []*alertLine
-	for _, a := range storm {
-		clock.Step(time.Second)
-		r, err := c.Correlate(a)
-		if err != nil {
-			return nil, err
-		}
-		l := byKey[r.Key]
-		if l == nil {
-			l = &alertLine{alert: r.Event, combined: r.Combined}
-			byKey[r.Key] = l
-			lines = append(lines, l)
-		}
-		l.seen++
-		if r.Skip {
-			l.skipped++
-			continue
-		}
-		l.count, l.alert = r.Count, r.Event
+type alertLine struct {
+	alert          Alert
+	count, skipped int
+}
+
+// line returns the line of key k, a new one showing a if there is none.
+func (t *alertTable) line(k, a Alert) *alertLine {
+	if t.byKey == nil {
+		t.byKey = map[Alert]*alertLine{}
 	}
-	return lines, nil
+	l := t.byKey[k]
+	if l == nil {
+		l = &alertLine{alert: a}
+		t.byKey[k] = l
+		t.lines = append(t.lines, l)
+	}
+	return l
+}
+
+// recorded writes a recorded result on its key's line.
+func (t *alertTable) recorded(r correlate.Result[Alert, Alert]) {
+	l := t.line(r.Key, r.Event)
+	l.alert, l.count = r.Event, r.Count
+}
+
+// summarized adds a summary's skipped alerts to its key's line.
+func (t *alertTable) summarized(s correlate.Summary[Alert, Alert]) {
+	t.line(s.Key, s.Event).skipped += s.Count
 }
 
 // kubernetes records a storm of pod events through the Kubernetes adapter

@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 		"published 20; dropped: 15 newest, 15 oldest",
 		"(combined from similar events): p99 530ms",
 		"60 alerts in: 45 counted on the 15 lines above (COUNT; the combined line stands for 5 similar ones)",
-		"           + 15 skipped as spam (SKIPPED: counted, never written).",
+		"           + 15 skipped as spam (SKIPPED: never written, reported in 4 summaries).",
 		"Warning  BackOff    pod/checkout-7d9f  8      Back-off restarting failed container",
 		"3      (combined from similar events): Pulling image layer 12 of 12",
 		"Warning  Unhealthy  pod/cart-0         25     Readiness probe failed",

@@ -5,8 +5,10 @@
 // hashes of the event's fields, matched against the event's fields and
 // built only when stored (Keyer); the count and first time of a new key
 // taken from the value itself (Seed); a trimmed record of a value (Keep,
-// of its own type L); and a second clock reading for the spam filter
-// (SpamClock).
+// of its own type L); a second clock reading for the spam filter
+// (SpamClock); and, for correlate only, summaries of the values the spam
+// filter skipped (Summaries), which the owner takes with Due and reports
+// once it has released its lock.
 //
 // A Correlator is not safe for concurrent use: its owner locks, as
 // golang-lru's Cache locks around simplelru.
@@ -20,8 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/heraldgo/herald/internal/hashlru"
-	"github.com/heraldgo/herald/internal/seam"
-	"github.com/heraldgo/herald/ratelimit"
+	"github.com/heraldgo/herald/internal/keyedlimit"
 )
 
 // Clock tells the time.
@@ -48,7 +49,7 @@ func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.M
 // says what a zero value means. The numbers must be positive where they
 // are used: CacheSize always, MaxMembers and Window with Group, Burst with
 // Spam; Rate must be positive with Spam (rate.Inf never skips): the spam
-// buckets are a ratelimit.Limiter's, which takes no other.
+// buckets are ratelimit.Limiter's core, whose New takes no other.
 //
 // The Hash functions, Member, Combine and the clock may run the user's
 // code: they run before Correlate changes anything, so that a panic in any
@@ -75,6 +76,11 @@ type Options[T any, K comparable, M comparable, L any] struct {
 	// SpamClock makes Correlate read the clock a second time, for the
 	// spam filter, as client-go does.
 	SpamClock bool
+	// Summaries keeps, for each key, the values the spam filter skipped
+	// since the key's last recorded result, so that none goes unreported:
+	// a summary of them is due when the key is forgotten (Due) or when
+	// the owner asks (Flush). Off: skipped values are only counted.
+	Summaries bool
 
 	CacheSize  int           // entries in each cache
 	MaxMembers int           // distinct members that make a group full
@@ -93,20 +99,53 @@ type Correlator[T any, K comparable, M comparable, L any] struct {
 	seed                func(T, time.Time) (int, time.Time)
 	keep                func(T) L
 	spamClock           bool
+	summaries           bool
 	maxMembers          int
 	window              time.Duration
 	clock               Clock
 
 	groups *hashlru.Cache[K, group[M]]
-	obs    *hashlru.Cache[obsKey[K], Observation[L]]
-	spam   seam.AllowHashed[K] // a ratelimit.Limiter's; nil without Options.Spam
+	obs    *hashlru.Cache[obsKey[K], entry[T, L]]
+	size   int                    // of each cache
+	spam   *keyedlimit.Buckets[K] // by the Spam keyer's hashes; nil without Options.Spam
 	// spamOf is the value whose spam bucket commit takes a token from,
 	// and spamMatch and spamMake its spam key's Match and Make: made once,
-	// so that the call through spam allocates no closure.
+	// so that the call to spam allocates no closure.
 	spamOf    T
 	spamMatch func(*K) bool
 	spamMake  func() K
 	stats     Stats
+	// due are the summaries made since the owner last took them (Due).
+	due []Summary[T, K]
+}
+
+// entry is what the engine keeps under one key: the Observation, and the
+// values skipped since the key's last report, with Options.Summaries.
+type entry[T, L any] struct {
+	Observation[L]
+	pend *pending[T] // nil until the key's first skipped value; kept for reuse
+}
+
+// pending is the values of one key skipped since its last report: a
+// recorded result, whose count carries them, or a summary.
+type pending[T any] struct {
+	n           int // how many; zero: none
+	first, last time.Time
+	event       T // the last of them
+}
+
+// Summary reports the values of one key that no recorded result carried:
+// those the spam filter skipped since the key's last recorded result or
+// summary.
+type Summary[T, K any] struct {
+	Key      K
+	Combined bool // Key is a group key: the values were stand-ins
+	Count    int  // values skipped since the last report
+	Total    int  // the key's count when the summary was made
+	First    time.Time
+	Last     time.Time
+	Event    T    // the last of them
+	Evicted  bool // the key was forgotten to make room: its next value is new
 }
 
 // Observation is what a Correlator remembers under one key.
@@ -147,9 +186,12 @@ type Panic struct {
 	Value any
 }
 
-// Stats counts what a Correlator decided.
+// Stats counts what a Correlator decided. With Options.Summaries every
+// skipped value is Carried (by a later recorded result's count),
+// Summarized, or Unreported.
 type Stats struct {
 	Correlated, New, Repeats, Combined, Skipped, Panics, Evicted uint64
+	Carried, Summarized, Summaries, Unreported                   uint64
 }
 
 // group is a group's members and the time of its last value. The members
@@ -191,15 +233,16 @@ func New[T any, K comparable, M comparable, L any](o Options[T, K, M, L]) *Corre
 		seed:       o.Seed,
 		keep:       o.Keep,
 		spamClock:  o.SpamClock,
+		summaries:  o.Summaries,
 		maxMembers: o.MaxMembers,
 		window:     o.Window,
 		clock:      o.Clock,
 		groups:     hashlru.New[K, group[M]](o.CacheSize),
-		obs:        hashlru.New[obsKey[K], Observation[L]](o.CacheSize),
+		obs:        hashlru.New[obsKey[K], entry[T, L]](o.CacheSize),
+		size:       o.CacheSize,
 	}
 	if spam {
-		lim := ratelimit.New[K](ratelimit.Options{Limit: o.Rate, Burst: o.Burst, Size: o.CacheSize})
-		c.spam = seam.AllowHashedOf[K](lim) // by the Spam keyer's hashes
+		c.spam = keyedlimit.New[K](o.Rate, o.Burst, o.CacheSize)
 		c.spamMatch = func(k *K) bool { return c.spamKey.Match(c.spamOf, k) }
 		c.spamMake = func() K { return c.spamKey.Make(c.spamOf) }
 	}
@@ -300,10 +343,12 @@ func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
 	if combined {
 		keyer = &c.group
 	}
-	o, hit, _ := c.obs.GetOrAdd(p.h,
+	e, hit := c.find(p.h,
 		func(k *obsKey[K]) bool { return k.combined == combined && keyer.Match(v, &k.k) },
 		func() obsKey[K] { return obsKey[K]{k: keyer.Make(v), combined: combined} })
-	if hit && o.Count > 0 {
+	o := &e.Observation
+	repeat := hit && o.Count > 0
+	if repeat {
 		res.Previous = *o
 		if o.Count < math.MaxInt { // a count Stored set there stays: it never wraps to a negative one
 			o.Count++
@@ -322,9 +367,12 @@ func (c *Correlator[T, K, M, L]) commit(v T, res *Result[T, L], p *plan[M]) {
 	// After the count: a skipped occurrence still counts.
 	if c.spam != nil {
 		c.spamOf = res.Event
-		res.Skip = !c.spam(p.skh, c.spamMatch, c.spamMake, p.spamNow)
+		res.Skip = !c.spam.Allow(p.skh, c.spamMatch, c.spamMake, p.spamNow)
 		var none T
 		c.spamOf = none // keeps no value alive
+	}
+	if c.summaries {
+		c.pend(e, res, repeat, p.now)
 	}
 
 	if res.Combined {
@@ -380,16 +428,126 @@ func (c *Correlator[T, K, M, L]) join(v T, p *plan[M]) {
 // key) with obs, and marks it most recently used. The key is given as for
 // a lookup: its hash h, match to recognize it, key to build it.
 func (c *Correlator[T, K, M, L]) Stored(h uint64, match func(*K) bool, key func() K, obs Observation[L]) {
-	o, _, _ := c.obs.GetOrAdd(h,
+	e, _ := c.find(h,
 		func(k *obsKey[K]) bool { return !k.combined && match(&k.k) },
 		func() obsKey[K] { return obsKey[K]{k: key()} })
-	*o = obs
+	e.Observation = obs // what was skipped and not reported stays so
 }
 
 // Stats returns the counters; Evicted counts observations forgotten.
 func (c *Correlator[T, K, M, L]) Stats() Stats {
 	s := c.stats
 	s.Correlated = s.New + s.Repeats // every commit counts one of them
-	s.Evicted = c.obs.Evicted()
+	s.Evicted += c.obs.Evicted()
 	return s
+}
+
+// find returns the entry of the key whose hash is h and which match
+// accepts, marked most recently used, and whether it was there; if not,
+// it adds key() with a zero entry, first forgetting the least recently
+// used key if the cache is full (and, with Options.Summaries, making the
+// summary of what it skipped unreported).
+func (c *Correlator[T, K, M, L]) find(h uint64, match func(*obsKey[K]) bool, key func() obsKey[K]) (*entry[T, L], bool) {
+	if !c.summaries {
+		// Nothing to report of a key forgotten: the cache forgets it
+		// itself, in the same lookup (the caller sets the Observation of
+		// a new key whole, and pend stays nil).
+		e, found, _ := c.obs.GetOrAdd(h, match, key)
+		return e, found
+	}
+	if e, ok := c.obs.Get(h, match); ok {
+		return e, true
+	}
+	if c.obs.Len() >= c.size {
+		k, old, _ := c.obs.RemoveOldest()
+		c.stats.Evicted++
+		if old.pend != nil && old.pend.n > 0 {
+			c.summarize(k, &old, true)
+		}
+	}
+	e, recycled := c.obs.Add(h, key())
+	if recycled {
+		pend := e.pend // keep the buffer, emptied
+		if pend != nil {
+			*pend = pending[T]{}
+		}
+		*e = entry[T, L]{pend: pend}
+	}
+	return e, false
+}
+
+// pend notes what res means for the values of e's key not reported yet:
+// a recorded repeat carries them in its count; a skipped value joins
+// them.
+func (c *Correlator[T, K, M, L]) pend(e *entry[T, L], res *Result[T, L], repeat bool, now time.Time) {
+	switch {
+	case res.Skip:
+		if e.pend == nil {
+			e.pend = new(pending[T])
+		}
+		p := e.pend
+		if p.n == 0 {
+			p.first = now
+		}
+		p.n++
+		p.last, p.event = now, res.Event
+		c.stats.Unreported++
+	case repeat && e.pend != nil && e.pend.n > 0:
+		// A new count (a key forgotten by Stored) does not carry them:
+		// they wait for a summary.
+		n := uint64(e.pend.n)
+		c.stats.Carried += n
+		c.stats.Unreported -= n
+		*e.pend = pending[T]{}
+	}
+}
+
+// summarize makes the summary of e's unreported values, due for the
+// owner, and empties them.
+func (c *Correlator[T, K, M, L]) summarize(k obsKey[K], e *entry[T, L], evicted bool) {
+	p := e.pend
+	c.due = append(c.due, Summary[T, K]{
+		Key: k.k, Combined: k.combined, Count: p.n, Total: e.Count,
+		First: p.first, Last: p.last, Event: p.event, Evicted: evicted,
+	})
+	c.stats.Summarized += uint64(p.n)
+	c.stats.Unreported -= uint64(p.n)
+	c.stats.Summaries++
+	*p = pending[T]{}
+}
+
+// Flush makes a summary of every key with values not reported yet, least
+// recently used first, due for the owner (Due).
+func (c *Correlator[T, K, M, L]) Flush() {
+	if c.stats.Unreported == 0 {
+		return
+	}
+	for k, e := range c.obs.All() {
+		if e.pend != nil && e.pend.n > 0 {
+			c.summarize(*k, e, false)
+		}
+	}
+}
+
+// Due returns the summaries made since the last call, in the order they
+// were made, and forgets them: the owner reports them once it has
+// released its lock.
+func (c *Correlator[T, K, M, L]) Due() []Summary[T, K] {
+	d := c.due
+	c.due = nil
+	return d
+}
+
+// Peek returns what is remembered under the key whose hash is h and which
+// match accepts (a group key if combined), without counting anything or
+// marking it used, and how many of its values are unreported.
+func (c *Correlator[T, K, M, L]) Peek(h uint64, match func(*K) bool, combined bool) (o Observation[L], unreported int, ok bool) {
+	e, ok := c.obs.Peek(h, func(k *obsKey[K]) bool { return k.combined == combined && match(&k.k) })
+	if !ok || e.Count <= 0 {
+		return Observation[L]{}, 0, false
+	}
+	if e.pend != nil {
+		unreported = e.pend.n
+	}
+	return e.Observation, unreported, true
 }

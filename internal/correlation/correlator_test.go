@@ -309,8 +309,8 @@ func TestNewPanicsOnIncompleteOptions(t *testing.T) {
 	}
 }
 
-// TestNewRefusesSpamRates: the spam buckets are a ratelimit.Limiter's,
-// which takes positive rates only; a caller maps others first.
+// TestNewRefusesSpamRates: the spam buckets are ratelimit.Limiter's core,
+// which ratelimit.New gives positive rates only; a caller maps others first.
 func TestNewRefusesSpamRates(t *testing.T) {
 	tests := []struct {
 		name string

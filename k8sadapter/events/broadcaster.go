@@ -29,7 +29,7 @@ var ErrRecording = errors.New("events: already recording to the sink")
 type EventBroadcaster struct {
 	sink   clientevents.EventSink
 	cfg    config
-	p      *pipeline.Pipeline[*eventsv1.Event]
+	p      *pipeline.Pipeline[*eventsv1.Event, key, folded, writerCounts]
 	wr     *writer
 	logger klog.Logger // klog's global logger, as client-go's; never changes
 }
@@ -52,9 +52,10 @@ func NewBroadcaster(sink clientevents.EventSink, opts ...Option) *EventBroadcast
 		logger = *cfg.logger
 	}
 	e := &EventBroadcaster{
-		sink:   sink,
-		cfg:    cfg,
-		p:      pipeline.New[*eventsv1.Event](pipeline.Options{Name: "events", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger}),
+		sink: sink,
+		cfg:  cfg,
+		p: pipeline.New(pipeline.Options{Name: "events", QueueLength: cfg.QueueLength, Clock: cfg.clock, Logger: logger},
+			adapter{sleep: cfg.Sleep}),
 		logger: logger,
 	}
 	e.wr = newWriter(e)
@@ -183,7 +184,7 @@ func (e *EventBroadcaster) ShutdownContext(ctx context.Context) error {
 
 // Stats returns a snapshot of the broadcaster's counters.
 func (e *EventBroadcaster) Stats() Stats {
-	return stats(e.p.RecorderCounts(), e.wr.c.Tally(), e.p.Handlers())
+	return stats(e.p.RecorderCounts(), e.p.Sinks(), e.p.Handlers())
 }
 
 // Flush waits until the events recorded before the call are handled, and

@@ -36,25 +36,21 @@ type pending = pipeline.Entry[*eventsv1.Event, key, folded]
 // the newest.
 type folded struct{ last metav1.MicroTime }
 
-// queueRule is the rule of the writer's queue: every event folds into the
-// event of its series waiting there.
-var queueRule = pipeline.FoldRule[*eventsv1.Event, key, folded]{
-	Key:   seriesKey,
-	Fold:  fold,
-	Reset: func(f *folded) { *f = folded{} },
-}
-
-// seriesKey is the queue's key: every event may fold, into the event of
+// FoldKey is pipeline.Folding's: every event may fold, into the event of
 // its series. (A map keyed by the struct hashes it without allocating;
 // maphash.Comparable makes its argument escape, and would cost the
 // recorder an allocation per event.)
-func seriesKey(ev *eventsv1.Event) (key, bool) { return keyOf(ev), true }
+func (adapter) FoldKey(ev *eventsv1.Event) (key, bool) { return keyOf(ev), true }
 
-// fold folds ev into w, the event of its series waiting for the writer:
-// it adds no more than its count and time (client-go keeps nothing else
-// of a series' later events either). It runs under the queue's lock, on
-// the recording goroutine, and allocates nothing.
-func fold(w *pending, ev *eventsv1.Event) bool {
+// ResetEntry is pipeline.Folding's.
+func (adapter) ResetEntry(f *folded) { *f = folded{} }
+
+// Fold is pipeline.Folding's: it folds ev into w, the event of its series
+// waiting for the writer: it adds no more than its count and time
+// (client-go keeps nothing else of a series' later events either). It
+// runs under the queue's lock, on the recording goroutine, and allocates
+// nothing.
+func (adapter) Fold(w *pending, ev *eventsv1.Event) bool {
 	w.Data.last = ev.EventTime
 	return true
 }
@@ -72,10 +68,8 @@ func (wr *writer) foldUnbuilt(regarding, related *corev1.ObjectReference, eventT
 	if related != nil {
 		k.related = *related
 	}
-	return wr.e.p.PublishFolded(func(q pipeline.Folder[*eventsv1.Event]) bool {
-		return q == pipeline.Folder[*eventsv1.Event](wr.q) && wr.q.TryFold(k, func(w *pending) bool {
-			w.Data.last = at
-			return true
-		})
+	return wr.e.p.PublishFolded(k, func(w *pending) bool {
+		w.Data.last = at
+		return true
 	})
 }

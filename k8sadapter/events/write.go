@@ -17,19 +17,36 @@ import (
 	"github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 )
 
-// jitter is client-go's spacing of attempts, wait.Jitter(sleep, 0.25):
-// each pause is sleep plus up to a quarter more.
-func jitter(sleep time.Duration) func(int) time.Duration {
-	return func(int) time.Duration { return sleep + time.Duration(rand.Float64()*0.25*float64(sleep)) }
+// adapter is what the pipeline needs of events.k8s.io (pipeline.Adapter):
+// how events fold in the writer's queue (queue.go), how the writer's
+// counters add up, and client-go's rules for its errors and retries.
+type adapter struct {
+	sleep time.Duration // WithSleepDuration
 }
 
-// classify is client-go's recordEvent classification for events.k8s.io:
+// Pause is client-go's spacing of attempts, wait.Jitter(sleep, 0.25):
+// each pause is sleep plus up to a quarter more.
+func (a adapter) Pause(int) time.Duration {
+	return a.sleep + time.Duration(rand.Float64()*0.25*float64(a.sleep))
+}
+
+// AddCounts adds the writer's counters o to c (there is one writer).
+func (adapter) AddCounts(c *writerCounts, o writerCounts) {
+	c.Counts.Add(o.Counts)
+	c.seriesObserved += o.seriesObserved
+	c.evicted += o.evicted
+	c.seriesWrites += o.seriesWrites
+	c.seriesWriteFailures += o.seriesWriteFailures
+	c.seriesUnwritten += o.seriesUnwritten
+}
+
+// Classify is client-go's recordEvent classification for events.k8s.io:
 // every StatusError is final, except AlreadyExists for a series (the
 // create of its first occurrence raced the patch, so another attempt
 // finds it); AlreadyExists is expected, and logged at V(5). 403 Forbidden
 // is a class of its own (pipeline.ClassOf), counted in FailedForbidden
 // and logged once per burst.
-func classify(err error, ev *eventsv1.Event) (pipeline.Class, bool) {
+func (adapter) Classify(err error, ev *eventsv1.Event) (pipeline.Class, bool) {
 	c := pipeline.ClassOf(err)
 	if c != pipeline.Rejected || !apierrors.IsAlreadyExists(err) {
 		return c, false

@@ -22,7 +22,7 @@ type writer struct {
 	e       *EventBroadcaster
 	q       *pipeline.Fold[*eventsv1.Event, key, folded]
 	c       *pipeline.Consumer[*eventsv1.Event, writerCounts]
-	w       pipeline.Writer[*eventsv1.Event]
+	w       *pipeline.Writer[*eventsv1.Event]
 	attempt pipeline.Attempt[*eventsv1.Event] // wr.write, bound once
 	abort   context.Context                   // done once a shutdown's deadline passed
 
@@ -46,21 +46,14 @@ type writer struct {
 // fewer than the writer remembers (WithCacheSize).
 func newWriter(e *EventBroadcaster) *writer {
 	wr := &writer{
-		e: e,
-		w: pipeline.Writer[*eventsv1.Event]{
-			MaxTries: e.cfg.MaxTries,
-			Pause:    jitter(e.cfg.Sleep),
-			Classify: classify,
-			Clock:    e.cfg.clock,
-			Stopping: e.p.Stopping(),
-			Logger:   e.logger,
-		},
+		e:     e,
+		w:     e.p.NewWriter(e.cfg.MaxTries, e.cfg.clock),
 		abort: e.p.Aborting(),
 		seed:  maphash.MakeSeed(),
 		cache: hashlru.New[key, entry](e.cfg.cacheSize),
 	}
-	wr.q = pipeline.NewFold(max(e.cfg.QueueLength, e.cfg.cacheSize), queueRule)
-	c, err := pipeline.WatchFold[*eventsv1.Event, key, folded, writerCounts](e.p, wr.q, "sink")
+	wr.q = e.p.NewFold(max(e.cfg.QueueLength, e.cfg.cacheSize))
+	c, err := e.p.WatchSink(wr.q, "sink")
 	if err != nil {
 		panic("events: " + err.Error()) // a new pipeline is not shut down
 	}

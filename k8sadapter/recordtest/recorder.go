@@ -30,10 +30,10 @@ type Recorder struct {
 	strs    []string
 	skipped int
 	corr    *correlated // Options.Correlate's sink; nil without it
-	// For the waiters (see wait.go): the index of the event each change
-	// appended or patched, the number of Resets, and the channel the next
-	// change closes, nil while no one waits.
-	changes []int
+	// For the waiters (see wait.go): the event each change appended or
+	// patched, as it was then, the number of Resets, and the channel the
+	// next change closes, nil while no one waits.
+	changes []Event
 	gen     int
 	changed chan struct{}
 }

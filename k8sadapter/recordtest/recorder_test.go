@@ -173,9 +173,9 @@ func TestOptionsScheme(t *testing.T) {
 		Type: "Normal", Reason: "R", Message: "m"}, "")
 }
 
-// TestTypedNilObject: a typed-nil object does not panic; each
+// TestTypedNilObjectKeptWithReferenceError: a typed-nil object does not panic; each
 // call is kept with the reference error client-go would log.
-func TestTypedNilObject(t *testing.T) {
+func TestTypedNilObjectKeptWithReferenceError(t *testing.T) {
 	r := recordtest.New(recordtest.Options{})
 	var pod *v1.Pod
 	func() {

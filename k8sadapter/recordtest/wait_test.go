@@ -12,6 +12,8 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldgo/herald/k8sadapter/recordtest"
 )
@@ -163,10 +165,10 @@ func TestWaitForAcrossReset(t *testing.T) {
 	})
 }
 
-// TestWaitForCancelled: WaitFor with an already-cancelled ctx
+// TestWaitWithEndedContextReturnsKeptEvents: WaitFor with an already-cancelled ctx
 // still returns an event already kept that matches; with none, it
 // returns ctx.Err() at once.
-func TestWaitForCancelled(t *testing.T) {
+func TestWaitWithEndedContextReturnsKeptEvents(t *testing.T) {
 	r := recordtest.New(recordtest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -186,10 +188,10 @@ func TestWaitForCancelled(t *testing.T) {
 	}
 }
 
-// TestWaitResetRace: Wait and WaitFor race with Reset and
+// TestWaitRacesWithReset: Wait and WaitFor race with Reset and
 // recording (-race); each waiter returns once enough events follow the
 // last Reset, with no panic.
-func TestWaitResetRace(t *testing.T) {
+func TestWaitRacesWithReset(t *testing.T) {
 	r := recordtest.New(recordtest.Options{})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -238,4 +240,75 @@ func TestWaitResetRace(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// TestWaitForSeesEveryCount: with Correlate, 32 goroutines record the
+// same event while 32 others wait, each for one count from 1 to 32: every
+// waiter returns its count, however the changes interleave with the
+// waiters' looks (a waiter is shown each change as the event was then).
+func TestWaitForSeesEveryCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 32
+		r := recordtest.New(recordtest.Options{
+			Correlate: true,
+			// A clock standing still, and a spam bucket that lets all n through.
+			CorrelatorOptions: record.CorrelatorOptions{Clock: clocktesting.NewFakeClock(t0), BurstSize: n},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		got := make([]int32, n+1)
+		var waiters sync.WaitGroup
+		for count := int32(1); count <= n; count++ {
+			waiters.Go(func() {
+				e, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Count == count })
+				if err != nil {
+					t.Errorf("WaitFor(Count == %d): %v", count, err)
+					return
+				}
+				got[count] = e.Count
+			})
+		}
+		synctest.Wait() // every waiter has looked, and waits
+		var recorders sync.WaitGroup
+		for range n {
+			recorders.Go(func() { r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting") })
+		}
+		recorders.Wait()
+		waiters.Wait()
+		for count := int32(1); count <= n; count++ {
+			if got[count] != count {
+				t.Errorf("waiter for count %d got %d", count, got[count])
+			}
+		}
+	})
+}
+
+// TestWaitForSeesCountsPassedBetweenLooks: an event counted 1 when
+// WaitFor(Count == 3) looks, and 5 when it looks again, was counted 3 in
+// between: WaitFor returns it with that count.
+func TestWaitForSeesCountsPassedBetweenLooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := recordtest.New(recordtest.Options{
+			Correlate:         true,
+			CorrelatorOptions: record.CorrelatorOptions{Clock: clocktesting.NewFakeClock(t0)},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+		done := make(chan recordtest.Event)
+		go func() {
+			e, err := r.WaitFor(ctx, func(e recordtest.Event) bool { return e.Count == 3 })
+			if err != nil {
+				t.Errorf("WaitFor(Count == 3): %v", err)
+			}
+			done <- e
+		}()
+		synctest.Wait() // it saw count 1, and waits
+		for range 4 {
+			r.Event(pod, v1.EventTypeWarning, "BackOff", "restarting")
+		}
+		if e := <-done; e.Count != 3 {
+			t.Errorf("WaitFor(Count == 3) = %v, want the event at count 3", e)
+		}
+	})
 }

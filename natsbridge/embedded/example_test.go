@@ -37,7 +37,10 @@ func ExampleStart() {
 
 	w, _ := greetings.Watch(ctx, natsbridge.WatchOptions{})
 	defer w.Stop()
-	p := greetings.Publisher(natsbridge.PublisherOptions{})
+	p, err := greetings.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		panic(err)
+	}
 	_ = p.Publish(ctx, "hello")
 	_ = p.Shutdown(ctx) // returns once the server acknowledged the value
 	got, _ := w.Next(ctx)

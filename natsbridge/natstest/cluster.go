@@ -110,19 +110,52 @@ func (c *Cluster) WaitStreamLeader(js jetstream.JetStream, stream string, not *S
 	return c.waitLeader(js, stream, not)
 }
 
+// ConsumerLeader returns the server that leads the consumer of stream
+// now, asking through js. It fails the test if the consumer has no leader
+// within Options.ReadyTimeout. A consumer's leader may differ from its
+// stream's.
+func (c *Cluster) ConsumerLeader(js jetstream.JetStream, stream, consumer string) *Server {
+	c.t.Helper()
+	return c.waitLeaderOf(func() (*Server, error) { return c.consumerLeader(js, stream, consumer) }, "consumer "+consumer, nil)
+}
+
+// WaitConsumerLeader returns the server that leads the consumer of stream
+// once a leader other than not is elected (not may be nil: any leader).
+// It fails the test after Options.ReadyTimeout.
+func (c *Cluster) WaitConsumerLeader(js jetstream.JetStream, stream, consumer string, not *Server) *Server {
+	c.t.Helper()
+	return c.waitLeaderOf(func() (*Server, error) { return c.consumerLeader(js, stream, consumer) }, "consumer "+consumer, not)
+}
+
+func (c *Cluster) consumerLeader(js jetstream.JetStream, stream, consumer string) (*Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cons, err := js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		return nil, err
+	}
+	return c.running(cons.CachedInfo().Cluster)
+}
+
 func (c *Cluster) waitLeader(js jetstream.JetStream, stream string, not *Server) *Server {
+	c.t.Helper()
+	return c.waitLeaderOf(func() (*Server, error) { return c.leader(js, stream) }, "stream "+stream, not)
+}
+
+// waitLeaderOf polls leader until it returns a server other than not.
+func (c *Cluster) waitLeaderOf(leader func() (*Server, error), what string, not *Server) *Server {
 	c.t.Helper()
 	deadline := time.Now().Add(c.opts.readyTimeout())
 	var last error
 	for time.Now().Before(deadline) {
-		if s, err := c.leader(js, stream); err != nil {
+		if s, err := leader(); err != nil {
 			last = err
 		} else if s != not {
 			return s
 		}
 		time.Sleep(20 * time.Millisecond) // polling the cluster's state
 	}
-	c.t.Fatalf("natstest: stream %q has no new leader after %v (last: %v)\n%s", stream, c.opts.readyTimeout(), last, c.logs())
+	c.t.Fatalf("natstest: %s has no new leader after %v (last: %v)\n%s", what, c.opts.readyTimeout(), last, c.logs())
 	return nil
 }
 
@@ -133,13 +166,18 @@ func (c *Cluster) leader(js jetstream.JetStream, stream string) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	info := s.CachedInfo()
-	if info.Cluster == nil || info.Cluster.Leader == "" {
+	return c.running(s.CachedInfo().Cluster)
+}
+
+// running returns the leader ci names, if it is one of the cluster's
+// servers and running.
+func (c *Cluster) running(ci *jetstream.ClusterInfo) (*Server, error) {
+	if ci == nil || ci.Leader == "" {
 		return nil, errors.New("no leader")
 	}
-	l := c.Server(info.Cluster.Leader)
+	l := c.Server(ci.Leader)
 	if l == nil || !l.Running() {
-		return nil, fmt.Errorf("leader %q is not running", info.Cluster.Leader)
+		return nil, fmt.Errorf("leader %q is not running", ci.Leader)
 	}
 	return l, nil
 }

@@ -91,7 +91,10 @@ func BenchmarkPublish(b *testing.B) {
 	ctx := context.Background()
 	b.Run("impl=natsbridge", func(b *testing.B) {
 		topic := e.topic(b)
-		p := topic.Publisher(natsbridge.PublisherOptions{})
+		p, err := topic.Publisher(natsbridge.PublisherOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
@@ -152,7 +155,10 @@ func BenchmarkEndToEnd(b *testing.B) {
 				}
 			}
 		}()
-		p := topic.Publisher(natsbridge.PublisherOptions{})
+		p, err := topic.Publisher(natsbridge.PublisherOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/burst"
 	"github.com/heraldgo/herald/internal/wait"
 )
 
@@ -42,12 +43,12 @@ type Tally[C any] struct {
 // struct C, and publishes a copy with Done or Reach as it goes; Tally,
 // Flush and Stats read the copies. A Consumer is safe for concurrent use.
 type Consumer[E Event, C any] struct {
-	p     *Pipeline[E]
+	h     *hub[E]
 	q     queue                 // where its events wait
 	w     *broadcast.Watcher[E] // q, for a watcher's consumer; nil for a Fold's
 	stop  func()                // Stop
 	what  string                // names the consumer in drop log lines
-	drops Burst
+	drops burst.Burst
 	// missedBase is the pipeline's count of events its broadcaster
 	// refused when a watcher's consumer was registered: those refused
 	// since, until it stopped (missedEnd), it missed.
@@ -117,7 +118,7 @@ func (c *Consumer[E, C]) publish(counts *C, n uint64, reach bool) {
 	fresh, logger := c.takeDropsLocked(), c.logger
 	c.mu.Unlock()
 	if fresh > 0 {
-		if n, due := c.drops.Add(c.p.clock.Now(), fresh); due {
+		if n, due := c.drops.Add(c.h.clock.Now(), fresh); due {
 			c.logDrops(logger, n)
 		}
 	}
@@ -135,7 +136,7 @@ func (c *Consumer[E, C]) stopWatcher() {
 	// distributed would be skipped. Its Flush is a queue position. With
 	// DropNewest watchers only, the distributor never waits for one, so
 	// this returns as soon as it has caught up.
-	_ = c.p.b.Flush(context.Background())
+	_ = c.h.b.Flush(context.Background())
 	c.w.Stop()
 	c.mu.Lock()
 	c.endMissedLocked()
@@ -146,7 +147,7 @@ func (c *Consumer[E, C]) stopWatcher() {
 // missed by this consumer, if it is a watcher's.
 func (c *Consumer[E, C]) endMissedLocked() {
 	if c.w != nil && !c.ended {
-		c.ended, c.missedEnd = true, c.p.refused.Load()
+		c.ended, c.missedEnd = true, c.h.refused.Load()
 	}
 }
 
@@ -156,7 +157,7 @@ func (c *Consumer[E, C]) missedLocked() uint64 {
 	if c.w == nil {
 		return 0
 	}
-	end := c.p.refused.Load()
+	end := c.h.refused.Load()
 	if c.ended {
 		end = c.missedEnd
 	}
@@ -215,13 +216,13 @@ func (c *Consumer[E, C]) Go(logger klog.Logger, run func(*Consumer[E, C])) error
 	if c.running {
 		return ErrRunning
 	}
-	if !c.p.life.Add() {
+	if !c.h.life.Add() {
 		return broadcast.ErrClosed
 	}
 	c.running, c.logger = true, logger
 	c.handled.Reopen()
 	go func() {
-		defer c.p.life.Done()
+		defer c.h.life.Done()
 		run(c)
 		c.stopped()
 	}()

@@ -17,14 +17,14 @@ import (
 // what overflows is only distinct events beyond the capacity.
 //
 // Recorders call Offer on their own goroutines. It computes the key
-// outside the lock and runs the rule's Fold under it: a few comparisons,
+// outside the lock and runs Folding.Fold under it: a few comparisons,
 // no I/O, no allocation per repeat (BenchmarkFoldOffer). One goroutine
 // takes the entries (Take), in the order of their first event, and hands
 // each back (Done) once every event in it is dealt with. A Fold is safe
 // for concurrent use; its zero value is not usable: create one with
-// NewFold.
+// Pipeline.NewFold.
 type Fold[E Event, K comparable, P any] struct {
-	rule  FoldRule[E, K, P]
+	rule  Folding[E, K, P]
 	ready chan struct{} // capacity 1: an entry was queued, or the Fold closed
 
 	// Written under mu, read without it (Tally, Flush).
@@ -37,19 +37,20 @@ type Fold[E Event, K comparable, P any] struct {
 	free   []*Entry[E, K, P]          // entries handed back, for reuse
 }
 
-// FoldRule says which events fold into which.
-type FoldRule[E Event, K comparable, P any] struct {
-	// Key returns the key under which ev may fold into a waiting entry,
-	// and false if ev never folds. It runs without the Fold's lock.
-	Key func(ev E) (K, bool)
+// Folding says which events fold into which, in a sink's queue: the part
+// of an Adapter a Fold uses.
+type Folding[E Event, K comparable, P any] interface {
+	// FoldKey returns the key under which ev may fold into a waiting
+	// entry, and false if ev never folds. It runs without the Fold's
+	// lock.
+	FoldKey(ev E) (K, bool)
 	// Fold folds ev into w, the newest waiting entry with ev's key, and
 	// reports whether it did; if not, ev takes an entry of its own, which
 	// becomes the newest of its key. It runs under the Fold's lock: it
 	// must be short and must not block.
-	Fold func(w *Entry[E, K, P], ev E) bool
-	// Reset, if not nil, readies the Data of an entry handed back for
-	// reuse.
-	Reset func(*P)
+	Fold(w *Entry[E, K, P], ev E) bool
+	// ResetEntry readies the Data of an entry handed back for reuse.
+	ResetEntry(d *P)
 }
 
 // Entry is a waiting event and the repeats folded into it.
@@ -58,9 +59,9 @@ type Entry[E Event, K comparable, P any] struct {
 	First E
 	// Events counts the events in the entry, First included.
 	Events int
-	// Data is what the rule keeps of the events folded in.
+	// Data is what Folding.Fold keeps of the events folded in.
 	Data P
-	// Key is First's key, if the rule gave it one.
+	// Key is First's key, if FoldKey gave it one.
 	Key K
 
 	seq   uint64 // position of First among the events delivered
@@ -81,9 +82,9 @@ const (
 	Closed
 )
 
-// NewFold returns an empty Fold of at most limit waiting entries (at
-// least 1).
-func NewFold[E Event, K comparable, P any](limit int, rule FoldRule[E, K, P]) *Fold[E, K, P] {
+// newFold returns an empty Fold of at most limit waiting entries (at
+// least 1), folding by rule.
+func newFold[E Event, K comparable, P any](limit int, rule Folding[E, K, P]) *Fold[E, K, P] {
 	return &Fold[E, K, P]{
 		rule:   rule,
 		ready:  make(chan struct{}, 1),
@@ -92,16 +93,12 @@ func NewFold[E Event, K comparable, P any](limit int, rule FoldRule[E, K, P]) *F
 	}
 }
 
-// Offer queues ev, folded into a waiting entry if the rule allows it.
+// Offer queues ev, folded into a waiting entry if the Folding allows it.
 // Delivered counts it unless it is refused: Dropped counts a refusal for
 // a full Fold; a refusal once the Fold is closed is not counted (nobody
 // is owed the event).
 func (f *Fold[E, K, P]) Offer(ev E) Offered {
-	var k K
-	keyed := false
-	if f.rule.Key != nil {
-		k, keyed = f.rule.Key(ev)
-	}
+	k, keyed := f.rule.FoldKey(ev)
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -135,15 +132,12 @@ func (f *Fold[E, K, P]) Offer(ev E) Offered {
 	return Queued
 }
 
-// TryFold folds an event of key k that the caller has not built into the
+// tryFold folds an event of key k that the caller has not built into the
 // newest waiting entry of k, if fold (which runs under the Fold's lock,
-// as the rule's Fold does) says it may, and reports whether it did. If
-// not, or if the rule folds nothing (no Key), it does nothing: the caller
-// builds the event and offers it.
-func (f *Fold[E, K, P]) TryFold(k K, fold func(w *Entry[E, K, P]) bool) bool {
-	if f.rule.Key == nil {
-		return false
-	}
+// as Folding.Fold does) says it may, and reports whether it did. If not,
+// or if no entry of k waits, it does nothing: the caller builds the event
+// and offers it.
+func (f *Fold[E, K, P]) tryFold(k K, fold func(w *Entry[E, K, P]) bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -157,7 +151,7 @@ func (f *Fold[E, K, P]) TryFold(k K, fold func(w *Entry[E, K, P]) bool) bool {
 	return true
 }
 
-// foldedLocked counts an event the rule folded into w.
+// foldedLocked counts an event folded into w.
 func (f *Fold[E, K, P]) foldedLocked(w *Entry[E, K, P]) {
 	w.Events++
 	f.delivered.Add(1)
@@ -213,9 +207,7 @@ func (f *Fold[E, K, P]) reset(w *Entry[E, K, P]) {
 	var zeroE E
 	var zeroK K
 	w.First, w.Events, w.Key, w.keyed = zeroE, 0, zeroK, false
-	if f.rule.Reset != nil {
-		f.rule.Reset(&w.Data)
-	}
+	f.rule.ResetEntry(&w.Data)
 }
 
 // Abandon closes the Fold and removes every waiting entry, unhandled: a
@@ -266,8 +258,3 @@ func (f *Fold[E, K, P]) Folded() uint64 { return f.folded.Load() }
 
 // Abandoned counts the events Abandon removed.
 func (f *Fold[E, K, P]) Abandoned() uint64 { return f.abandoned.Load() }
-
-// offer is Offer as the Pipeline sees a Fold.
-func (f *Fold[E, K, P]) offer(ev E) Offered { return f.Offer(ev) }
-
-func (f *Fold[E, K, P]) isFolder() {}

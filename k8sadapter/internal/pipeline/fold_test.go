@@ -16,20 +16,26 @@ import (
 )
 
 // byReason folds events with the same reason, at most max in one entry,
-// keeping their names.
-func byReason(max int) FoldRule[*v1.Event, string, []string] {
-	return FoldRule[*v1.Event, string, []string]{
-		Key: func(e *v1.Event) (string, bool) { return e.Reason, e.Reason != "" },
-		Fold: func(w *Entry[*v1.Event, string, []string], e *v1.Event) bool {
-			if len(w.Data)+1 >= max {
-				return false
-			}
-			w.Data = append(w.Data, e.Name)
-			return true
-		},
-		Reset: func(names *[]string) { *names = (*names)[:0] },
+// keeping their names. Its sinks count in an int.
+type byReason int
+
+func (byReason) FoldKey(e *v1.Event) (string, bool) { return e.Reason, e.Reason != "" }
+
+func (max byReason) Fold(w *Entry[*v1.Event, string, []string], e *v1.Event) bool {
+	if len(w.Data)+1 >= int(max) {
+		return false
 	}
+	w.Data = append(w.Data, e.Name)
+	return true
 }
+
+func (byReason) ResetEntry(names *[]string) { *names = (*names)[:0] }
+
+func (byReason) AddCounts(c *int, o int) { *c += o }
+
+func (byReason) Classify(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), false }
+
+func (byReason) Pause(int) time.Duration { return 10 * time.Second }
 
 func reasoned(name, reason string) *v1.Event {
 	return &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Reason: reason}
@@ -59,7 +65,7 @@ func take(f *Fold[*v1.Event, string, []string]) []taken {
 // their first event; a full Fold refuses only what would take an entry;
 // an entry taken takes no more.
 func TestFoldOrderAndCapacity(t *testing.T) {
-	f := NewFold(3, byReason(2))
+	f := newFold(3, byReason(2))
 	offers := []struct {
 		name, reason string
 		want         Offered
@@ -99,7 +105,7 @@ func TestFoldOrderAndCapacity(t *testing.T) {
 // into an entry taken first: Flush must not return before an earlier
 // event, waiting in another entry, is dealt with.
 func TestFoldDoneReportsEveryEarlierEventDealtWith(t *testing.T) {
-	f := NewFold(10, byReason(10))
+	f := newFold(10, byReason(10))
 	f.Offer(reasoned("a1", "a")) // 0
 	f.Offer(reasoned("b1", "b")) // 1
 	f.Offer(reasoned("a2", "a")) // 2, folded into a1's entry
@@ -116,7 +122,7 @@ func TestFoldDoneReportsEveryEarlierEventDealtWith(t *testing.T) {
 // TestFoldClose: a closed Fold refuses without counting (nobody is owed
 // the event), hands out what waits, then reports closed.
 func TestFoldClose(t *testing.T) {
-	f := NewFold(10, byReason(10))
+	f := newFold(10, byReason(10))
 	f.Offer(reasoned("a1", "a"))
 	f.Close()
 	f.Close() // idempotent
@@ -141,10 +147,9 @@ func TestFlushCoversTheFolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testkit.Lines
 		p := newPipeline(t, 100, &log)
-		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
-		q := NewFold(100, byReason(100))
+		q := p.NewFold(100)
 		gate := make(chan struct{})
-		c, err := StartFold(p, set, q, "sink", log.Logger(), func(c *Consumer[*v1.Event, int]) {
+		c, err := p.StartSink(q, "sink", log.Logger(), func(c *Consumer[*v1.Event, int]) {
 			n := 0
 			for {
 				w, closed := q.Take()
@@ -208,10 +213,7 @@ func TestFlushCoversTheFolds(t *testing.T) {
 // BenchmarkFoldOffer: a repeat folds without allocating (0 allocs/op).
 func BenchmarkFoldOffer(b *testing.B) {
 	b.ReportAllocs()
-	f := NewFold(10, FoldRule[*v1.Event, string, int]{
-		Key:  func(e *v1.Event) (string, bool) { return e.Reason, true },
-		Fold: func(w *Entry[*v1.Event, string, int], _ *v1.Event) bool { w.Data++; return true },
-	})
+	f := newFold[*v1.Event, string, int](10, countReasons{})
 	evs := []*v1.Event{reasoned("a", "a"), reasoned("b", "b")}
 	f.Offer(evs[0])
 	f.Offer(evs[1])
@@ -227,7 +229,7 @@ func BenchmarkFoldOffer(b *testing.B) {
 // took; the Fold is closed, and Done then reports every delivered event
 // dealt with.
 func TestFoldAbandon(t *testing.T) {
-	f := NewFold(4, byReason(10))
+	f := newFold(4, byReason(10))
 	for i, r := range []string{"A", "B", "A", "C", "B"} {
 		f.Offer(reasoned(fmt.Sprint("e", i), r))
 	}
@@ -248,3 +250,12 @@ func TestFoldAbandon(t *testing.T) {
 		t.Errorf("Abandoned, Folded, Delivered = %d, %d, %d; want 3, 2, 5", f.Abandoned(), f.Folded(), f.Delivered())
 	}
 }
+
+// countReasons folds every event with its reason's entry, counting them.
+type countReasons struct{}
+
+func (countReasons) FoldKey(e *v1.Event) (string, bool) { return e.Reason, true }
+
+func (countReasons) Fold(w *Entry[*v1.Event, string, int], _ *v1.Event) bool { w.Data++; return true }
+
+func (countReasons) ResetEntry(*int) {}

@@ -18,9 +18,9 @@ type HandlerCounts struct {
 // the next event goes on. Once a shutdown's deadline has passed, the
 // events left are not handed to the handler: they are counted as
 // abandoned, and the goroutine ends.
-func (p *Pipeline[E]) StartHandler(logger klog.Logger, handler func(E), ended func()) (*Consumer[E, HandlerCounts], error) {
+func (p *Pipeline[E, K, P, C]) StartHandler(logger klog.Logger, handler func(E), ended func()) (*Consumer[E, HandlerCounts], error) {
 	aborting := p.life.Aborting()
-	return Start(p, p.handlers, "event handler", logger, func(c *Consumer[E, HandlerCounts]) {
+	return start(&p.hub, p.handlers, "event handler", logger, func(c *Consumer[E, HandlerCounts]) {
 		var counts HandlerCounts
 		for ev := range c.All() {
 			if aborting.Err() != nil {
@@ -52,4 +52,4 @@ func call[E any](handler func(E), ev E) (panicked any) {
 }
 
 // Handlers returns the tally of every handler started so far.
-func (p *Pipeline[E]) Handlers() Tally[HandlerCounts] { return p.handlers.Sum() }
+func (p *Pipeline[E, K, P, C]) Handlers() Tally[HandlerCounts] { return p.handlers.sum() }

@@ -5,7 +5,7 @@
 // (Fold), one broadcaster and its watchers for the handlers and loggers,
 // the goroutine that consumes each queue and its counters (Consumer), the
 // retry-and-classify write to a sink (Writer), the drop-log policy
-// (Burst), Flush and Shutdown.
+// (BurstInterval), Flush and Shutdown.
 //
 // Publish hands an event, on the recorder's goroutine, to the Fold of
 // every sink started (where a repeat folds into the event of its kind
@@ -14,8 +14,10 @@
 // every event.
 //
 // What is client-go's in each adapter (how an event is built and
-// correlated, which sink methods are called, how errors are classified,
-// how retries are spaced) is given to this package by the adapter.
+// correlated, which sink methods are called) stays in the adapter; what
+// the pipeline needs of it (how events fold in a sink's queue, how its
+// sink counters add up, how errors are classified, how retries are
+// spaced) is one Adapter, given to New.
 package pipeline
 
 import (
@@ -31,6 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/internal/burst"
 	"github.com/heraldgo/herald/internal/lifecycle"
 	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
@@ -54,50 +57,68 @@ type Options struct {
 	Logger klog.Logger
 }
 
-// Pipeline is one adapter's queues and what hangs on them. Its zero
-// value is not usable; create one with New. It is safe for concurrent
-// use.
-type Pipeline[E Event] struct {
+// Adapter is what one of herald's Kubernetes adapters gives its
+// pipeline when it is built, for its API: how events fold in a sink's
+// queue (Folding), how a sink's counters C add up, and client-go's rules
+// for the errors and retries of a sink's writes (Writer). Its methods are
+// called on any goroutine and must be safe for concurrent use.
+type Adapter[E Event, K comparable, P any, C any] interface {
+	Folding[E, K, P]
+	// AddCounts adds the counters o of a sink to c.
+	AddCounts(c *C, o C)
+	// Classify says what err, returned when writing ev, means; quiet
+	// lowers its log line to V(5), for refusals that are expected.
+	Classify(err error, ev E) (c Class, quiet bool)
+	// Pause returns the pause after the given number of failed attempts.
+	Pause(failures int) time.Duration
+}
+
+// Pipeline is one adapter's queues and what hangs on them: events of type
+// E, the sinks' queues folding under keys K and keeping P of what folds,
+// the sinks' counters C. Its zero value is not usable; create one with
+// New. It is safe for concurrent use.
+type Pipeline[E Event, K comparable, P any, C any] struct {
+	hub[E]
 	name     string
-	b        *broadcast.Broadcaster[E] // for the handlers
-	life     *lifecycle.Group
-	clock    clock.PassiveClock
-	logger   klog.Logger
-	handlers *Set[E, HandlerCounts]
-	watched  atomic.Int64 // handlers whose watcher may be registered
+	adapter  Adapter[E, K, P, C]
+	handlers *set[E, HandlerCounts]
+	sinks    *set[E, C]
 
 	recorded, queued, invalidObject, invalidType, droppedClosed atomic.Uint64
-	queueFullLog, closedLog                                     Burst
-	// refused counts the events the broadcaster's incoming queue refused:
-	// each handler started then missed it (see Consumer.Tally).
-	refused atomic.Uint64
-	stamps  Stamper // see Stamp
+	queueFullLog, closedLog                                     burst.Burst
+	stamps                                                      stamper // see Stamp
 
 	// gate orders Publish, which holds it for reading, against what
 	// changes where events go: a sink's Fold added or removed, the
 	// shutdown. An event is in every Fold of the sinks started before its
 	// Publish, and in none of those stopped before it.
 	gate   sync.RWMutex
-	closed bool           // the shutdown began; guarded by gate
-	folds  []sinkQueue[E] // the sinks' Folds; guarded by gate
+	closed bool                    // the shutdown began; guarded by gate
+	folds  []sinkQueue[E, K, P, C] // the sinks' Folds; guarded by gate
+}
+
+// hub is what every consumer of a pipeline shares, whatever its queue:
+// the broadcaster of the handlers, the goroutines' lifecycle, the
+// consumers Flush and Shutdown wait for.
+type hub[E Event] struct {
+	b       *broadcast.Broadcaster[E] // for the handlers
+	life    *lifecycle.Group
+	clock   clock.PassiveClock
+	logger  klog.Logger
+	watched atomic.Int64 // handlers whose watcher may be registered
+	// refused counts the events the broadcaster's incoming queue refused:
+	// each handler started then missed it (see Consumer.Tally).
+	refused atomic.Uint64
 
 	mu        sync.Mutex // guards consumers
 	consumers []flushable
 }
 
-// Folder is a Fold, whatever its key and data, as the Pipeline sees it.
-// Only a *Fold is one.
-type Folder[E Event] interface {
-	offer(ev E) Offered
-	isFolder()
-	Close()
-}
-
-// sinkQueue is a sink's Fold, and the drop log of its consumer, which
-// reports what the Fold refuses for want of room.
-type sinkQueue[E Event] struct {
-	q   Folder[E]
-	log dropLog
+// sinkQueue is a sink's Fold, and its consumer, whose drop log reports
+// what the Fold refuses for want of room.
+type sinkQueue[E Event, K comparable, P any, C any] struct {
+	q *Fold[E, K, P]
+	c *Consumer[E, C]
 }
 
 // flushable is a consumer, as Flush and Shutdown see it.
@@ -107,38 +128,43 @@ type flushable interface {
 	abandonQueued() uint64
 }
 
-// New returns a running Pipeline. It starts the broadcaster's distributor
-// goroutine; Shutdown ends it.
-func New[E Event](o Options) *Pipeline[E] {
-	return &Pipeline[E]{
-		b: broadcast.New[E](broadcast.Options{
-			QueueLength:         o.QueueLength,
-			IncomingQueueLength: o.QueueLength,
-			// A recorder never blocks, and one slow watcher never holds
-			// another: a full watcher misses the newest events, counted.
-			Full: broadcast.DropNewest,
-		}),
+// New returns a running Pipeline for the adapter a. It starts the
+// broadcaster's distributor goroutine; Shutdown ends it.
+func New[E Event, K comparable, P any, C any](o Options, a Adapter[E, K, P, C]) *Pipeline[E, K, P, C] {
+	p := &Pipeline[E, K, P, C]{
+		hub: hub[E]{
+			b: broadcast.New[E](broadcast.Options{
+				QueueLength:         o.QueueLength,
+				IncomingQueueLength: o.QueueLength,
+				// A recorder never blocks, and one slow watcher never holds
+				// another: a full watcher misses the newest events, counted.
+				Full: broadcast.DropNewest,
+			}),
+			life:   lifecycle.New(),
+			clock:  o.Clock,
+			logger: o.Logger,
+		},
 		name:     o.Name,
-		life:     lifecycle.New(),
-		clock:    o.Clock,
-		logger:   o.Logger,
-		handlers: NewSet[E](func(c *HandlerCounts, o HandlerCounts) { c.Panics += o.Panics; c.Abandoned += o.Abandoned }),
+		adapter:  a,
+		handlers: newSet[E](func(c *HandlerCounts, o HandlerCounts) { c.Panics += o.Panics; c.Abandoned += o.Abandoned }),
+		sinks:    newSet[E](a.AddCounts),
 	}
+	return p
 }
 
 // Stopping is closed once the shutdown has begun.
-func (p *Pipeline[E]) Stopping() <-chan struct{} { return p.life.Stopping().Done() }
+func (p *Pipeline[E, K, P, C]) Stopping() <-chan struct{} { return p.life.Stopping().Done() }
 
 // Aborting is done once a shutdown's deadline has passed: what is still
 // queued is then abandoned, and no sink call starts. A sink call that
 // takes a context is given one that ends with it.
-func (p *Pipeline[E]) Aborting() context.Context { return p.life.Aborting() }
+func (p *Pipeline[E, K, P, C]) Aborting() context.Context { return p.life.Aborting() }
 
 // Accept counts one recorded event and checks what every event needs: a
 // reference to its object, and the type Normal or Warning. It returns the
 // reference, or nil after counting and logging the refusal as client-go
 // logs it.
-func (p *Pipeline[E]) Accept(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, eventtype, reason, message string) *v1.ObjectReference {
+func (p *Pipeline[E, K, P, C]) Accept(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, eventtype, reason, message string) *v1.ObjectReference {
 	p.recorded.Add(1)
 	ref, err := kube.Reference(scheme, object)
 	if err != nil {
@@ -164,7 +190,7 @@ func (p *Pipeline[E]) Accept(logger klog.Logger, scheme *runtime.Scheme, object 
 // broadcaster's full incoming queue refuses reaches no handler, and each
 // handler started counts it as dropped (Consumer.Tally); every sink got
 // it. The refusal is logged, one line per burst.
-func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
+func (p *Pipeline[E, K, P, C]) Publish(logger klog.Logger, ev E) {
 	p.gate.RLock()
 	if p.closed {
 		p.gate.RUnlock()
@@ -206,41 +232,42 @@ func (p *Pipeline[E]) Publish(logger klog.Logger, ev E) {
 // goroutine, while the sink's own may be stuck in a call: the lines that
 // are due are appended to due and returned, for Publish to write once the
 // gate is open. The caller holds the gate for reading.
-func (p *Pipeline[E]) offer(ev E, due []dropLine) []dropLine {
+func (p *Pipeline[E, K, P, C]) offer(ev E, due []dropLine) []dropLine {
 	for _, s := range p.folds {
-		if s.q.offer(ev) != Full {
+		if s.q.Offer(ev) != Full {
 			continue
 		}
-		if logger, n, ok := s.log.countDrop(p.clock.Now()); ok {
-			due = append(due, dropLine{log: s.log, logger: logger, n: n})
+		if logger, n, ok := s.c.countDrop(p.clock.Now()); ok {
+			due = append(due, dropLine{log: s.c, logger: logger, n: n})
 		}
 	}
 	return due
 }
 
-// PublishFolded is Publish for an event the recorder has not built, which
-// fold may fold into the event it repeats, waiting in the queue of the one
-// sink started, q (with Fold.TryFold). It reports whether it did; the
-// event is then queued, and counted as Publish counts it. If a handler or
-// logger is started (it is owed the event itself), if there is not
-// exactly one sink, or if the shutdown has begun, it does nothing and
-// returns false: the caller builds the event and Publishes it.
-func (p *Pipeline[E]) PublishFolded(fold func(q Folder[E]) bool) bool {
+// PublishFolded is Publish for an event of key k that the recorder has
+// not built, which fold may fold into the newest waiting entry of k in
+// the queue of the one sink started (see Fold.tryFold). It reports
+// whether it did; the event is then queued, and counted as Publish counts
+// it. If a handler or logger is started (it is owed the event itself), if
+// there is not exactly one sink, or if the shutdown has begun, it does
+// nothing and returns false: the caller builds the event and Publishes
+// it.
+func (p *Pipeline[E, K, P, C]) PublishFolded(k K, fold func(w *Entry[E, K, P]) bool) bool {
 	if p.watched.Load() > 0 {
 		return false
 	}
 	p.gate.RLock()
 	defer p.gate.RUnlock()
-	if p.closed || len(p.folds) != 1 || !fold(p.folds[0].q) {
+	if p.closed || len(p.folds) != 1 || !p.folds[0].q.tryFold(k, fold) {
 		return false
 	}
 	p.queued.Add(1)
 	return true
 }
 
-// Stamp is Stamper.Stamp, for the times the adapters name events from,
+// Stamp is stamper.stamp, for the times the adapters name events from,
 // the recorders' and the correlators' alike.
-func (p *Pipeline[E]) Stamp(t time.Time) time.Time { return p.stamps.Stamp(t) }
+func (p *Pipeline[E, K, P, C]) Stamp(t time.Time) time.Time { return p.stamps.stamp(t) }
 
 // RecorderCounts are the recorder side's counters. Every recorded event
 // is counted in Recorded and in exactly one other.
@@ -249,7 +276,7 @@ type RecorderCounts struct {
 }
 
 // RecorderCounts returns a snapshot of the recorder side's counters.
-func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
+func (p *Pipeline[E, K, P, C]) RecorderCounts() RecorderCounts {
 	// The fates first: an event being recorded now may be in Recorded and
 	// not yet in its fate, never the other way round.
 	r := RecorderCounts{
@@ -261,3 +288,6 @@ func (p *Pipeline[E]) RecorderCounts() RecorderCounts {
 	r.Recorded = p.recorded.Load()
 	return r
 }
+
+// Sinks returns the tally of every sink started so far.
+func (p *Pipeline[E, K, P, C]) Sinks() Tally[C] { return p.sinks.sum() }

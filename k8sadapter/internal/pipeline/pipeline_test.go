@@ -19,9 +19,13 @@ import (
 	"github.com/heraldgo/herald/internal/testkit"
 )
 
-func newPipeline(t *testing.T, queue int, log *testkit.Lines) *Pipeline[*v1.Event] {
+// testPipeline is a pipeline of core/v1 events whose sinks fold by reason
+// (at most 100 in an entry) and count in an int.
+type testPipeline = Pipeline[*v1.Event, string, []string, int]
+
+func newPipeline(t *testing.T, queue int, log *testkit.Lines) *testPipeline {
 	t.Helper()
-	p := New[*v1.Event](Options{Name: "test", QueueLength: queue, Clock: clock.RealClock{}, Logger: log.Logger()})
+	p := New(Options{Name: "test", QueueLength: queue, Clock: clock.RealClock{}, Logger: log.Logger()}, byReason(100))
 	t.Cleanup(func() {
 		if err := p.Shutdown(context.Background()); err != nil {
 			t.Errorf("Shutdown: %v", err)
@@ -99,13 +103,13 @@ func TestFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testkit.Lines
 		p := newPipeline(t, 100, &log)
-		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		set := newSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
-		c, err := Start(p, set, "test", log.Logger(), gated(gate))
+		c, err := start(&p.hub, set, "test", log.Logger(), gated(gate))
 		if err != nil {
 			t.Fatal(err)
 		}
-		idle, err := Watch[*v1.Event, int](p, "idle") // no goroutine: not waited for
+		idle, err := watch[*v1.Event, int](&p.hub, "idle") // no goroutine: not waited for
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +160,7 @@ func TestFlush(t *testing.T) {
 		if drained != 4 {
 			t.Errorf("Drain of a consumer that never ran handed on %d events, want the 4 queued", drained)
 		}
-		if s := set.Sum(); s.Handled != 4 || s.Queued != 4 {
+		if s := set.sum(); s.Handled != 4 || s.Queued != 4 {
 			t.Errorf("set total after the consumer ended: %+v, want 4 queued and handled", s)
 		}
 	})
@@ -172,9 +176,9 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 	}
 	var log testkit.Lines
 	p := newPipeline(t, 1000, &log)
-	set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+	set := newSet[*v1.Event](func(c *int, o int) { *c += o })
 	for round := range rounds {
-		c, err := Start(p, set, "test", log.Logger(), func(c *Consumer[*v1.Event, int]) {
+		c, err := start(&p.hub, set, "test", log.Logger(), func(c *Consumer[*v1.Event, int]) {
 			n := 0
 			for range c.All() {
 				n++
@@ -202,7 +206,7 @@ func TestStopTakesEffectAtItsQueuePosition(t *testing.T) {
 	set.mu.Lock()
 	live := len(set.live)
 	set.mu.Unlock()
-	if s := set.Sum(); live != 0 || s.Handled != uint64(rounds*200) {
+	if s := set.sum(); live != 0 || s.Handled != uint64(rounds*200) {
 		t.Errorf("%d consumers kept, total %+v; want none kept, %d handled", live, s, rounds*200)
 	}
 	if n := p.refused.Load(); n != 0 {
@@ -217,9 +221,9 @@ func TestDropsAtAConsumerAreLoggedPerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testkit.Lines
 		p := newPipeline(t, 2, &log)
-		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		set := newSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
-		c, err := Start(p, set, "slow", log.Logger(), gated(gate))
+		c, err := start(&p.hub, set, "slow", log.Logger(), gated(gate))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,9 +264,9 @@ func TestDropsAtAConsumerEndingAfterAQuietIntervalAreLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testkit.Lines
 		p := newPipeline(t, 2, &log)
-		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		set := newSet[*v1.Event](func(c *int, o int) { *c += o })
 		gate := make(chan struct{})
-		c, err := Start(p, set, "slow", log.Logger(), gated(gate))
+		c, err := start(&p.hub, set, "slow", log.Logger(), gated(gate))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +300,7 @@ func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testkit.Lines
 		p := newPipeline(t, 1, &log)
-		set := NewSet[*v1.Event](func(c *int, o int) { *c += o })
+		set := newSet[*v1.Event](func(c *int, o int) { *c += o })
 		count := func(c *Consumer[*v1.Event, int]) {
 			n := 0
 			for range c.All() {
@@ -304,11 +308,11 @@ func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
 				c.Done(&n)
 			}
 		}
-		early, err := Start(p, set, "early", log.Logger(), count)
+		early, err := start(&p.hub, set, "early", log.Logger(), count)
 		if err != nil {
 			t.Fatal(err)
 		}
-		stopped, err := Start(p, set, "stopped", log.Logger(), count)
+		stopped, err := start(&p.hub, set, "stopped", log.Logger(), count)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +330,7 @@ func TestHandlersCountRefusedEventsAsDropped(t *testing.T) {
 		for i := range 10 {
 			p.Publish(log.Logger(), event(i))
 		}
-		late, err := Start(p, set, "late", log.Logger(), count)
+		late, err := start(&p.hub, set, "late", log.Logger(), count)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +362,7 @@ func TestRefusalAsShutdownBeginsIsLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log testkit.Lines
 		clk := &hookClock{}
-		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Clock: clk, Logger: log.Logger()})
+		p := New(Options{Name: "test", QueueLength: 1, Clock: clk, Logger: log.Logger()}, byReason(100))
 		stuck, err := p.b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})
 		if err != nil {
 			t.Fatal(err)

@@ -5,23 +5,23 @@ import (
 	"sync"
 )
 
-// Set is the consumers of one kind (the sinks, the handlers): those
+// set is the consumers of one kind (the sinks, the handlers): those
 // running and the summed tally of those that ended, so that Stats stays
 // exact however many have come and gone, in memory that does not grow
 // with them. It is safe for concurrent use.
-type Set[E Event, C any] struct {
-	add func(*C, C) // adds counters
+type set[E Event, C any] struct {
+	addCounts func(*C, C)
 
 	mu    sync.Mutex // guards live, ended
 	live  []*Consumer[E, C]
 	ended Tally[C]
 }
 
-// NewSet returns an empty Set whose counters add with add.
-func NewSet[E Event, C any](add func(*C, C)) *Set[E, C] { return &Set[E, C]{add: add} }
+// newSet returns an empty set whose counters add with add.
+func newSet[E Event, C any](add func(*C, C)) *set[E, C] { return &set[E, C]{addCounts: add} }
 
-// Sum returns the tally of every consumer the set has had.
-func (s *Set[E, C]) Sum() Tally[C] {
+// sum returns the tally of every consumer the set has had.
+func (s *set[E, C]) sum() Tally[C] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.ended
@@ -31,8 +31,8 @@ func (s *Set[E, C]) Sum() Tally[C] {
 	return t
 }
 
-func (s *Set[E, C]) addTally(t *Tally[C], o Tally[C]) {
-	s.add(&t.Counts, o.Counts)
+func (s *set[E, C]) addTally(t *Tally[C], o Tally[C]) {
+	s.addCounts(&t.Counts, o.Counts)
 	t.Queued += o.Queued
 	t.Handled += o.Handled
 	t.Dropped += o.Dropped
@@ -40,8 +40,15 @@ func (s *Set[E, C]) addTally(t *Tally[C], o Tally[C]) {
 	t.Abandoned += o.Abandoned
 }
 
-// retire moves c from the running consumers to the ended total.
-func (s *Set[E, C]) retire(c *Consumer[E, C]) {
+// add makes c one of the live consumers.
+func (s *set[E, C]) add(c *Consumer[E, C]) {
+	s.mu.Lock()
+	s.live = append(s.live, c)
+	s.mu.Unlock()
+}
+
+// retire moves c from the live consumers to the ended total.
+func (s *set[E, C]) retire(c *Consumer[E, C]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.live = slices.DeleteFunc(s.live, func(o *Consumer[E, C]) bool { return o == c })

@@ -14,7 +14,7 @@ import (
 // written (or given up on) by a sink, passed to a handler. It returns
 // ctx.Err() if ctx ends first. After the shutdown it returns nil at once,
 // unless a consumer is still stuck in a call. It panics on a nil ctx.
-func (p *Pipeline[E]) Flush(ctx context.Context) error {
+func (p *Pipeline[E, K, P, C]) Flush(ctx context.Context) error {
 	p.mustContext(ctx)
 	p.mu.Lock()
 	consumers := slices.Clone(p.consumers)
@@ -46,7 +46,7 @@ func (p *Pipeline[E]) Flush(ctx context.Context) error {
 // broadcast.ErrClosed rather than nil: events were abandoned. Either way
 // the drops no log line reported yet get one. Shutdown is idempotent. It
 // panics on a nil ctx.
-func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
+func (p *Pipeline[E, K, P, C]) Shutdown(ctx context.Context) error {
 	p.mustContext(ctx)
 	p.life.Stop()
 	// From here on Publish refuses; the Folds take no more events, and
@@ -88,12 +88,12 @@ func (p *Pipeline[E]) Shutdown(ctx context.Context) error {
 // still running hold: the events left in the handlers' queues, which
 // each abandons once its current call returns, and the entries the sinks
 // are writing.
-func (p *Pipeline[E]) abandon(consumers []flushable) {
+func (p *Pipeline[E, K, P, C]) abandon(consumers []flushable) {
 	var abandoned uint64
 	for _, c := range consumers {
 		abandoned += c.abandonQueued()
 	}
-	h := p.handlers.Sum()
+	h := p.handlers.sum()
 	held := h.Queued - h.Handled - h.Dropped
 	p.logger.Error(nil, "Event broadcaster shutdown deadline passed: abandoning the events not handled yet",
 		"abandoned", abandoned, "heldByHandlers", held, "goroutinesRunning", p.life.Live())
@@ -101,7 +101,7 @@ func (p *Pipeline[E]) abandon(consumers []flushable) {
 
 // mustContext panics on a nil ctx, as the standard library does: that is
 // a programming error.
-func (p *Pipeline[E]) mustContext(ctx context.Context) {
+func (p *Pipeline[E, K, P, C]) mustContext(ctx context.Context) {
 	if ctx == nil {
 		panic(p.name + ": nil Context")
 	}

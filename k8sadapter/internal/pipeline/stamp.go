@@ -14,14 +14,14 @@ import (
 // set back) is stamped apart from the present (see Stamp).
 const stampWindow = uint64(time.Millisecond)
 
-// Stamper moves the times event names are generated from apart (see
+// stamper moves the times event names are generated from apart (see
 // Stamp). Its zero value is ready to use; it is safe for concurrent use.
-type Stamper struct {
+type stamper struct {
 	lastStamp, lastWant atomic.Int64 // the latest time returned, and the latest given
 	past                pastStamps
 }
 
-// Stamp returns t, unless an earlier call returned t, or a time less than
+// stamp returns t, unless an earlier call returned t, or a time less than
 // a millisecond after it: then the nanosecond after the latest it
 // returned. So the event names generated from its times differ: a fake
 // clock that stands still, a coarse system clock or two past events at
@@ -46,7 +46,7 @@ type Stamper struct {
 // times of the present it returned (those of instants less than a
 // millisecond apart before the latest), so a past time that a clock gave
 // an event at such an instant is returned as it is.
-func (s *Stamper) Stamp(t time.Time) time.Time {
+func (s *stamper) stamp(t time.Time) time.Time {
 	want := t.UnixNano()
 	latest := s.lastWant.Load()
 	if isPast(want, latest) {
@@ -76,7 +76,7 @@ func (s *Stamper) Stamp(t time.Time) time.Time {
 		}
 		if s.lastStamp.CompareAndSwap(last, n) {
 			if leaves && last >= latest {
-				s.past.add(latest, last)
+				s.past.addLocked(latest, last)
 			}
 			break
 		}
@@ -139,14 +139,14 @@ func (s *pastStamps) stamp(want int64) int64 {
 		s.runs[i].hi = s.runs[i+1].hi
 		s.runs = slices.Delete(s.runs, i+1, i+2)
 	}
-	s.forget()
+	s.forgetLocked()
 	return n
 }
 
-// add remembers lo to hi, the times of the present returned from an
+// addLocked remembers lo to hi, the times of the present returned from an
 // instant the present moved on from, as past times returned. The caller
 // holds s.mu.
-func (s *pastStamps) add(lo, hi int64) {
+func (s *pastStamps) addLocked(lo, hi int64) {
 	s.tick++
 	// The runs that touch lo to hi, or lie a nanosecond from it, become
 	// one.
@@ -157,11 +157,11 @@ func (s *pastStamps) add(lo, hi int64) {
 		j++
 	}
 	s.runs = slices.Replace(s.runs, i, j, pastRun{lo: lo, hi: hi, used: s.tick})
-	s.forget()
+	s.forgetLocked()
 }
 
-// forget drops the least recently stamped run beyond maxPastRuns.
-func (s *pastStamps) forget() {
+// forgetLocked drops the least recently stamped run beyond maxPastRuns.
+func (s *pastStamps) forgetLocked() {
 	if len(s.runs) > maxPastRuns {
 		oldest := 0
 		for j, r := range s.runs {

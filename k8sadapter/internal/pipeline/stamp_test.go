@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -33,7 +32,7 @@ func TestStampKeepsPastTimesApart(t *testing.T) {
 	}
 
 	t.Run("many times at random", func(t *testing.T) {
-		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		p := New(Options{Name: "test", QueueLength: 1, Logger: klog.Background()}, byReason(100))
 		defer p.Shutdown(context.Background())
 		instants := []time.Time{at(0), at(-time.Hour), at(-time.Hour + 1), at(-time.Hour + 3), at(-time.Minute), at(-2 * time.Millisecond), at(-time.Millisecond)}
 		seen := map[int64]bool{p.Stamp(t0).UnixNano(): true} // the present: the others are past
@@ -41,7 +40,7 @@ func TestStampKeepsPastTimesApart(t *testing.T) {
 	})
 
 	t.Run("clock standing still", func(t *testing.T) {
-		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		p := New(Options{Name: "test", QueueLength: 1, Logger: klog.Background()}, byReason(100))
 		defer p.Shutdown(context.Background())
 		n := int(stampWindow) + 10
 		for range n {
@@ -58,7 +57,7 @@ func TestStampKeepsPastTimesApart(t *testing.T) {
 // more.
 func stampInOrder(t *testing.T, seq []time.Time) {
 	t.Helper()
-	p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+	p := New(Options{Name: "test", QueueLength: 1, Logger: klog.Background()}, byReason(100))
 	defer p.Shutdown(context.Background())
 	seen := map[int64]int{}
 	for i, tm := range seq {
@@ -76,7 +75,7 @@ func stampInOrder(t *testing.T, seq []time.Time) {
 // stampConcurrently has four goroutines stamp 2000 times each on p, call
 // i of goroutine g at instants[pick(i, g) % len(instants)], and reports a
 // time given twice or already in seen.
-func stampConcurrently(t *testing.T, p *Pipeline[*v1.Event], instants []time.Time, seen map[int64]bool, pick func(i, g int) int) {
+func stampConcurrently(t *testing.T, p *testPipeline, instants []time.Time, seen map[int64]bool, pick func(i, g int) int) {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -103,7 +102,7 @@ func stampConcurrently(t *testing.T, p *Pipeline[*v1.Event], instants []time.Tim
 // it; a time further back (a past event) stays as it is; concurrent
 // callers get distinct times.
 func TestStampGivesEveryEventItsOwnTime(t *testing.T) {
-	p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+	p := New(Options{Name: "test", QueueLength: 1, Logger: klog.Background()}, byReason(100))
 	defer p.Shutdown(context.Background())
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	past := t0.Add(-time.Hour)
@@ -154,14 +153,14 @@ func TestStampLeavesNoInstantBehind(t *testing.T) {
 	}
 
 	t.Run("concurrent callers, instants apart", func(t *testing.T) {
-		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		p := New(Options{Name: "test", QueueLength: 1, Logger: klog.Background()}, byReason(100))
 		defer p.Shutdown(context.Background())
 		instants := []time.Time{at(0), at(time.Second), at(-time.Hour), at(2 * time.Second), at(time.Hour), at(time.Millisecond)}
 		stampConcurrently(t, p, instants, map[int64]bool{}, func(i, g int) int { return i*5 + g*3 + i/7 })
 	})
 
 	t.Run("centuries back", func(t *testing.T) {
-		p := New[*v1.Event](Options{Name: "test", QueueLength: 1, Logger: klog.Background()})
+		p := New(Options{Name: "test", QueueLength: 1, Logger: klog.Background()}, byReason(100))
 		defer p.Shutdown(context.Background())
 		p.Stamp(t0)
 		old := time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)

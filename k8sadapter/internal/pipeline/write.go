@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/heraldgo/herald/internal/burst"
 	"github.com/heraldgo/herald/k8sadapter/internal/kube"
 )
 
@@ -115,18 +116,17 @@ type Attempt[E any] func(ev E) (got E, created bool, err error)
 // an event to a sink until it is written or given up on, with client-go's
 // log lines, and counts the outcome. What differs between the two APIs is
 // injected: the classifier of errors and the pause before each retry (the
-// jitter). Pauses run on Clock, so tests drive them with a fake clock.
+// jitter), the Adapter's (Pipeline.NewWriter). Pauses run on Clock, so
+// tests drive them with a fake clock.
 //
 // A Writer is used by one goroutine at a time; its fields are set before
 // that goroutine starts.
 type Writer[E Event] struct {
 	// MaxTries is how many attempts an event gets (at least 1).
 	MaxTries int
-	// Pause returns the pause after the given number of failed attempts.
-	Pause func(failures int) time.Duration
-	// Classify says what err, returned when writing ev, means; quiet
-	// lowers its log line to V(5), for refusals that are expected.
-	Classify func(err error, ev E) (c Class, quiet bool)
+	// pauseFor and classify are the Adapter's Pause and Classify.
+	pauseFor func(failures int) time.Duration
+	classify func(err error, ev E) (c Class, quiet bool)
 	// Clock runs the pauses.
 	Clock clock.Clock
 	// Stopping is closed when the shutdown begins: an event that fails
@@ -141,7 +141,21 @@ type Writer[E Event] struct {
 
 	// forbidden lets the refusals of class Forbidden be logged once per
 	// burst: an identity without the RBAC rule is refused every event.
-	forbidden Burst
+	forbidden burst.Burst
+}
+
+// NewWriter returns a Writer of maxTries attempts per event, with the
+// adapter's Classify and Pause, its pauses on timers, stopping with the
+// shutdown, logging to the pipeline's logger.
+func (p *Pipeline[E, K, P, C]) NewWriter(maxTries int, timers clock.Clock) *Writer[E] {
+	return &Writer[E]{
+		MaxTries: maxTries,
+		pauseFor: p.adapter.Pause,
+		classify: p.adapter.Classify,
+		Clock:    timers,
+		Stopping: p.Stopping(),
+		Logger:   p.logger,
+	}
 }
 
 // Write offers ev to the sink through attempt, retrying as configured, and
@@ -190,7 +204,7 @@ func (w *Writer[E]) WriteN(ctx context.Context, c *Counts, ev E, attempt Attempt
 			w.Logger.Error(nil, "Unable to write event (retry limit exceeded!)", "event", klog.KObj(ev))
 			return false
 		}
-		if !w.pause(ctx, w.Pause(tries)) {
+		if !w.pause(ctx, w.pauseFor(tries)) {
 			c.FailedShutdown += n
 			w.Logger.Error(nil, "Unable to write event (broadcaster is shut down)", "event", klog.KObj(ev))
 			return false
@@ -232,7 +246,7 @@ func (w *Writer[E]) try(c *Counts, ev E, attempt Attempt[E]) (Class, bool, error
 		}
 		return Retry, created, nil
 	}
-	class, quiet := w.Classify(err, ev)
+	class, quiet := w.classify(err, ev)
 	if class == Forbidden {
 		w.logForbidden(err, ev)
 		return class, created, err

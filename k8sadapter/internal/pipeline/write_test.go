@@ -103,8 +103,8 @@ func TestWriterFates(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := Writer[*v1.Event]{
 					MaxTries: 4,
-					Pause:    func(int) time.Duration { return 10 * time.Second },
-					Classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), false },
+					pauseFor: func(int) time.Duration { return 10 * time.Second },
+					classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), false },
 					Clock:    clock.RealClock{}, // the bubble's
 					Stopping: make(chan struct{}),
 					Logger:   logr.Discard(),
@@ -143,8 +143,8 @@ func TestWriterStopsRetryingAtShutdown(t *testing.T) {
 				defer cancel()
 				w := Writer[*v1.Event]{
 					MaxTries: 12,
-					Pause:    func(int) time.Duration { return time.Hour },
-					Classify: func(err error, _ *v1.Event) (Class, bool) { return Retry, false },
+					pauseFor: func(int) time.Duration { return time.Hour },
+					classify: func(err error, _ *v1.Event) (Class, bool) { return Retry, false },
 					Clock:    clock.RealClock{},
 					Stopping: stopping,
 					Logger:   logr.Discard(),
@@ -180,8 +180,8 @@ func TestWriterStopsRetryingAtShutdown(t *testing.T) {
 func TestWriteOnce(t *testing.T) {
 	w := Writer[*v1.Event]{
 		MaxTries: 12,
-		Pause:    func(int) time.Duration { return time.Hour },
-		Classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), true },
+		pauseFor: func(int) time.Duration { return time.Hour },
+		classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), true },
 		Clock:    clock.RealClock{},
 		Logger:   logr.Discard(),
 	}
@@ -215,8 +215,8 @@ func TestWriterLogsForbiddenOncePerBurst(t *testing.T) {
 		var log testkit.Lines
 		w := Writer[*v1.Event]{
 			MaxTries: 12,
-			Pause:    func(int) time.Duration { return time.Hour },
-			Classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), false },
+			pauseFor: func(int) time.Duration { return time.Hour },
+			classify: func(err error, _ *v1.Event) (Class, bool) { return ClassOf(err), false },
 			Clock:    clock.RealClock{}, // the bubble's
 			Stopping: make(chan struct{}),
 			Logger:   log.Logger(),

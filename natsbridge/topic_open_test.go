@@ -69,37 +69,37 @@ func startConfigured(t *testing.T, jetstreamExtra string) string {
 	return url
 }
 
-// TestHostileOwnerReopensUnderDuplicatesLimit: a server whose JetStream
+// TestNewTopicOwnerReopensUnderDuplicatesLimit: a server whose JetStream
 // limits cap the duplicates window (30s). The owner creates its topic with
 // MaxMsgs 1000 and Duplicates zero ("the server's default: ... or a lower
 // limit set for the account"), then opens it again with the very same
 // options, as the owner does at every start. The doc: options that are not
 // zero must agree field by field, "a zero field meaning what it means at
 // creation". The same options must open the topic.
-func TestHostileOwnerReopensUnderDuplicatesLimit(t *testing.T) {
+func TestNewTopicOwnerReopensUnderDuplicatesLimit(t *testing.T) {
 	url := startConfigured(t, "  limits { duplicate_window: \"30s\" }")
 	_, js := dial(t, url)
 	owner := natsbridge.TopicOptions{MaxMsgs: 1000, Logger: quiet}
-	first, err := natsbridge.NewTopic(testCtx(t), js, "hostile.limits", natsbridge.JSON[Order](), owner)
+	first, err := natsbridge.NewTopic(testCtx(t), js, "edge.limits", natsbridge.JSON[Order](), owner)
 	if err != nil {
 		t.Fatalf("first NewTopic: %v", err)
 	}
 	defer first.Shutdown(context.Background())
 	s, _ := js.Stream(testCtx(t), first.Stream())
 	t.Logf("stream made with Duplicates %v", s.CachedInfo().Config.Duplicates)
-	again, err := natsbridge.NewTopic(testCtx(t), js, "hostile.limits", natsbridge.JSON[Order](), owner)
+	again, err := natsbridge.NewTopic(testCtx(t), js, "edge.limits", natsbridge.JSON[Order](), owner)
 	if err != nil {
 		t.Fatalf("the owner's NewTopic again, same options: %v", err)
 	}
 	_ = again.Shutdown(context.Background())
 }
 
-// TestHostileNewTopicRace: several processes (connections) open one topic
+// TestNewTopicRace: several processes (connections) open one topic
 // at once, half with the owner's options and half with other options. The
 // stream is made once; each NewTopic either opens it, or returns
 // ErrConfigDiffers (never another error), and the stream ends with one of
 // the two configurations, consistent with who was refused.
-func TestHostileNewTopicRace(t *testing.T) {
+func TestNewTopicRace(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	const k = 8
 	var jss []jetstream.JetStream
@@ -108,7 +108,7 @@ func TestHostileNewTopicRace(t *testing.T) {
 		jss = append(jss, js)
 	}
 	for round := range 5 {
-		name := fmt.Sprintf("hostile.race%d", round)
+		name := fmt.Sprintf("edge.race%d", round)
 		var wg sync.WaitGroup
 		errs := make([]error, k)
 		start := make(chan struct{})
@@ -150,26 +150,26 @@ func TestHostileNewTopicRace(t *testing.T) {
 	}
 }
 
-// TestHostileSchemaShapes: a schema derived from T, a second process with a
-// type of another shape under the same name is refused; a named schema
-// with another codec is refused; an Update does not change the schema.
-func TestHostileSchemaUpdateKeepsIdentity(t *testing.T) {
+// TestNewTopicSchemaUpdateKeepsIdentity: a topic opened with another
+// schema is refused, also with Update: an Update changes the stream's
+// limits, never the schema it records.
+func TestNewTopicSchemaUpdateKeepsIdentity(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	newTopic(t, js, "hostile.schema", natsbridge.TopicOptions{Schema: "orders/v1"})
+	newTopic(t, js, "edge.schema", natsbridge.TopicOptions{Schema: "orders/v1"})
 	// The owner updates the stream's limits: the schema stays recorded.
-	newTopic(t, js, "hostile.schema", natsbridge.TopicOptions{Schema: "orders/v1", MaxMsgs: 10, Update: true})
-	_, err := natsbridge.NewTopic(testCtx(t), js, "hostile.schema", natsbridge.JSON[Order](), natsbridge.TopicOptions{Schema: "orders/v2", Logger: quiet})
+	newTopic(t, js, "edge.schema", natsbridge.TopicOptions{Schema: "orders/v1", MaxMsgs: 10, Update: true})
+	_, err := natsbridge.NewTopic(testCtx(t), js, "edge.schema", natsbridge.JSON[Order](), natsbridge.TopicOptions{Schema: "orders/v2", Logger: quiet})
 	if !errors.Is(err, natsbridge.ErrTypeMismatch) {
 		t.Errorf("NewTopic with schema v2 after an Update = %v, want ErrTypeMismatch", err)
 	}
 	// An Update by a process with another schema must not rewrite the
 	// topic's identity either.
-	_, err = natsbridge.NewTopic(testCtx(t), js, "hostile.schema", natsbridge.JSON[Order](), natsbridge.TopicOptions{Schema: "orders/v2", MaxMsgs: 20, Update: true, Logger: quiet})
+	_, err = natsbridge.NewTopic(testCtx(t), js, "edge.schema", natsbridge.JSON[Order](), natsbridge.TopicOptions{Schema: "orders/v2", MaxMsgs: 20, Update: true, Logger: quiet})
 	if !errors.Is(err, natsbridge.ErrTypeMismatch) {
 		t.Errorf("Update with schema v2 = %v, want ErrTypeMismatch", err)
 	}
-	st, _ := js.Stream(testCtx(t), "hostile_schema")
+	st, _ := js.Stream(testCtx(t), "edge_schema")
 	if md := st.CachedInfo().Config.Metadata; md["herald.schema"] != "orders/v1" {
 		t.Errorf("the stream's schema is now %q", md["herald.schema"])
 	}

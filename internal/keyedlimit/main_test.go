@@ -1,4 +1,4 @@
-package seam_test
+package keyedlimit_test
 
 import (
 	"testing"

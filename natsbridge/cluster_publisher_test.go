@@ -16,7 +16,7 @@ import (
 	"github.com/heraldgo/herald/natsbridge/natstest"
 )
 
-// TestHostileFollowersDown kills both followers of a stream replicated on
+// TestClusterFollowersDown kills both followers of a stream replicated on
 // three nodes (the leader stays up, with no quorum) while a publisher
 // publishes at a steady pace, then restarts them. The package doc says
 // that a quorum lost and regained needs nothing of the caller, that every
@@ -24,7 +24,7 @@ import (
 // stream refused it, found it deleted, or it outlived its delivery timeout
 // (two minutes here). So every value must end Confirmed, and the stream
 // must hold 1..n once each, in order.
-func TestHostileFollowersDown(t *testing.T) {
+func TestClusterFollowersDown(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	for _, pace := range []time.Duration{20 * time.Millisecond, 0} {
 		t.Run(fmt.Sprintf("pace=%v", pace), func(t *testing.T) {
@@ -33,13 +33,13 @@ func TestHostileFollowersDown(t *testing.T) {
 			_, pubJS := dial(t, relay.URL())
 			_, adminJS := dial(t, c.URL())
 			var logs logRecorder
-			topic := newTopic(t, pubJS, "hostile.followers", natsbridge.TopicOptions{Replicas: 3, Heartbeat: 500 * time.Millisecond, Logger: logs.Logger()})
+			topic := newTopic(t, pubJS, "cluster.followers", natsbridge.TopicOptions{Replicas: 3, Heartbeat: 500 * time.Millisecond, Logger: logs.Logger()})
 			ctx := boundedCtx(t, 2*time.Minute)
 			n := 1000
 			if pace == 0 {
 				n = 10000
 			}
-			p := topic.Publisher(natsbridge.PublisherOptions{})
+			p := publisher(t, topic, natsbridge.PublisherOptions{})
 			published := make(chan error, 1)
 			go func() {
 				for i := 1; i <= n; i++ {
@@ -91,11 +91,11 @@ func TestHostileFollowersDown(t *testing.T) {
 	}
 }
 
-// TestHostileManyPublishersLeaderKilled runs four publishers on one
+// TestClusterManyPublishersLeaderKilled runs four publishers on one
 // replicated topic, each from its own connection through the relay, while
 // the stream's leader is killed twice. Each publisher's values must be
 // stored once each, in that publisher's order, all confirmed.
-func TestHostileManyPublishersLeaderKilled(t *testing.T) {
+func TestClusterManyPublishersLeaderKilled(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	relay := natstest.NewRelay(t, c.URLs()...)
@@ -106,9 +106,9 @@ func TestHostileManyPublishersLeaderKilled(t *testing.T) {
 	var topics []*natsbridge.Topic[Order]
 	for range pubs {
 		_, js := dial(t, relay.URL())
-		topic := clusterTopic(t, js, "hostile.many")
+		topic := clusterTopic(t, js, "cluster.many")
 		topics = append(topics, topic)
-		ps = append(ps, topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second}))
+		ps = append(ps, publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: time.Second}))
 	}
 	errs := make(chan error, pubs)
 	for k, p := range ps {
@@ -237,7 +237,7 @@ func missing(ids []int, n int) []int {
 	return out
 }
 
-// TestHostileConfirmedThenLost: both followers of a replicated stream are
+// TestClusterConfirmedThenLost: both followers of a replicated stream are
 // down; a value published alone reaches the leader, which cannot commit
 // it. The publisher's connection (through a relay, to the leader) is cut.
 // Had it sent the value again on reconnecting, the leader would have
@@ -247,17 +247,17 @@ func missing(ids []int, n int) []int {
 // leader is killed too, and the followers come back and elect a leader of
 // their own; the old leader rejoins. Every value is confirmed only once
 // stored, and stored once, in order.
-func TestHostileConfirmedThenLost(t *testing.T) {
+func TestClusterConfirmedThenLost(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	_, adminJS := dial(t, c.URL())
-	topic0 := newTopic(t, adminJS, "hostile.lost", natsbridge.TopicOptions{Replicas: 3})
+	topic0 := newTopic(t, adminJS, "cluster.lost", natsbridge.TopicOptions{Replicas: 3})
 	leader := c.StreamLeader(adminJS, topic0.Stream())
 	relay := natstest.NewRelay(t, leader.URL())
 	_, pubJS := dial(t, relay.URL())
-	topic := newTopic(t, pubJS, "hostile.lost", natsbridge.TopicOptions{})
+	topic := newTopic(t, pubJS, "cluster.lost", natsbridge.TopicOptions{})
 	ctx := boundedCtx(t, 2*time.Minute)
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	var followers []*natstest.Server
@@ -297,7 +297,7 @@ func TestHostileConfirmedThenLost(t *testing.T) {
 	}
 }
 
-// TestHostileLoneValueNoAnswer: an idle publisher publishes one value while
+// TestClusterLoneValueNoAnswer: an idle publisher publishes one value while
 // its stream has no leader (two of three nodes down), with a plain
 // subscriber on the subject so that the publish gets no answer at all (as
 // in TestClusterQuorumLost). The publisher's connection, to the surviving
@@ -305,11 +305,11 @@ func TestHostileConfirmedThenLost(t *testing.T) {
 // (AckTimeout) and sends no copy meanwhile; once the nodes are back and a
 // leader is elected, the value (and those published after it) must be
 // confirmed within seconds.
-func TestHostileLoneValueNoAnswer(t *testing.T) {
+func TestClusterLoneValueNoAnswer(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	c := natstest.StartCluster(t, 3, natstest.Options{})
 	_, adminJS := dial(t, c.URL())
-	topic0 := newTopic(t, adminJS, "hostile.noanswer", natsbridge.TopicOptions{Replicas: 3})
+	topic0 := newTopic(t, adminJS, "cluster.noanswer", natsbridge.TopicOptions{Replicas: 3})
 	leader := c.StreamLeader(adminJS, topic0.Stream())
 	var survivor *natstest.Server
 	var down []*natstest.Server
@@ -321,13 +321,13 @@ func TestHostileLoneValueNoAnswer(t *testing.T) {
 		}
 	}
 	nc, pubJS := dial(t, survivor.URL())
-	topic := newTopic(t, pubJS, "hostile.noanswer", natsbridge.TopicOptions{})
+	topic := newTopic(t, pubJS, "cluster.noanswer", natsbridge.TopicOptions{})
 	sub, err := nc.Subscribe(topic.Name(), func(*nats.Msg) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: time.Second})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: time.Second})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	for _, s := range down {

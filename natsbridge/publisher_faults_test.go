@@ -19,17 +19,17 @@ import (
 	"github.com/heraldgo/herald/natsbridge/natstest"
 )
 
-// TestHostilePublishWaitingWhenConnClosed: Publish waits for room in a full
+// TestPublishWaitingWhenConnClosed: Publish waits for room in a full
 // window (the relay holds every ack back); the connection is closed while
 // it waits. Publish's doc: it returns an error wrapping
 // nats.ErrConnectionClosed once the connection is closed. The value must
 // not be accepted (or, if accepted, it must be counted, not left Pending).
-func TestHostilePublishWaitingWhenConnClosed(t *testing.T) {
+func TestPublishWaitingWhenConnClosed(t *testing.T) {
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	nc, js := dial(t, relay.URL())
-	topic := newTopic(t, js, "hostile.closed", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{Window: 2, AckTimeout: time.Hour})
+	topic := newTopic(t, js, "edge.closed", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{Window: 2, AckTimeout: time.Hour})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	relay.Hold()
@@ -60,17 +60,17 @@ func TestHostilePublishWaitingWhenConnClosed(t *testing.T) {
 	t.Logf("after Shutdown: %s", describe(p.Stats()))
 }
 
-// TestHostileShutdownCancelledWhileHeld: values in flight, their acks held
+// TestPublisherShutdownCancelledWhileHeld: values in flight, their acks held
 // back by the relay; Shutdown with a context already ended gives up at
 // once and counts everything; a later Shutdown says ErrUnconfirmed; the
 // stream holds each value at most once, in order.
-func TestHostileShutdownCancelledWhileHeld(t *testing.T) {
+func TestPublisherShutdownCancelledWhileHeld(t *testing.T) {
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	_, js := dial(t, relay.URL())
 	_, adminJS := dial(t, s.URL())
-	topic := newTopic(t, js, "hostile.cancelled", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	topic := newTopic(t, js, "edge.cancelled", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, 500)
 	relay.Hold()
 	publishN(t, p, 501, 1000)
@@ -98,15 +98,15 @@ func TestHostileShutdownCancelledWhileHeld(t *testing.T) {
 	}
 }
 
-// TestHostileStreamDeletedMidStream deletes the stream while a publisher
+// TestPublishStreamDeletedMidStream deletes the stream while a publisher
 // publishes as fast as it can: the doc says each value sent to a deleted
 // stream is Failed as soon as the server says the stream is gone. Shutdown
 // must return promptly with every value Confirmed or Failed.
-func TestHostileStreamDeletedMidStream(t *testing.T) {
+func TestPublishStreamDeletedMidStream(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.deleted", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	topic := newTopic(t, js, "edge.deleted", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const n = 20000
 	done := make(chan error, 1)
 	go func() {
@@ -134,17 +134,17 @@ func TestHostileStreamDeletedMidStream(t *testing.T) {
 	}
 }
 
-// TestHostileManyGoroutinesWindowOne: eight goroutines publish through one
+// TestPublishManyGoroutinesWindowOne: eight goroutines publish through one
 // publisher whose window is 1 (every value a batch of its own), and
 // another eight through one with MaxWindow: each goroutine's values must
 // be stored once, in that goroutine's order (the order of its calls).
-func TestHostileManyGoroutinesWindow(t *testing.T) {
+func TestPublishManyGoroutinesWindow(t *testing.T) {
 	for _, window := range []int{1, natsbridge.MaxWindow} {
 		t.Run(fmt.Sprintf("window=%d", window), func(t *testing.T) {
 			s := startServer(t, embedded.Options{})
 			_, js := connect(t, s)
-			topic := newTopic(t, js, "hostile.goroutines", natsbridge.TopicOptions{})
-			p := topic.Publisher(natsbridge.PublisherOptions{Window: window})
+			topic := newTopic(t, js, "edge.goroutines", natsbridge.TopicOptions{})
+			p := publisher(t, topic, natsbridge.PublisherOptions{Window: window})
 			const gs = 8
 			each := 300
 			if window > 1 {
@@ -183,20 +183,20 @@ func TestHostileManyGoroutinesWindow(t *testing.T) {
 	}
 }
 
-// TestHostileDoubleKill kills the single server twice in quick succession
+// TestPublishServerKilledTwice kills the single server twice in quick succession
 // (killed, restarted, killed again at once, restarted) three times while a
 // publisher publishes in bursts with pauses longer than its linger (so
 // that kills fall on batch commits as well as on open batches). Every
 // value must be confirmed and stored once in order; the wire carries no
 // send the publisher did not count.
-func TestHostileDoubleKill(t *testing.T) {
+func TestPublishServerKilledTwice(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	_, pubJS := dial(t, relay.URL())
 	_, subJS := dial(t, s.URL())
-	topic := newTopic(t, pubJS, "hostile.doublekill", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
+	topic := newTopic(t, pubJS, "edge.doublekill", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond})
 	const n = 15000
 	published := make(chan error, 1)
 	go func() {
@@ -234,17 +234,17 @@ func TestHostileDoubleKill(t *testing.T) {
 	}
 }
 
-// TestHostileTooLargeLongName: ErrTooLarge exactly at the documented limit
+// TestPublishTooLargeLongName: ErrTooLarge exactly at the documented limit
 // (max payload − 94 − len(stream name)) for a topic whose name is as long
 // as allowed, and a publisher whose counter has grown.
-func TestHostileTooLargeLongName(t *testing.T) {
+func TestPublishTooLargeLongName(t *testing.T) {
 	const maxPayload = 4096
 	s := startServer(t, embedded.Options{MaxPayload: maxPayload})
 	_, js := connect(t, s)
 	name := strings.Repeat("a", 99) + "." + strings.Repeat("b", 100)
 	topic := newTopicOf(t, js, name, natsbridge.Codec[[]byte](bytesCodec{}), natsbridge.TopicOptions{})
 	limit := maxPayload - 94 - len(topic.Stream())
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	ctx := testCtx(t)
 	for range 1000 {
 		if err := p.Publish(ctx, []byte("x")); err != nil {
@@ -265,17 +265,17 @@ func TestHostileTooLargeLongName(t *testing.T) {
 	}
 }
 
-// TestHostileLoneValueHeld: an idle publisher publishes one value while the
+// TestPublishLoneValueHeld: an idle publisher publishes one value while the
 // path to the server is silent (the relay holds every byte): the publisher
 // asks where its batch stands, sends no copy, and after its DeliveryTimeout
 // (1s) counts the value Failed.
-func TestHostileLoneValueHeld(t *testing.T) {
+func TestPublishLoneValueHeld(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := natstest.StartServer(t, natstest.Options{})
 	relay := natstest.NewRelay(t, s.URL())
 	_, js := dial(t, relay.URL())
-	topic := newTopic(t, js, "hostile.held", natsbridge.TopicOptions{})
-	p := topic.Publisher(natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond, DeliveryTimeout: time.Second})
+	topic := newTopic(t, js, "edge.held", natsbridge.TopicOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{AckTimeout: 500 * time.Millisecond, DeliveryTimeout: time.Second})
 	publishN(t, p, 1, 1)
 	eventually(t, "the first value confirmed", func() bool { return p.Stats().Confirmed == 1 })
 	time.Sleep(100 * time.Millisecond) // the publisher idle
@@ -294,15 +294,15 @@ func TestHostileLoneValueHeld(t *testing.T) {
 	_ = p.Shutdown(testCtx(t))
 }
 
-// TestHostilePurgeMidStream purges the stream while a publisher publishes
+// TestWatchPurgeMidStream purges the stream while a publisher publishes
 // and a slow Block watcher reads: the publisher confirms every value, the
 // stream holds a suffix of 1..n once each in order, and the watcher counts
 // each value owed to it exactly once, as read or as a gap.
-func TestHostilePurgeMidStream(t *testing.T) {
+func TestWatchPurgeMidStream(t *testing.T) {
 	t.Parallel() // it waits on servers and faults, not on the CPU
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "hostile.purge", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
+	topic := newTopic(t, js, "edge.purge", natsbridge.TopicOptions{Heartbeat: 500 * time.Millisecond})
 	w := watch(t, topic, natsbridge.WatchOptions{QueueLength: 16, Full: broadcast.Block})
 	var mu sync.Mutex
 	var got []int
@@ -316,7 +316,7 @@ func TestHostilePurgeMidStream(t *testing.T) {
 			time.Sleep(50 * time.Microsecond) // a slow reader
 		}
 	}()
-	p := topic.Publisher(natsbridge.PublisherOptions{})
+	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	const n = 10000
 	published := make(chan error, 1)
 	go func() {
@@ -353,12 +353,12 @@ func TestHostilePurgeMidStream(t *testing.T) {
 	eventually(t, "the reader read what the watcher queued", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return uint64(len(got)) == w.Delivered()
+		return uint64(len(got)) == w.Stats().Delivered
 	})
 	w.Stop()
 	<-readerDone
-	t.Logf("stream holds %d..%d; watcher read %d, gaps %d, dropped %d", stored[0], n, len(got), w.Gaps(), w.Dropped())
-	if !slices.IsSorted(got) || uint64(len(got))+w.Gaps() != n || len(slices.Compact(slices.Clone(got))) != len(got) {
-		t.Errorf("the watcher read %d (sorted %v) and counted %d gaps; want them to add up to %d", len(got), slices.IsSorted(got), w.Gaps(), n)
+	t.Logf("stream holds %d..%d; watcher read %d, gaps %d, dropped %d", stored[0], n, len(got), w.Stats().Gaps, w.Stats().Dropped)
+	if !slices.IsSorted(got) || uint64(len(got))+w.Stats().Gaps != n || len(slices.Compact(slices.Clone(got))) != len(got) {
+		t.Errorf("the watcher read %d (sorted %v) and counted %d gaps; want them to add up to %d", len(got), slices.IsSorted(got), w.Stats().Gaps, n)
 	}
 }

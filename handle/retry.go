@@ -1,0 +1,163 @@
+package handle
+
+import (
+	"container/heap"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// backoff returns the wait before the retry that follows the tries-th
+// failure: RetryMin, doubled for each failure before, at most RetryMax,
+// drawn at random between half and all of it (jitter, so that values that
+// failed together are not retried together).
+func (p *Pool[T, K]) backoff(tries int) time.Duration {
+	d := p.o.RetryMin
+	for i := 1; i < tries && d < p.o.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, p.o.RetryMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// attempts returns how many times l's head was handled, across its
+// source's deliveries, the attempt running now included.
+func (l *lane[T, K]) attempts() int {
+	n := l.vals.Peek().before + l.tries
+	if l.running {
+		n++
+	}
+	return n
+}
+
+// busyList is a list of the lanes whose head has begun, in the order
+// their heads began: the oldest, the longest held up, first.
+type busyList[T any, K comparable] struct{ head, tail *lane[T, K] }
+
+func (b *busyList[T, K]) push(l *lane[T, K]) {
+	l.prev, l.next, l.inBusy = b.tail, nil, true
+	if b.tail != nil {
+		b.tail.next = l
+	} else {
+		b.head = l
+	}
+	b.tail = l
+}
+
+func (b *busyList[T, K]) remove(l *lane[T, K]) {
+	if !l.inBusy {
+		return
+	}
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		b.head = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	} else {
+		b.tail = l.prev
+	}
+	l.prev, l.next, l.inBusy = nil, nil, false
+}
+
+// retryHeap holds the lanes whose head waits out a retry, the earliest
+// due first.
+type retryHeap[T any, K comparable] []*lane[T, K]
+
+func (h retryHeap[T, K]) Len() int           { return len(h) }
+func (h retryHeap[T, K]) Less(i, j int) bool { return h[i].retryAt.Before(h[j].retryAt) }
+func (h retryHeap[T, K]) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx, h[j].heapIdx = i, j
+}
+func (h *retryHeap[T, K]) Push(x any) {
+	l := x.(*lane[T, K])
+	l.heapIdx = len(*h)
+	*h = append(*h, l)
+}
+func (h *retryHeap[T, K]) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	l.heapIdx = -1
+	return l
+}
+
+// push adds l, and reports whether it is now the earliest.
+func (h *retryHeap[T, K]) push(l *lane[T, K]) bool {
+	heap.Push(h, l)
+	return l.heapIdx == 0
+}
+
+// tickEvery is how often the supervisor looks for slow keys, and moves
+// the clock that dates a value's first attempt.
+const tickEvery = 100 * time.Millisecond
+
+// supervise is the supervisor goroutine: it hands each lane whose retry is
+// due to a worker, and, every second, logs the keys that held up their
+// values longer than Options.SlowKey.
+func (p *Pool[T, K]) supervise() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	for {
+		p.mu.Lock()
+		now := time.Now()
+		for len(p.retry) > 0 && !p.retry[0].retryAt.After(now) {
+			l := heap.Pop(&p.retry).(*lane[T, K])
+			l.retryAt = time.Time{}
+			p.stats.Backoff--
+			p.stats.Waiting++
+			p.readyLocked(l)
+		}
+		var next time.Duration = -1
+		if len(p.retry) > 0 {
+			next = p.retry[0].retryAt.Sub(now)
+		}
+		p.mu.Unlock()
+		if next >= 0 {
+			timer.Reset(next)
+		}
+		select {
+		case <-p.g.Stopping().Done():
+			return
+		case <-timer.C:
+		case <-p.wakeSup:
+			timer.Stop()
+		case now := <-tick.C:
+			p.now.Store(now.UnixNano())
+			p.logSlowKeys(now)
+		}
+	}
+}
+
+// logSlowKeys logs each key whose oldest value has been in a handler, or
+// waiting out retries, for longer than Options.SlowKey: at most once per
+// SlowKey for each.
+func (p *Pool[T, K]) logSlowKeys(now time.Time) {
+	type slow struct {
+		key      K
+		since    time.Time
+		attempts int
+		behind   int
+	}
+	var out []slow
+	p.mu.Lock()
+	for l := p.busy.head; l != nil && now.Sub(l.first) >= p.o.SlowKey; l = l.next {
+		if now.Sub(l.logged) >= p.o.SlowKey {
+			l.logged = now
+			out = append(out, slow{l.key, l.first, l.attempts(), l.vals.Len() - 1})
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range out {
+		if n, due := p.logSlow.Add(now, 1); due {
+			p.o.Logger.Warn("handle: a key holds up its values", slog.Any("key", s.key), slog.Duration("for", now.Sub(s.since)),
+				slog.Int("attempts", s.attempts), slog.Int("behind", s.behind), slog.Uint64("count", n))
+		}
+	}
+}

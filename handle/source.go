@@ -1,0 +1,111 @@
+package handle
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Source is what a Pool reads: a watcher, read with Next until it returns
+// an error (its end). *broadcast.Watcher and *natsbridge.Watcher are
+// Sources. A Pool takes its source over: it reads it alone, and stops it
+// (if it has a Stop method) when the Pool shuts down.
+type Source[T any] interface {
+	Next(ctx context.Context) (T, error)
+}
+
+// AckSource is a Source that is told when each value it handed out has its
+// fate, so that it acknowledges only those: a durable *natsbridge.Watcher.
+// A Pool reads it with Receive, and calls Done for each value once it is
+// handled or dead-lettered, in any order; a value that has no fate when
+// the Pool shuts down is never marked done, so that the source hands it
+// out again (to the next reader of a durable position). Values come out of
+// Receive in increasing Seq.
+type AckSource[T any] interface {
+	Source[T]
+	Receive(ctx context.Context) (Delivery[T], error)
+	Done(seq uint64)
+}
+
+// A Delivery is a value an AckSource handed out, with what a Pool needs
+// to know of it.
+type Delivery[T any] struct {
+	// Value is the value; the zero value if Err is set.
+	Value T
+	// Seq identifies the value in its source (a stream sequence), for
+	// Done; it grows from one delivery to the next.
+	Seq uint64
+	// Attempt is how many times the source has delivered the value, this
+	// time included (1 the first time): a value that comes again after
+	// its reader died counts the attempts made before, so that one that
+	// kills its reader every time reaches MaxAttempts.
+	Attempt int
+	// Err is set when the source could not decode the value (a poison
+	// message): it goes to the dead letters before any handler runs.
+	Err error
+}
+
+// DeadLetterSink is a source that keeps the dead letters of its own values
+// durably, beside the values (a natsbridge watcher with a dead-letter
+// topic): a Pool hands each dead letter of such a source to DeadLetter,
+// which returns once it is stored, before the Pool marks the value done;
+// its other dead letters go to Pool.DeadLetters. DeadLetter reports
+// ErrNoDeadLetterSink if the source has nowhere to keep them.
+type DeadLetterSink interface {
+	DeadLetter(ctx context.Context, seq uint64, f Failure) error
+}
+
+// ErrNoDeadLetterSink is what a DeadLetterSink returns when it has nowhere
+// to keep dead letters: the Pool hands them to Pool.DeadLetters instead.
+var ErrNoDeadLetterSink = errors.New("handle: the source keeps no dead letters")
+
+// Failure says why a value was given up on.
+type Failure struct {
+	// Err is the handler's last error (or the panic it raised, or the
+	// codec's error for a value that could not be decoded).
+	Err error
+	// Attempts is how many times the value was handled, across its
+	// source's deliveries (0 for a value that could not be decoded).
+	Attempts int
+	// First and Last are when its first and last attempt began (the time
+	// it was received, for a value that could not be decoded).
+	First, Last time.Time
+}
+
+// DeadLetter is a value a Pool gave up on: its handler failed
+// MaxAttempts times, or returned a permanent error (see Permanent), or
+// panicked that often, or the value could not be decoded, or its key
+// function panicked.
+type DeadLetter[T any, K comparable] struct {
+	// Key is the value's key; the zero K if the key function panicked or
+	// the value could not be decoded.
+	Key K
+	// Value is the value; the zero T if it could not be decoded.
+	Value T
+	// Seq is the value's sequence in its source (0 for a source without
+	// one, such as a broadcast.Watcher).
+	Seq uint64
+	Failure
+}
+
+// ErrPermanent marks an error a handler returns for a value that no retry
+// can handle: the Pool dead-letters the value at once. Wrap it with
+// Permanent, or with fmt.Errorf's %w.
+var ErrPermanent = errors.New("handle: permanent failure")
+
+// Permanent returns err marked permanent: a Pool does not retry a value
+// whose handler returned it. errors.Is(Permanent(err), err) holds.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+
+func (p permanent) Is(target error) bool { return target == ErrPermanent }
+
+func (p permanent) Unwrap() error { return p.err }

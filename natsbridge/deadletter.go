@@ -1,0 +1,153 @@
+package natsbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/handle"
+)
+
+// DeadLetter is a value a handle.Pool gave up on, as a dead-letter topic
+// (a Topic[DeadLetter], see WatchOptions.DeadLetters) keeps it: the
+// original message, bytes and headers, where it was, and why it was given
+// up. Redrive publishes it back.
+type DeadLetter struct {
+	// Topic and Seq are the topic the value came from and its stream
+	// sequence there.
+	Topic string `json:"topic"`
+	Seq   uint64 `json:"seq"`
+	// Data and Header are the message as the stream stored it (Data is
+	// nil if retention had removed it before it was given up).
+	Data   []byte      `json:"data,omitempty"`
+	Header nats.Header `json:"header,omitempty"`
+	// Error is the handler's last error, or the codec's for a value that
+	// could not be decoded.
+	Error string `json:"error"`
+	// Attempts is how many times the value was handled, across its
+	// deliveries; First and Last when its first and last attempt began.
+	Attempts int       `json:"attempts"`
+	First    time.Time `json:"first,omitzero"`
+	Last     time.Time `json:"last,omitzero"`
+}
+
+// DeadLetter stores a dead letter of the value at seq in the watcher's
+// dead-letter topic (WatchOptions.DeadLetters), and returns once the
+// stream confirmed it; a handle.Pool calls it before it marks the value
+// done, so that a crash between the two loses nothing. The dead letter's
+// message id derives from the watcher's topic and seq, so a dead letter
+// stored again (a crash after it was confirmed, before the value was
+// acknowledged) is stored once. It returns handle.ErrNoDeadLetterSink if
+// the watcher has no dead-letter topic.
+func (w *Watcher[T]) DeadLetter(ctx context.Context, seq uint64, f handle.Failure) error {
+	dlq := w.dead
+	if dlq == nil {
+		return handle.ErrNoDeadLetterSink
+	}
+	d := DeadLetter{Topic: w.t.name, Seq: seq, Attempts: f.Attempts, First: f.First, Last: f.Last}
+	if f.Err != nil {
+		d.Error = f.Err.Error()
+	}
+	raw, err := w.t.stream.GetMsg(ctx, seq)
+	switch {
+	case err == nil:
+		d.Data, d.Header = raw.Data, raw.Header
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		d.Error += " (the value was no longer in the stream when it was given up)"
+	default:
+		return fmt.Errorf("natsbridge: topic %q: read value %d to dead-letter it: %w", w.t.name, seq, err)
+	}
+	return dlq.store(ctx, d, "herald-dead-"+w.t.streamID+"-"+strconv.FormatUint(seq, 10))
+}
+
+// store publishes v under message id id and waits for the stream's
+// confirmation: a copy sent again within the duplicates window is stored
+// once.
+func (t *Topic[T]) store(ctx context.Context, v T, id string) error {
+	data, err := encode(t.codec, v)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: t.name, Data: data, Header: nats.Header{}}
+	if _, err := t.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(t.streamID)); err != nil {
+		return fmt.Errorf("natsbridge: topic %q: store: %w", t.name, err)
+	}
+	return nil
+}
+
+// RedriveStats says what a Redrive did.
+type RedriveStats struct {
+	// Redriven counts the dead letters published back to their topic;
+	// Kept those the filter kept in the dead-letter topic.
+	Redriven, Kept uint64
+}
+
+// Redrive publishes the dead letters that dlq holds now back to the
+// topics they came from, with their bytes and headers, each once, and
+// removes each from dlq once its topic confirmed it: a Redrive run again
+// finds only what the first kept, or what came since. keep, if not nil,
+// says which dead letters to leave in dlq. A redriven value lands at the
+// end of its topic: after the values of its key that came after it, which
+// were handled meanwhile. Each is published under a message id made of
+// dlq's stream and the dead letter's sequence, so one sent again after a
+// crash is stored once (within the topic's duplicates window). ctx bounds
+// the whole; Redrive panics on a nil ctx.
+func Redrive(ctx context.Context, dlq *Topic[DeadLetter], keep func(DeadLetter) bool) (RedriveStats, error) {
+	mustContext(ctx)
+	var st RedriveStats
+	info, err := dlq.streamState(ctx)
+	if err != nil {
+		return st, err
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		raw, err := dlq.stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // removed: redriven before, or by retention
+		}
+		if err != nil {
+			return st, fmt.Errorf("natsbridge: redrive %q: read %d: %w", dlq.name, seq, err)
+		}
+		d, err := decode(dlq.codec, raw.Data)
+		if err != nil {
+			return st, fmt.Errorf("natsbridge: redrive %q: dead letter %d: %w", dlq.name, seq, err)
+		}
+		if keep != nil && keep(d) {
+			st.Kept++
+			continue
+		}
+		if err := redriveOne(ctx, dlq, seq, d); err != nil {
+			return st, err
+		}
+		st.Redriven++
+	}
+	return st, nil
+}
+
+// redriveOne publishes dead letter d, stored at seq in dlq, back to its
+// topic, then removes it from dlq.
+func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, d DeadLetter) error {
+	if err := validName(d.Topic); err != nil {
+		return fmt.Errorf("natsbridge: redrive %q: dead letter %d: %w", dlq.name, seq, err)
+	}
+	h := nats.Header{}
+	for k, v := range d.Header {
+		if !strings.HasPrefix(k, "Nats-") { // the server's and the publisher's own: a new message gets its own
+			h[k] = v
+		}
+	}
+	msg := &nats.Msg{Subject: d.Topic, Data: d.Data, Header: h}
+	id := "herald-redrive-" + dlq.streamID + "-" + strconv.FormatUint(seq, 10)
+	if _, err := dlq.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("natsbridge: redrive %q: dead letter %d to %q: %w", dlq.name, seq, d.Topic, err)
+	}
+	if err := dlq.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
+	}
+	return nil
+}

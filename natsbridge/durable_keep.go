@@ -1,0 +1,371 @@
+package natsbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
+)
+
+// The keeper of a durable watcher: one goroutine that holds the reader's
+// turn and its record while its application works, however slowly.
+//
+// Its turn: the server pins the durable consumer to one reader and unpins
+// it once that reader has sent no pull request for the takeover time. A
+// reader whose application holds every value it was given (a long
+// handler, a full Block queue) asks for nothing more, so the keeper sends,
+// every third of the takeover time, a pull request that renews the pin and
+// can take no message (no wait, a byte at most): a live reader keeps its
+// turn; only a dead or stopped one hands over.
+//
+// Its record: beside the position, in the topic's key-value bucket
+// (bucket herald_<stream>, key the durable's name), the reader that owns
+// the position and the highest stream sequence any reader may have handed
+// to its application (record.Handed). A reader hands out a value only up
+// to its reservation, which it writes ahead of its application (about
+// twice what it handed out in the last ackEvery, and at least
+// minReservation), with a revision check: a reader that takes the position
+// over reads the record, counts as redelivered the values up to Handed
+// that come to it again (they may have been handed out before; those
+// after it were only fetched ahead, and are not counted), and writes
+// itself in as the owner. The reader it replaced, if alive, finds out at
+// its next write (the revision moved) and stops handing out at its
+// reservation: it is fenced.
+
+const (
+	// minReservation is the least a reader reserves at a time.
+	minReservation = 4
+	// maxReservation is the most a reader reserves at a time: the bound
+	// on what Redelivered may count that no application saw.
+	maxReservation = 4096
+)
+
+// record is what the topic's bucket keeps of a durable position.
+type record struct {
+	// Owner is the reader that holds the position, "" if none does
+	// (its last reader stopped cleanly).
+	Owner string `json:"owner"`
+	// Handed is the highest stream sequence any reader of the position
+	// may have handed to its application.
+	Handed uint64 `json:"handed"`
+	// Floor is the position's acknowledged sequence when Owner took it
+	// over, and Deaths how many readers in a row took it over at that
+	// floor from a reader that did not release it (it died, or lost its
+	// turn): the value after the floor was handed to each of them, and
+	// none finished it. A reader counts those as attempts of that value
+	// (see Watcher.Receive): the server's own count of deliveries starts
+	// again when a reader resets the position.
+	Floor  uint64 `json:"floor,omitempty"`
+	Deaths int    `json:"deaths,omitempty"`
+}
+
+// errFenced tells a reader that another took its position over.
+var errFenced = errors.New("natsbridge: another reader took the durable position over")
+
+// keeper is a durable watcher's keeper. The feed calls activate and
+// release; the application's goroutines call reserve; the keeper's
+// goroutine renews the pin, extends the reservation and flushes acks.
+type keeper struct {
+	kv       jetstream.KeyValue
+	key      string
+	me       string // this reader's identity in the record
+	nc       *nats.Conn
+	next     string // the subject of the consumer's pull requests
+	takeover time.Duration
+	acks     *acks
+	log      *limitedLog
+
+	// reserved is the highest sequence this reader may hand out; soft
+	// the sequence past which the keeper extends it ahead of need.
+	reserved wait.Counter
+	soft     atomic.Uint64
+	want     atomic.Uint64 // the highest sequence the application waits to take
+	fenced   atomic.Bool
+	wake     chan struct{} // capacity 1: the application needs more
+	pin      atomic.Pointer[string]
+
+	mu  sync.Mutex // guards rev, last, lastAt: the record's writes
+	rev uint64     // the revision this reader last wrote; 0 before it owns the record
+	// last is the highest sequence handed out when the reservation was
+	// last extended, lastAt when: the rate the next one is sized by.
+	last   uint64
+	lastAt time.Time
+	owned  bool
+	// before is the highest sequence the record said was handed out when
+	// this reader took it over: release never writes less.
+	before uint64
+	// closed is set once the watcher hands nothing more out (closeReads).
+	closed bool
+	// floor and deaths are the record's when this reader took it over.
+	floor  uint64
+	deaths int
+
+	g *lifecycle.Group
+}
+
+func newKeeper(kv jetstream.KeyValue, key string, nc *nats.Conn, next string, takeover time.Duration, a *acks, log *limitedLog) *keeper {
+	return &keeper{
+		kv: kv, key: key, me: nuid.Next(), nc: nc, next: next, takeover: takeover,
+		acks: a, log: log, wake: make(chan struct{}, 1), g: lifecycle.New(),
+	}
+}
+
+// start runs the keeper's goroutine until stop.
+func (k *keeper) start() { k.g.Go(k.run) }
+
+// closeReads makes readers waiting for a reservation return ErrClosed,
+// and every later reserve too: the watcher hands nothing more out. The
+// keeper goes on renewing the pin until stop.
+func (k *keeper) closeReads() {
+	k.mu.Lock()
+	k.closed = true
+	k.mu.Unlock()
+	k.reserved.End()
+}
+
+// stop ends the keeper's goroutine and returns once it has exited.
+func (k *keeper) stop() {
+	k.closeReads()
+	_ = k.g.Shutdown(context.Background())
+}
+
+func (k *keeper) run() {
+	tick := time.NewTicker(ackEvery)
+	defer tick.Stop()
+	pingEvery := max(k.takeover/3, ackEvery)
+	pinged := time.Now()
+	for {
+		select {
+		case <-k.g.Stopping().Done():
+			return
+		case <-k.wake:
+		case now := <-tick.C:
+			k.acks.flush(false)
+			if now.Sub(pinged) >= pingEvery {
+				pinged = now
+				k.ping()
+			}
+		}
+		k.extend()
+	}
+}
+
+// setPin records the pin under which the consumer serves this reader, ""
+// when it stands by.
+func (k *keeper) setPin(pin string) { k.pin.Store(&pin) }
+
+// ping renews this reader's pin with a pull request that can take no
+// message. An answer that the pin is not this reader's makes the reader
+// stand by... the feed learns it from the next message or its idle check.
+func (k *keeper) ping() {
+	p := k.pin.Load()
+	if p == nil || *p == "" {
+		return
+	}
+	body := fmt.Sprintf(`{"batch":1,"max_bytes":1,"no_wait":true,"group":%q,"id":%q}`, durableGroup, *p)
+	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+	defer cancel()
+	msg, err := k.nc.RequestWithContext(ctx, k.next, []byte(body))
+	if err == nil && msg.Header.Get("Status") == "423" {
+		k.setPin("")
+	}
+}
+
+// activate makes this reader the owner of the position's record. It
+// reports whether another reader owned the record since this one last
+// did, and returns the highest sequence a reader may have handed out
+// before: values up to it that come again count as redelivered. This
+// reader may hand those out too, without a write.
+func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, others bool, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for range 8 { // a reader writing meanwhile moves the revision: read again
+		rec, rev, err := k.read(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		if k.owned && rev == k.rev {
+			return rec.Handed, false, nil // still this reader's
+		}
+		died := rec.Owner != ""
+		switch {
+		case rec.Owner != "" && rec.Floor == floor:
+			rec.Deaths++ // the reader before died with the value after the floor unfinished
+		case rec.Floor != floor || rec.Owner != "":
+			rec.Floor, rec.Deaths = floor, 0
+		}
+		rec.Owner = k.me
+		rev, err = k.write(ctx, rec, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
+		k.floor, k.deaths = rec.Floor, rec.Deaths
+		if died {
+			// The reader before died with values in its hands: one of them
+			// may kill this reader too. Up to what that reader handed out,
+			// hand values out one at a time, each acknowledged (and
+			// confirmed) before the next, so that if one kills this reader
+			// the position stands right before it, and the next reader
+			// counts the death against it.
+			k.acks.eagerTo(rec.Handed)
+		}
+		k.last, k.lastAt = rec.Handed, time.Now()
+		k.fenced.Store(false)
+		if !k.closed {
+			k.reserved.Reopen()
+		}
+		k.reserved.Advance(rec.Handed)
+		k.soft.Store(rec.Handed)
+		return rec.Handed, true, nil
+	}
+	return 0, false, errors.New("natsbridge: the durable position's record keeps changing")
+}
+
+// read returns the record and its revision, a zero record and revision 0
+// if there is none.
+func (k *keeper) read(ctx context.Context) (record, uint64, error) {
+	e, err := k.kv.Get(ctx, k.key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return record{}, 0, nil
+	}
+	if err != nil {
+		return record{}, 0, fmt.Errorf("natsbridge: durable %q: read its record: %w", k.key, err)
+	}
+	var rec record
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		// Not herald's record (or a damaged one): take it over, counting
+		// nothing as redelivered that no record says was handed out.
+		return record{}, e.Revision(), nil
+	}
+	return rec, e.Revision(), nil
+}
+
+// write writes rec at revision rev (0: the record must not exist), and
+// returns the new revision.
+func (k *keeper) write(ctx context.Context, rec record, rev uint64) (uint64, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	if rev == 0 {
+		return k.kv.Create(ctx, k.key, b)
+	}
+	return k.kv.Update(ctx, k.key, b, rev)
+}
+
+// reserve returns once this reader may hand out the value at seq, or
+// errFenced once another reader owns the position, or ErrClosed once the
+// watcher hands nothing more out, or ctx.Err().
+func (k *keeper) reserve(ctx context.Context, seq uint64) error {
+	if seq > k.soft.Load() {
+		if k.want.Load() < seq {
+			k.want.Store(seq)
+		}
+		wait.Signal(k.wake)
+	}
+	if seq <= k.reserved.Load() {
+		return nil
+	}
+	if k.fenced.Load() {
+		return errFenced
+	}
+	err := k.reserved.Wait(ctx, seq)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, wait.ErrEnded) && k.fenced.Load() && !k.isClosed():
+		return errFenced
+	case errors.Is(err, wait.ErrEnded):
+		return ErrClosed
+	}
+	return err
+}
+
+func (k *keeper) isClosed() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.closed
+}
+
+// extend writes a larger reservation if the application needs one soon:
+// the highest sequence it waits for, or what it handed out, plus about
+// twice what it handed out since the last extension (per ackEvery).
+func (k *keeper) extend() {
+	want := max(k.want.Load(), k.acks.top())
+	if want <= k.soft.Load() || k.fenced.Load() {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.owned || k.closed {
+		return
+	}
+	now := time.Now()
+	rate := uint64(0)
+	if el := now.Sub(k.lastAt); el > 0 && want > k.last {
+		rate = (want - k.last) * uint64(ackEvery) / uint64(max(el, ackEvery))
+	}
+	size := min(max(2*rate, minReservation), maxReservation)
+	target := want + size
+	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths}, k.rev)
+	cancel()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
+		k.owned = false
+		k.fenced.Store(true)
+		k.reserved.End()
+		k.log.warn("natsbridge: durable position taken over by another reader: this one stops handing out", slog.Uint64("reserved", k.reserved.Load()))
+		return
+	case err != nil:
+		k.log.warn("natsbridge: durable record not written: retrying", errAttr(err))
+		return
+	}
+	k.rev, k.last, k.lastAt = rev, want, now
+	k.reserved.Advance(target)
+	k.soft.Store(target - size/2)
+}
+
+// attemptsBefore returns how many readers died with the value at seq
+// before they finished it, as the record says: the value after the floor
+// at which this reader took the position over.
+func (k *keeper) attemptsBefore(seq uint64) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if seq == k.floor+1 {
+		return k.deaths
+	}
+	return 0
+}
+
+// release writes that this reader, which stopped handing out values,
+// no longer owns the position, with the highest sequence it handed out
+// (not its reservation): the next reader counts as redelivered only
+// values this one did hand out. It does nothing if another reader owns
+// the position.
+func (k *keeper) release(ctx context.Context, handed uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.owned {
+		return
+	}
+	k.owned = false
+	if _, err := k.write(ctx, record{Handed: max(handed, k.before)}, k.rev); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		k.log.warn("natsbridge: durable record not released: the next reader may count values this one handed out as redelivered", errAttr(err))
+	}
+}
