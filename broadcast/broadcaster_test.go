@@ -340,7 +340,7 @@ func TestDropOldestKeepsNewestAcrossBatches(t *testing.T) {
 	}
 }
 
-func TestWatchWithPrefix(t *testing.T) {
+func TestPrefixComesFirst(t *testing.T) {
 	for _, mode := range readModes {
 		t.Run(mode.name, func(t *testing.T) {
 			b := newB[int](t, broadcast.Options{QueueLength: 1})
@@ -364,7 +364,7 @@ func TestWatchWithPrefix(t *testing.T) {
 	}
 }
 
-func TestWatchWithPrefixNeverBlocksOnAStalledBroadcaster(t *testing.T) {
+func TestPrefixNeverBlocksOnAStalledBroadcaster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1, IncomingQueueLength: 1})
 		stuck := watchT(t, b)
