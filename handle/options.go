@@ -112,9 +112,6 @@ func (o Options) resolved() Options {
 	if o.SlowKey == 0 {
 		o.SlowKey = DefaultSlowKey
 	}
-	if o.Window < o.QueueLength {
-		o.Window = o.QueueLength
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

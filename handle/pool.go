@@ -49,6 +49,10 @@ type Pool[T any, K comparable] struct {
 	now      atomic.Int64 // the supervisor's clock (UnixNano), moved every tick
 	readCtx  context.Context
 	stopRead context.CancelFunc
+	// readOver ends once the reader has returned: the Pool receives no
+	// more values (readEnded, under mu, says the same).
+	readOver context.Context
+	endRead  context.CancelFunc
 	wakeSup  chan struct{} // capacity 1: an earlier retry is due
 	shutOnce sync.Once
 	shutErr  error
@@ -68,11 +72,12 @@ type Pool[T any, K comparable] struct {
 	// spinning counts the workers that looked for a ready lane, found
 	// none, and look again a few times before they park: a lane made
 	// ready meanwhile needs no wake-up.
-	spinning int
-	reader   wait.Queue // the reader waiting for room
-	stats    Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
-	stopped  bool       // Shutdown began
-	readErr  error      // why reading ended
+	spinning  int
+	reader    wait.Queue // the reader waiting for room
+	stats     Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
+	stopped   bool       // Shutdown began
+	readErr   error      // why reading ended
+	readEnded bool       // the reader has returned
 }
 
 // entry is a value in the Pool: its receive order, its source's sequence,
@@ -144,6 +149,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.sink, _ = src.(DeadLetterSink)
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
+	p.readOver, p.endRead = context.WithCancel(context.Background())
 	p.g.Go(p.read)
 	p.g.Go(p.supervise)
 	for range o.Workers {
@@ -163,6 +169,12 @@ func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return
 // read is the reader goroutine: it takes values from the source while
 // the Pool has room, and places each behind its key.
 func (p *Pool[T, K]) read() {
+	defer func() {
+		p.mu.Lock()
+		p.readEnded = true
+		p.mu.Unlock()
+		p.endRead()
+	}()
 	p.mu.Lock()
 	if !p.waitRoomLocked() {
 		p.mu.Unlock()
@@ -235,31 +247,24 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 	p.mu.Lock()
 	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), before: max(d.Attempt, 1) - 1}
 	p.stats.Received++
-	if failed != nil {
+	switch {
+	case p.stopped:
+		// Handed out as Shutdown began (a source's queued value wins over
+		// the ended read): abandoned with the values that waited, since
+		// no worker takes a value any more.
+		p.stats.Abandoned++
+		p.fateLocked(e.ord)
+		p.mu.Unlock()
+		return false
+	case failed != nil:
 		if d.Err != nil {
 			p.stats.Poisoned++
 		}
 		p.stats.InFlight++
 		p.mu.Unlock()
-		now := time.Now()
-		f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
-		fate := &p.stats.DeadLettered
-		for try := 1; !p.giveUp(k, e, f); try++ {
-			if !p.pause(try) {
-				fate = &p.stats.Abandoned
-				break
-			}
-		}
+		p.giveUpAtOnce(k, e, failed)
 		p.mu.Lock()
-		p.stats.InFlight--
-		*fate++
-		p.fateLocked(e.ord)
-		if fate == &p.stats.DeadLettered {
-			p.mu.Unlock()
-			p.done(e)
-			p.mu.Lock()
-		}
-	} else {
+	default:
 		l := p.laneLocked(k)
 		l.vals.Push(e)
 		p.stats.Waiting++
@@ -270,6 +275,33 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 	ok := p.waitRoomLocked()
 	p.mu.Unlock()
 	return ok
+}
+
+// giveUpAtOnce dead-letters e, counted in flight, which no handler can
+// take (failed says why), and gives it its fate: dead-lettered and marked
+// done, or abandoned if the Pool's Shutdown runs out of time first.
+func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
+	now := time.Now()
+	f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
+	stored := true
+	for try := 1; !p.giveUp(k, e, f); try++ {
+		if !p.pause(try) {
+			stored = false
+			break
+		}
+	}
+	p.mu.Lock()
+	p.stats.InFlight--
+	if stored {
+		p.stats.DeadLettered++
+	} else {
+		p.stats.Abandoned++
+	}
+	p.fateLocked(e.ord)
+	p.mu.Unlock()
+	if stored {
+		p.done(e)
+	}
 }
 
 // keyOf returns v's key, or the panic of the key function as an error.
@@ -554,8 +586,12 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
 			return false
 		}
 	}
-	err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f})
-	return err == nil
+	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
+		return false
+	}
+	// Stored once it is in the watcher's queue: a value published but
+	// still waiting for room there is lost when Shutdown runs out of time.
+	return p.dead.Flush(ctx) == nil
 }
 
 // errorType names an error by its Go type: its text may quote the value.

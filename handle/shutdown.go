@@ -15,20 +15,35 @@ import (
 // a broadcaster and not yet in its watchers' queues are not held yet: call
 // the broadcaster's Flush first. With a source that drops values from its
 // queue (broadcast.DropOldest) Flush may wait for a value dropped: use a
-// Block source, or bound it with ctx. It returns ctx.Err() if ctx ends
-// first. It panics on a nil ctx.
+// Block source, or bound it with ctx. Once the Pool stops reading (a
+// Shutdown, or its source ended), it waits only for the values it
+// received. It returns ctx.Err() if ctx ends first. It panics on a nil
+// ctx.
 func (p *Pool[T, K]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		panic("handle: nil Context")
 	}
 	p.mu.Lock()
-	target := p.ords.next
+	target, ended := p.ords.next, p.readEnded
 	p.mu.Unlock()
-	if b, ok := p.src.(interface{ Backlog() broadcast.Backlog }); ok {
-		// Every value that entered the source's queue is received in
-		// turn, the received ones first.
-		target = max(target, b.Backlog().Entered)
+	b, ok := p.src.(interface{ Backlog() broadcast.Backlog })
+	if ended || !ok {
+		return p.floor.Wait(ctx, target)
 	}
+	// Every value that entered the source's queue is received in turn,
+	// the received ones first: while the Pool reads.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.readOver, cancel)()
+	err := p.floor.Wait(wctx, max(target, b.Backlog().Entered))
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	// Reading ended (a Shutdown, or the source ended): the values the
+	// Pool received are the last to get a fate.
+	p.mu.Lock()
+	target = p.ords.next
+	p.mu.Unlock()
 	return p.floor.Wait(ctx, target)
 }
 

@@ -124,3 +124,42 @@ func TestFlushDuringRetries(t *testing.T) {
 		_ = p.Shutdown(ctx)
 	})
 }
+
+// TestFlushEndsWithReading: a Flush that waits for values its source still
+// holds returns once a Shutdown stops the Pool reading them and the values
+// it received have their fates; a Flush after the Shutdown returns at once.
+func TestFlushEndsWithReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		release := make(chan struct{})
+		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
+			<-release
+			return nil
+		}, handle.Options{Workers: 1, QueueLength: 1, Logger: quiet})
+		publish(t, b, jobs(10, 1))
+		if err := b.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // one in a handler, the rest in the watcher's queue
+		flushed := make(chan error, 1)
+		go func() { flushed <- p.Flush(context.Background()) }()
+		shut := make(chan error, 1)
+		go func() { shut <- p.Shutdown(context.Background()) }()
+		synctest.Wait()
+		close(release)
+		if err := <-shut; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-flushed; err != nil {
+			t.Errorf("Flush during Shutdown = %v, want nil", err)
+		}
+		if err := p.Flush(context.Background()); err != nil {
+			t.Errorf("Flush after Shutdown = %v, want nil", err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.Handled != 1 || s.Received != 1 {
+			t.Errorf("Stats %+v, want the one received handled, the rest left in the source", s)
+		}
+	})
+}

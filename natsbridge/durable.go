@@ -139,7 +139,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	}
 	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
 	next := "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + o.Durable
-	d.keep = newKeeper(kv, o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
+	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
 	return info.AckFloor.Stream + 1, d, nil
 }
 
@@ -155,7 +155,7 @@ func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
 	if t.kv != nil {
 		return t.kv, nil
 	}
-	bucket := durablesBucket(t.streamID)
+	bucket := t.bucket
 	kv, err := t.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = t.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -187,7 +187,7 @@ func (t *Topic[T]) Delete(ctx context.Context) error {
 	if err := t.js.DeleteStream(ctx, t.streamID); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("natsbridge: topic %q: delete stream: %w", t.name, err)
 	}
-	if err := t.js.DeleteKeyValue(ctx, durablesBucket(t.streamID)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	if err := t.js.DeleteKeyValue(ctx, t.bucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("natsbridge: topic %q: delete durable records: %w", t.name, err)
 	}
 	return nil
@@ -208,7 +208,7 @@ func (t *Topic[T]) DeleteDurable(ctx context.Context, name string) error {
 	}
 	kv, err := t.durables(ctx)
 	if err == nil {
-		err = kv.Purge(ctx, name)
+		err = kv.Purge(ctx, t.keyPrefix+name)
 	}
 	if err != nil {
 		return fmt.Errorf("natsbridge: topic %q: delete durable %q's record: %w", t.name, name, err)

@@ -2,7 +2,6 @@ package natsbridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,25 +50,6 @@ const (
 	maxReservation = 4096
 )
 
-// record is what the topic's bucket keeps of a durable position.
-type record struct {
-	// Owner is the reader that holds the position, "" if none does
-	// (its last reader stopped cleanly).
-	Owner string `json:"owner"`
-	// Handed is the highest stream sequence any reader of the position
-	// may have handed to its application.
-	Handed uint64 `json:"handed"`
-	// Floor is the position's acknowledged sequence when Owner took it
-	// over, and Deaths how many readers in a row took it over at that
-	// floor from a reader that did not release it (it died, or lost its
-	// turn): the value after the floor was handed to each of them, and
-	// none finished it. A reader counts those as attempts of that value
-	// (see Watcher.Receive): the server's own count of deliveries starts
-	// again when a reader resets the position.
-	Floor  uint64 `json:"floor,omitempty"`
-	Deaths int    `json:"deaths,omitempty"`
-}
-
 // errFenced tells a reader that another took its position over.
 var errFenced = errors.New("natsbridge: another reader took the durable position over")
 
@@ -94,6 +74,7 @@ type keeper struct {
 	fenced   atomic.Bool
 	wake     chan struct{} // capacity 1: the application needs more
 	pin      atomic.Pointer[string]
+	gate     atomic.Pointer[chan struct{}] // see gateAt
 
 	mu  sync.Mutex // guards rev, last, lastAt: the record's writes
 	rev uint64     // the revision this reader last wrote; 0 before it owns the record
@@ -110,6 +91,13 @@ type keeper struct {
 	// floor and deaths are the record's when this reader took it over.
 	floor  uint64
 	deaths int
+	// until is when this reader's lease ends (its last write's Until);
+	// renewed, when it last renewed it; gate, while this reader waits
+	// for the lease of the reader before it to end, is closed when it
+	// may hand out, and gateAt is when.
+	until   time.Time
+	renewed time.Time
+	gateAt  time.Time
 
 	g *lifecycle.Group
 }
@@ -130,6 +118,10 @@ func (k *keeper) start() { k.g.Go(k.run) }
 func (k *keeper) closeReads() {
 	k.mu.Lock()
 	k.closed = true
+	if g := k.gate.Load(); g != nil {
+		close(*g)
+		k.gate.Store(nil)
+	}
 	k.mu.Unlock()
 	k.reserved.End()
 }
@@ -156,6 +148,7 @@ func (k *keeper) run() {
 				pinged = now
 				k.ping()
 			}
+			k.lease(now)
 		}
 		k.extend()
 	}
@@ -198,14 +191,9 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, oth
 		if k.owned && rev == k.rev {
 			return rec.Handed, false, nil // still this reader's
 		}
-		died := rec.Owner != ""
-		switch {
-		case rec.Owner != "" && rec.Floor == floor:
-			rec.Deaths++ // the reader before died with the value after the floor unfinished
-		case rec.Floor != floor || rec.Owner != "":
-			rec.Floor, rec.Deaths = floor, 0
-		}
-		rec.Owner = k.me
+		prev := rec
+		now := time.Now()
+		rec.takenOver(floor, k.me, now.Add(k.takeover))
 		rev, err = k.write(ctx, rec, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue
@@ -213,65 +201,54 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, oth
 		if err != nil {
 			return 0, false, err
 		}
-		k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
-		k.floor, k.deaths = rec.Floor, rec.Deaths
-		if died {
-			// The reader before died with values in its hands: one of them
-			// may kill this reader too. Up to what that reader handed out,
-			// hand values out one at a time, each acknowledged (and
-			// confirmed) before the next, so that if one kills this reader
-			// the position stands right before it, and the next reader
-			// counts the death against it.
-			k.acks.eagerTo(rec.Handed)
-		}
-		k.last, k.lastAt = rec.Handed, time.Now()
-		k.fenced.Store(false)
-		if !k.closed {
-			k.reserved.Reopen()
-		}
-		k.reserved.Advance(rec.Handed)
-		k.soft.Store(rec.Handed)
+		k.ownLocked(prev, rec, rev, now)
 		return rec.Handed, true, nil
 	}
 	return 0, false, errors.New("natsbridge: the durable position's record keeps changing")
 }
 
-// read returns the record and its revision, a zero record and revision 0
-// if there is none.
-func (k *keeper) read(ctx context.Context) (record, uint64, error) {
-	e, err := k.kv.Get(ctx, k.key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return record{}, 0, nil
+// ownLocked makes this reader the owner of the record rec, at revision
+// rev, that it wrote over prev at now.
+func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
+	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
+	k.floor, k.deaths = rec.Floor, rec.Deaths
+	k.until, k.renewed = time.Unix(0, rec.Until), now
+	if held := time.Unix(0, prev.Until); prev.Owner != "" && prev.Until != 0 && held.After(now) {
+		// The reader before may still hand out values until its lease
+		// ends: hand out nothing before then.
+		g := make(chan struct{})
+		k.gate.Store(&g)
+		k.gateAt = held
 	}
-	if err != nil {
-		return record{}, 0, fmt.Errorf("natsbridge: durable %q: read its record: %w", k.key, err)
+	if prev.Owner != "" {
+		// The reader before died with values in its hands: one of them
+		// may kill this reader too. Up to what that reader handed out,
+		// hand values out one at a time, each acknowledged (and
+		// confirmed) before the next, so that if one kills this reader
+		// the position stands right before it, and the next reader
+		// counts the death against it.
+		k.acks.eagerTo(rec.Handed)
 	}
-	var rec record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		// Not herald's record (or a damaged one): take it over, counting
-		// nothing as redelivered that no record says was handed out.
-		return record{}, e.Revision(), nil
+	k.last, k.lastAt = rec.Handed, now
+	k.fenced.Store(false)
+	if !k.closed {
+		k.reserved.Reopen()
 	}
-	return rec, e.Revision(), nil
-}
-
-// write writes rec at revision rev (0: the record must not exist), and
-// returns the new revision.
-func (k *keeper) write(ctx context.Context, rec record, rev uint64) (uint64, error) {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return 0, err
-	}
-	if rev == 0 {
-		return k.kv.Create(ctx, k.key, b)
-	}
-	return k.kv.Update(ctx, k.key, b, rev)
+	k.reserved.Advance(rec.Handed)
+	k.soft.Store(rec.Handed)
 }
 
 // reserve returns once this reader may hand out the value at seq, or
 // errFenced once another reader owns the position, or ErrClosed once the
 // watcher hands nothing more out, or ctx.Err().
 func (k *keeper) reserve(ctx context.Context, seq uint64) error {
+	if g := k.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if seq > k.soft.Load() {
 		if k.want.Load() < seq {
 			k.want.Store(seq)
@@ -323,22 +300,30 @@ func (k *keeper) extend() {
 	size := min(max(2*rate, minReservation), maxReservation)
 	target := want + size
 	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
-	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths}, k.rev)
+	until := now.Add(k.takeover)
+	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
 	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
-		k.owned = false
-		k.fenced.Store(true)
-		k.reserved.End()
-		k.log.warn("natsbridge: durable position taken over by another reader: this one stops handing out", slog.Uint64("reserved", k.reserved.Load()))
+		k.fenceLocked("taken over by another reader")
 		return
 	case err != nil:
 		k.log.warn("natsbridge: durable record not written: retrying", errAttr(err))
 		return
 	}
 	k.rev, k.last, k.lastAt = rev, want, now
+	k.until, k.renewed = until, now
 	k.reserved.Advance(target)
 	k.soft.Store(target - size/2)
+}
+
+// fenceLocked stops this reader handing out values: another owns the
+// position, or its lease ran out.
+func (k *keeper) fenceLocked(why string) {
+	k.owned = false
+	k.fenced.Store(true)
+	k.reserved.End()
+	k.log.warn("natsbridge: durable position "+why+": this reader stops handing out", slog.Uint64("reserved", k.reserved.Load()))
 }
 
 // attemptsBefore returns how many readers died with the value at seq
@@ -351,21 +336,4 @@ func (k *keeper) attemptsBefore(seq uint64) int {
 		return k.deaths
 	}
 	return 0
-}
-
-// release writes that this reader, which stopped handing out values,
-// no longer owns the position, with the highest sequence it handed out
-// (not its reservation): the next reader counts as redelivered only
-// values this one did hand out. It does nothing if another reader owns
-// the position.
-func (k *keeper) release(ctx context.Context, handed uint64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !k.owned {
-		return
-	}
-	k.owned = false
-	if _, err := k.write(ctx, record{Handed: max(handed, k.before)}, k.rev); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		k.log.warn("natsbridge: durable record not released: the next reader may count values this one handed out as redelivered", errAttr(err))
-	}
 }

@@ -173,15 +173,11 @@ func checkKeyOrder(t *testing.T, who string, started []int) {
 // closes, it shuts the Pool down and reports.
 func playPool(ctx context.Context, js jetstream.JetStream, topic *natsbridge.Topic[Order]) (report, error) {
 	var r report
-	dlq, err := natsbridge.NewTopic(ctx, js, topic.Name()+".dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	w, dlq, err := watchForPool(ctx, js, topic)
 	if err != nil {
 		return r, err
 	}
 	defer dlq.Shutdown(ctx)
-	w, err := topic.Watch(ctx, natsbridge.WatchOptions{Durable: os.Getenv(nameEnv), Takeover: 2 * time.Second, DeadLetters: dlq})
-	if err != nil {
-		return r, err
-	}
 	stuck, _ := strconv.Atoi(os.Getenv(stuckEnv))
 	fail, _ := strconv.Atoi(os.Getenv(failEnv))
 	crash, _ := strconv.Atoi(os.Getenv(crashEnv))
@@ -214,4 +210,20 @@ func playPool(ctx context.Context, js jetstream.JetStream, topic *natsbridge.Top
 	}
 	r.Redelivered = w.Stats().Redelivered
 	return r, nil
+}
+
+// watchForPool watches the durable position nameEnv names, with a takeover
+// time of 2s and its dead letters in the topic's ".dead" topic, which it
+// returns too: shut it down after the watcher's Pool.
+func watchForPool(ctx context.Context, js jetstream.JetStream, topic *natsbridge.Topic[Order]) (*natsbridge.Watcher[Order], *natsbridge.Topic[natsbridge.DeadLetter], error) {
+	dlq, err := natsbridge.NewTopic(ctx, js, topic.Name()+".dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := topic.Watch(ctx, natsbridge.WatchOptions{Durable: os.Getenv(nameEnv), Takeover: 2 * time.Second, DeadLetters: dlq})
+	if err != nil {
+		_ = dlq.Shutdown(ctx)
+		return nil, nil, err
+	}
+	return w, dlq, nil
 }

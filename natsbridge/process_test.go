@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -164,6 +165,9 @@ func (h *helper) report(t *testing.T) report {
 	return r
 }
 
+// errPrinted tells playRole that a role printed its report itself.
+var errPrinted = errors.New("printed")
+
 // runRole is main for a helper process. It returns the exit code.
 func runRole(role string) int {
 	if err := playRole(role); err != nil {
@@ -189,6 +193,13 @@ func playRole(role string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if role == "member" { // a partitioned topic's
+		_, err := playMember(ctx, js)
+		if errors.Is(err, errPrinted) {
+			return nil
+		}
+		return err
+	}
 	name := crossTopic
 	if n := os.Getenv(topicEnv); n != "" {
 		name = n
@@ -258,6 +269,11 @@ func playRole(role string) error {
 		}
 	case "pool":
 		if r, err = playPool(ctx, js, topic); err != nil {
+			return err
+		}
+
+	case "chaos":
+		if r, err = playChaos(ctx, js, topic); err != nil {
 			return err
 		}
 	default:

@@ -80,3 +80,20 @@ func (p *Publisher[T]) addAbandoned(n uint64) {
 	p.link.stats.abandoned += n
 	p.mu.Unlock()
 }
+
+// add returns s and o added up, field by field (LastSeq: the larger, for
+// a partitioned publisher, whose partitions number their values apart).
+func (s PublisherStats) add(o PublisherStats) PublisherStats {
+	return PublisherStats{
+		Published:   s.Published + o.Published,
+		Confirmed:   s.Confirmed + o.Confirmed,
+		Retries:     s.Retries + o.Retries,
+		Failed:      s.Failed + o.Failed,
+		Unconfirmed: s.Unconfirmed + o.Unconfirmed,
+		Pending:     s.Pending + o.Pending,
+		Refused:     s.Refused + o.Refused,
+		Invalid:     s.Invalid + o.Invalid,
+		Abandoned:   s.Abandoned + o.Abandoned,
+		LastSeq:     max(s.LastSeq, o.LastSeq),
+	}
+}

@@ -63,6 +63,9 @@ type Topic[T any] struct {
 
 	kvMu sync.Mutex         // guards kv
 	kv   jetstream.KeyValue // the bucket of durable records, once a durable watcher needed it
+	// bucket names that bucket, and its keys begin with keyPrefix: a
+	// partition's durable records live in its partitioned topic's bucket.
+	bucket, keyPrefix string
 }
 
 // owned is what a Topic ends in Shutdown: a Publisher, a Watcher or a
@@ -120,8 +123,17 @@ func NewTopic[T any](ctx context.Context, js jetstream.JetStream, name string, c
 	if err := checkTopicOptions(o); err != nil {
 		return nil, err
 	}
-	t := topicFor(js, name, c, o)
+	return openTopic(ctx, topicFor(js, name, c, o), o, nil)
+}
+
+// openTopic opens t's stream, made with o's configuration and the extra
+// metadata meta if it is missing (a partition's: see Partitioned).
+func openTopic[T any](ctx context.Context, t *Topic[T], o TopicOptions, meta map[string]string) (*Topic[T], error) {
+	name := t.name
 	cfg := t.streamConfig(o)
+	for k, v := range meta {
+		cfg.Metadata[k] = v
+	}
 	s, asked, err := t.openStream(ctx, o, cfg)
 	if err != nil {
 		if errors.Is(err, ErrTypeMismatch) || errors.Is(err, ErrNameConflict) || errors.Is(err, ErrConfigDiffers) {
@@ -147,7 +159,7 @@ func topicFor[T any](js jetstream.JetStream, name string, c Codec[T], o TopicOpt
 		shutErr:   fmt.Errorf("natsbridge: topic %q is shut down (Topic.Shutdown); open it again with NewTopic: %w", name, ErrClosed),
 		js:        js,
 		name:      name,
-		streamID:  strings.ReplaceAll(name, ".", "_"),
+		streamID:  streamOf(name),
 		codec:     c,
 		id:        identityOf(c, o.Schema),
 		heartbeat: o.Heartbeat,
@@ -155,6 +167,7 @@ func topicFor[T any](js jetstream.JetStream, name string, c Codec[T], o TopicOpt
 		log:       o.Logger,
 		owned:     make(map[owned]bool),
 	}
+	t.bucket = durablesBucket(t.streamID)
 	if t.heartbeat == 0 {
 		t.heartbeat = DefaultHeartbeat
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -63,6 +62,8 @@ type Watcher[T any] struct {
 	chSent, chPinned uint64
 	d                *durable           // nil unless durable
 	dead             *Topic[DeadLetter] // WatchOptions.DeadLetters
+	notify           chan struct{}      // signalled on each value queued, if not nil
+	deadID           string             // see deadLetterID
 
 	seq atomic.Uint64
 	// trace holds the headers of the last value read (a nats.Header),
@@ -81,58 +82,6 @@ type Watcher[T any] struct {
 	// queue.
 	halted chan struct{}
 	err    error // what halting the feed returned; set before halted closes
-}
-
-// WatcherStats is a snapshot of a Watcher's counters. For every watcher,
-// the values owed to it (from Start on) are, at any snapshot, read by the
-// application, queued, dropped, gaps, poison messages, handed back, or
-// still with the feed.
-type WatcherStats struct {
-	// Delivered counts the values placed in the watcher's queue (a prefix
-	// is not counted).
-	Delivered uint64
-	// Dropped counts the values its policy dropped (DropNewest,
-	// DropOldest), and those read from the stream but not yet queued when
-	// Stop came (logged; a watcher resumed from Seq()+1 reads them).
-	Dropped uint64
-	// Gaps counts the values owed that the stream no longer held when the
-	// watcher came to read them (removed by retention, or deleted). Each
-	// is counted once: when the watcher reads a later value or, for values
-	// removed from the end of the stream, when Flush is called.
-	Gaps uint64
-	// Poisoned counts the messages the codec could not decode: each was
-	// logged (with the others of its burst) and passed over by All, Next
-	// and Events.
-	Poisoned uint64
-	// Restarts counts the times the watcher's consumer was lost and made
-	// again where it stopped (nothing is lost or repeated by that). A
-	// consumer lost for good (see Err) is not counted.
-	Restarts uint64
-	// Queued is the number of values waiting in the watcher's queue.
-	Queued int
-
-	// The counters of a durable watcher; zero for the others.
-
-	// Redelivered counts the values this watcher handed to its
-	// application that a reader of the same durable position may have
-	// handed to its application before: a reader that died (or was
-	// stopped, or lost its turn) before it had acknowledged them. It
-	// never misses a value handed out twice, and counts at most the
-	// values of one reservation more (see the package doc, "Durable
-	// watchers"): about twice what that reader handed out in its last
-	// 100ms, and at most 4096. Seq identifies each.
-	Redelivered uint64
-	// HandedBack counts the values read from the stream that this watcher
-	// gave back to the server without handing them to its application:
-	// what it held when it stopped or lost its turn. The next reader gets
-	// them; none is lost.
-	HandedBack uint64
-	// Outstanding is the number of values handed to the application and
-	// not yet done (see Watcher.Done).
-	Outstanding int
-	// Acked is the stream sequence the watcher acknowledged last: every
-	// value up to it is done.
-	Acked uint64
 }
 
 // Watch registers a remote watcher configured by o (see WatchOptions), whose
@@ -155,6 +104,12 @@ type WatcherStats struct {
 // a second, which ends with the watcher's hand-over (see Stop).
 func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Watcher[T], error) {
 	mustContext(ctx)
+	return t.watch(ctx, o, prefix, nil)
+}
+
+// watch is Watch; notify, if not nil, is signalled whenever the watcher's
+// queue takes a value (a group member's, which reads several).
+func (t *Topic[T]) watch(ctx context.Context, o WatchOptions, prefix []T, notify chan struct{}) (*Watcher[T], error) {
 	if err := checkWatchOptions(o); err != nil {
 		return nil, err
 	}
@@ -166,6 +121,7 @@ func (t *Topic[T]) Watch(ctx context.Context, o WatchOptions, prefix ...T) (*Wat
 		return nil, err
 	}
 	w := t.newWatcher(start, o, prefix, d)
+	w.notify = notify
 	w.f = newFeed(t, "watcher", start, w, d)
 	if d != nil {
 		d.keep.start()
@@ -207,7 +163,7 @@ func (t *Topic[T]) watchStart(ctx context.Context, o WatchOptions) (uint64, *dur
 // newWatcher returns a watcher at start, its queue made with o's length,
 // policy and read mode and holding prefix; the caller gives it its feed.
 func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durable) *Watcher[T] {
-	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, halted: make(chan struct{})}
+	w := &Watcher[T]{t: t, start: start, prefix: uint64(len(prefix)), full: o.Full, d: d, dead: o.DeadLetters, deadID: deadLetterID(o), halted: make(chan struct{})}
 	if w.full == 0 {
 		w.full = broadcast.Block
 	}
@@ -229,90 +185,6 @@ func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durab
 		w.q.put(item[T]{v: v})
 	}
 	return w
-}
-
-// put places it, read by the feed, in the watcher's queue by its policy,
-// waiting for room under Block until ctx ends (the feed stops). A value it
-// could not place is counted: handed back (durable) or dropped (with a
-// log line).
-func (w *Watcher[T]) put(ctx context.Context, it item[T]) error {
-	if w.ch != nil {
-		return w.send(ctx, it)
-	}
-	for {
-		ok, dropped, room := w.q.put(it)
-		if dropped > 0 {
-			w.dropped.Add(uint64(dropped))
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			w.unplaced(1)
-			return ctx.Err()
-		}
-	}
-}
-
-// send is put on a channel watcher. Poison messages are passed over: a
-// channel carries values only.
-func (w *Watcher[T]) send(ctx context.Context, it item[T]) error {
-	if it.err != nil {
-		return nil
-	}
-	for {
-		w.delivered.Add(1) // before the send: a reader never counts more than Delivered
-		select {
-		case w.ch <- it.v:
-			w.chSent++
-			w.read(it)
-			return nil
-		default:
-		}
-		w.delivered.Add(^uint64(0))
-		switch {
-		case w.full == broadcast.DropNewest:
-			w.dropped.Add(1)
-			return nil
-		case w.full == broadcast.DropOldest && w.chSent-uint64(len(w.ch)) >= w.chPinned:
-			// At least chPinned values have left the channel, so the one
-			// in front is not a prefix value: discard it.
-			select {
-			case <-w.ch:
-				w.dropped.Add(1)
-			default: // a reader made room meanwhile
-			}
-			continue
-		case w.full == broadcast.DropOldest:
-			w.dropped.Add(1) // the prefix holds the room: drop the new one
-			return nil
-		}
-		w.delivered.Add(1)
-		select {
-		case w.ch <- it.v:
-			w.chSent++
-			w.read(it)
-			return nil
-		case <-ctx.Done():
-			w.delivered.Add(^uint64(0))
-			w.unplaced(1)
-			return ctx.Err()
-		}
-	}
-}
-
-// unplaced counts n values the feed read and could not place before it
-// stopped.
-func (w *Watcher[T]) unplaced(n int) {
-	if w.d != nil {
-		w.handedBack.Add(uint64(n))
-		return
-	}
-	w.dropped.Add(uint64(n))
-	w.f.log.Warn("natsbridge: values read from the stream but not queued when the watcher stopped (a watcher resumed from Seq()+1 reads them)",
-		slog.Int("values", n), slog.Uint64("seq", w.Seq()))
 }
 
 // ended is called by the feed goroutine when the feed ends on its own (the
@@ -469,29 +341,6 @@ func (w *Watcher[T]) Context(parent context.Context) context.Context {
 		return parent
 	}
 	return extractTrace(parent, h)
-}
-
-// Stats returns a snapshot of the watcher's counters.
-func (w *Watcher[T]) Stats() WatcherStats {
-	s := WatcherStats{
-		Delivered:  w.delivered.Load(),
-		Dropped:    w.dropped.Load(),
-		Gaps:       w.f.gaps.Load(),
-		Poisoned:   w.f.poisoned.Load(),
-		Restarts:   w.f.restarts.Load(),
-		HandedBack: w.handedBack.Load(),
-	}
-	if w.q != nil {
-		added, queued := w.q.counts()
-		s.Delivered, s.Queued = added-w.prefix, queued
-	} else {
-		s.Queued = len(w.ch)
-	}
-	if d := w.d; d != nil {
-		s.Redelivered = d.redelivered.Load()
-		s.Outstanding, s.Acked = d.acks.state()
-	}
-	return s
 }
 
 // Err returns why the watcher ended by itself: an error wrapping

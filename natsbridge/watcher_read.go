@@ -165,6 +165,21 @@ func (w *Watcher[T]) nextDurable(ctx context.Context) (T, error) {
 	return it.v, nil
 }
 
+// tryReceive is Receive without waiting for a value: it returns errDone
+// at once if none is queued (a group member's, which reads several).
+func (w *Watcher[T]) tryReceive(ctx context.Context) (handle.Delivery[T], error) {
+	w.d.readMu.Lock()
+	it, err := w.takeDurableDone(closedDone, ctx, true)
+	w.d.readMu.Unlock()
+	if err != nil {
+		return handle.Delivery[T]{}, err
+	}
+	return w.delivery(it), nil
+}
+
+// closedDone is a closed channel: a wait on it ends at once.
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Receive is Next for a handle.Pool (a Watcher is a handle.AckSource):
 // it returns the next value with its stream sequence (0 for a prefix
 // value), its attempt (1, or for the first value a durable reader hands
@@ -204,6 +219,11 @@ func (w *Watcher[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
 			w.read(it)
 		}
 	}
+	return w.delivery(it), nil
+}
+
+// delivery returns it as a handle.Delivery.
+func (w *Watcher[T]) delivery(it item[T]) handle.Delivery[T] {
 	// The readers that died with this value in their hands, as the
 	// position's record counts them: the server's count of deliveries
 	// starts again when a reader resets the position.
@@ -211,7 +231,7 @@ func (w *Watcher[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
 	if w.d != nil {
 		attempt += w.d.keep.attemptsBefore(it.seq)
 	}
-	return handle.Delivery[T]{Value: it.v, Seq: it.seq, Attempt: attempt, Err: it.err}, nil
+	return handle.Delivery[T]{Value: it.v, Seq: it.seq, Attempt: attempt, Err: it.err}
 }
 
 // Events returns the channel on which a channel watcher's values arrive,
@@ -265,11 +285,20 @@ func (w *Watcher[T]) doneSeq(seq uint64) {
 // returns ErrClosed once the watcher stopped, ctx.Err() if ctx ends first.
 // The caller holds d.readMu.
 func (w *Watcher[T]) takeDurable(ctx context.Context, poison bool) (item[T], error) {
+	return w.takeDurableDone(ctx.Done(), ctx, poison)
+}
+
+// takeDurableDone is takeDurable that waits for a value until done is
+// closed (closed already: it does not wait), and for its reservation until
+// ctx ends.
+func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, poison bool) (item[T], error) {
 	d := w.d
 	var one [1]item[T]
 	for {
-		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		got, err := w.q.take(done, one[:0], 1)
 		switch {
+		case errors.Is(err, errDone) && ctx.Err() == nil:
+			return item[T]{}, errDone
 		case errors.Is(err, errDone):
 			return item[T]{}, ctx.Err()
 		case err != nil:
@@ -284,17 +313,9 @@ func (w *Watcher[T]) takeDurable(ctx context.Context, poison bool) (item[T], err
 			d.acks.hand(it.seq, it.msg, it.epoch, true) // passed over, and so done
 			continue
 		}
-		if d.acks.inEager(it.seq) {
-			// After a reader died: one value at a time, so that a value
-			// that kills its reader is the one the record counts.
-			if _, idle := d.acks.outstanding(); idle != nil {
-				select {
-				case <-idle:
-				case <-ctx.Done():
-					w.q.giveBack(got)
-					return item[T]{}, ctx.Err()
-				}
-			}
+		if err := d.oneAtATime(ctx, it.seq); err != nil {
+			w.q.giveBack(got)
+			return item[T]{}, err
 		}
 		switch err := d.keep.reserve(ctx, it.seq); {
 		case errors.Is(err, errFenced):
@@ -314,6 +335,23 @@ func (w *Watcher[T]) takeDurable(ctx context.Context, poison bool) (item[T], err
 		w.read(it)
 		return it, nil
 	}
+}
+
+// oneAtATime waits, for a value at seq in the eager range (after a reader
+// died: see keeper.activate), until no value is outstanding, so that a
+// value that kills its reader is the one the record counts; or ctx.Err().
+func (d *durable) oneAtATime(ctx context.Context, seq uint64) error {
+	if !d.acks.inEager(seq) {
+		return nil
+	}
+	if _, idle := d.acks.outstanding(); idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // read records that it was handed to the reader: its trace context and

@@ -75,19 +75,7 @@ func run(out io.Writer) error {
 		return err
 	}
 
-	// Every event in the watchers' queues, then written by the audit log;
-	// Shutdown delivers everything published, then ends every watcher's
-	// read loop; wait for the consumers to finish.
-	if err := events.Flush(ctx); err != nil {
-		return err
-	}
-	if err := writer.Flush(ctx); err != nil {
-		return err
-	}
-	if err := writer.Shutdown(ctx); err != nil {
-		return err
-	}
-	if err := events.Shutdown(ctx); err != nil {
+	if err := finish(ctx, events, writer); err != nil {
 		return err
 	}
 	wg.Wait()
@@ -100,6 +88,23 @@ func run(out io.Writer) error {
 	s := events.Stats()
 	fmt.Fprintf(out, "broadcaster: published %d, delivered %d, dropped oldest %d\n", s.Published, s.Delivered, s.DroppedOldest)
 	return nil
+}
+
+// finish waits until every event is in the watchers' queues and written
+// by the audit log, then shuts the writer and the broadcaster down:
+// Shutdown delivers everything published, then ends every watcher's read
+// loop.
+func finish(ctx context.Context, events *broadcast.Broadcaster[JobEvent], writer *handle.Pool[JobEvent, string]) error {
+	if err := events.Flush(ctx); err != nil {
+		return err
+	}
+	if err := writer.Flush(ctx); err != nil {
+		return err
+	}
+	if err := writer.Shutdown(ctx); err != nil {
+		return err
+	}
+	return events.Shutdown(ctx)
 }
 
 // auditLog is the audit consumer's store: the events of each job, in the

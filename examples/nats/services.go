@@ -229,53 +229,10 @@ func servicesReport(out io.Writer, reps fleet, first, last int) error {
 	fmt.Fprintf(out, "\nTwo services read the topic, each with two replicas sharing a durable position (Takeover %v):\n\n", takeover)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\treplica\twhat happened\thandled\tevents\tredelivered")
-	type tally struct{ distinct, twice, redelivered, again, skipped int }
-	summary := map[string]tally{}
-	for _, svc := range []string{"billing", "shipping"} {
-		seen, began := map[int]int{}, map[int]int{}
-		var t tally
-		for _, r := range reps[svc] {
-			h := r.read()
-			r.mu.Lock()
-			for _, n := range h {
-				seen[n]++
-			}
-			for _, n := range r.charging {
-				began[n]++
-			}
-			t.skipped += len(r.skipped)
-			for _, n := range r.skipped {
-				seen[n]++ // handed to the replica again, and skipped
-			}
-			red := "-" // a killed replica reports nothing
-			if !r.killed {
-				red = fmt.Sprint(r.redelivered)
-				t.redelivered += int(r.redelivered)
-			}
-			r.mu.Unlock()
-			events := "-"
-			if len(h) > 0 {
-				events = fmt.Sprintf("%d..%d", slices.Min(h), slices.Max(h))
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", svc, r.spec.Replica, r.fate, len(h), events, red)
-		}
-		for n := first; n <= last; n++ {
-			if seen[n] > 0 {
-				t.distinct++
-			}
-			if seen[n] > 1 {
-				t.twice++
-			}
-			if began[n] > 1 {
-				t.again++
-			}
-		}
-		summary[svc] = t
-	}
+	b, s := serviceTally(tw, "billing", reps["billing"], first, last), serviceTally(tw, "shipping", reps["shipping"], first, last)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b, s := summary["billing"], summary["shipping"]
 	n := last - first + 1
 	entries, once := ledgerCount(reps["billing"][0].spec.Ledger)
 	fmt.Fprintf(out, "\nbilling was handed all %d events at least once, %d of them twice (its redelivered count: %d): those its\n"+
@@ -287,6 +244,53 @@ func servicesReport(out io.Writer, reps fleet, first, last int) error {
 		"from there at once.\n",
 		b.distinct, b.twice, b.redelivered, b.again, b.skipped, entries, once, s.distinct, n, s.twice)
 	return nil
+}
+
+// tally is what one service's replicas did with events first..last.
+type tally struct{ distinct, twice, redelivered, again, skipped int }
+
+// serviceTally writes a line per replica of svc to tw, and returns what
+// they did together.
+func serviceTally(tw io.Writer, svc string, reps []*replica, first, last int) tally {
+	seen, began := map[int]int{}, map[int]int{}
+	var t tally
+	for _, r := range reps {
+		h := r.read()
+		r.mu.Lock()
+		for _, n := range h {
+			seen[n]++
+		}
+		for _, n := range r.charging {
+			began[n]++
+		}
+		t.skipped += len(r.skipped)
+		for _, n := range r.skipped {
+			seen[n]++ // handed to the replica again, and skipped
+		}
+		red := "-" // a killed replica reports nothing
+		if !r.killed {
+			red = fmt.Sprint(r.redelivered)
+			t.redelivered += int(r.redelivered)
+		}
+		r.mu.Unlock()
+		events := "-"
+		if len(h) > 0 {
+			events = fmt.Sprintf("%d..%d", slices.Min(h), slices.Max(h))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", svc, r.spec.Replica, r.fate, len(h), events, red)
+	}
+	for n := first; n <= last; n++ {
+		if seen[n] > 0 {
+			t.distinct++
+		}
+		if seen[n] > 1 {
+			t.twice++
+		}
+		if began[n] > 1 {
+			t.again++
+		}
+	}
+	return t
 }
 
 // startReplica starts this program again as replica s, waits until its
@@ -396,6 +400,19 @@ func (r *replica) kill() {
 		<-r.done
 		_ = r.cmd.Wait()
 	}
+}
+
+// bill is billing's replica: it charges four orders at once, each order's
+// events in order; each event is acknowledged once charged. The Pool owns
+// the watcher: its Shutdown, once the example closes the standard input,
+// lets the charges in flight finish and hands the position over.
+func bill(ctx context.Context, s replicaSpec, w *natsbridge.Watcher[Event], in io.Reader, out io.Writer) error {
+	p := handle.New(w, func(e Event) string { return e.Order }, func(ctx context.Context, e Event) error {
+		charge(s, handle.Seq(ctx), e, out)
+		return nil
+	}, handle.Options{Workers: 4})
+	_, _ = io.Copy(io.Discard, in)
+	return p.Shutdown(ctx)
 }
 
 // charge is billing's handler: it charges event e, stored at seq, unless
@@ -513,17 +530,7 @@ func runReplica(s replicaSpec, in io.Reader, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "ready")
 	if s.Service == "billing" {
-		// Billing charges four orders at once, each order's events in
-		// order; each event is acknowledged once charged. The Pool owns
-		// the watcher: its Shutdown, once the example closes the standard
-		// input, lets the charges in flight finish and hands the position
-		// over.
-		p := handle.New(w, func(e Event) string { return e.Order }, func(ctx context.Context, e Event) error {
-			charge(s, handle.Seq(ctx), e, out)
-			return nil
-		}, handle.Options{Workers: 4})
-		_, _ = io.Copy(io.Discard, in)
-		if err := p.Shutdown(ctx); err != nil {
+		if err := bill(ctx, s, w, in, out); err != nil {
 			return err
 		}
 	} else {

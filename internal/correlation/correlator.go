@@ -25,26 +25,6 @@ import (
 	"github.com/heraldgo/herald/internal/keyedlimit"
 )
 
-// Clock tells the time.
-type Clock interface {
-	Now() time.Time
-}
-
-// Keyer gives one kind of key of a value in three functions, so that a
-// lookup needs the key's hash and a comparison, never the key itself: the
-// engine builds a key only to store it.
-type Keyer[T, K any] struct {
-	// Hash returns the hash of v's key; equal keys must have equal hashes.
-	Hash func(v T) uint64
-	// Match reports whether k is v's key.
-	Match func(v T, k *K) bool
-	// Make returns v's key.
-	Make func(v T) K
-}
-
-// set reports whether the Keyer has its three functions.
-func (k *Keyer[T, K]) set() bool { return k.Hash != nil && k.Match != nil && k.Make != nil }
-
 // Options configures a Correlator. Every function is required unless it
 // says what a zero value means. The numbers must be positive where they
 // are used: CacheSize always, MaxMembers and Window with Group, Burst with
@@ -124,74 +104,6 @@ type Correlator[T any, K comparable, M comparable, L any] struct {
 type entry[T, L any] struct {
 	Observation[L]
 	pend *pending[T] // nil until the key's first skipped value; kept for reuse
-}
-
-// pending is the values of one key skipped since its last report: a
-// recorded result, whose count carries them, or a summary.
-type pending[T any] struct {
-	n           int // how many; zero: none
-	first, last time.Time
-	event       T // the last of them
-}
-
-// Summary reports the values of one key that no recorded result carried:
-// those the spam filter skipped since the key's last recorded result or
-// summary.
-type Summary[T, K any] struct {
-	Key      K
-	Combined bool // Key is a group key: the values were stand-ins
-	Count    int  // values skipped since the last report
-	Total    int  // the key's count when the summary was made
-	First    time.Time
-	Last     time.Time
-	Event    T    // the last of them
-	Evicted  bool // the key was forgotten to make room: its next value is new
-}
-
-// Observation is what a Correlator remembers under one key.
-type Observation[L any] struct {
-	Count int       // occurrences so far, at most math.MaxInt; zero or below means forgotten
-	First time.Time // when the key was first seen
-	Last  L         // what Keep kept of the value, or what Stored set
-}
-
-// Result is what Correlate decided for one value.
-type Result[T, L any] struct {
-	Event    T    // the value, or its group's stand-in
-	Combined bool // Event is a stand-in, counted under the group's key
-	Count    int  // occurrences under that key, this one included
-	First    time.Time
-	Previous Observation[L] // what was remembered before; zero Count: new
-	Skip     bool           // the spam filter refused this occurrence
-}
-
-// Func names a function of Options that Correlate runs before it changes
-// anything, and that may run the user's code.
-type Func int
-
-// The functions Correlate names in a Panic.
-const (
-	FuncClock   Func = iota + 1 // Clock.Now (either reading)
-	FuncKey                     // Key.Hash
-	FuncGroup                   // Group.Hash and Group.Match
-	FuncMember                  // Member
-	FuncCombine                 // Combine
-	FuncSpam                    // Spam.Hash
-)
-
-// Panic is what Correlate recovered: which function panicked, and with
-// what value.
-type Panic struct {
-	Func  Func
-	Value any
-}
-
-// Stats counts what a Correlator decided. With Options.Summaries every
-// skipped value is Carried (by a later recorded result's count),
-// Summarized, or Unreported.
-type Stats struct {
-	Correlated, New, Repeats, Combined, Skipped, Panics, Evicted uint64
-	Carried, Summarized, Summaries, Unreported                   uint64
 }
 
 // group is a group's members and the time of its last value. The members
@@ -474,80 +386,4 @@ func (c *Correlator[T, K, M, L]) find(h uint64, match func(*obsKey[K]) bool, key
 		*e = entry[T, L]{pend: pend}
 	}
 	return e, false
-}
-
-// pend notes what res means for the values of e's key not reported yet:
-// a recorded repeat carries them in its count; a skipped value joins
-// them.
-func (c *Correlator[T, K, M, L]) pend(e *entry[T, L], res *Result[T, L], repeat bool, now time.Time) {
-	switch {
-	case res.Skip:
-		if e.pend == nil {
-			e.pend = new(pending[T])
-		}
-		p := e.pend
-		if p.n == 0 {
-			p.first = now
-		}
-		p.n++
-		p.last, p.event = now, res.Event
-		c.stats.Unreported++
-	case repeat && e.pend != nil && e.pend.n > 0:
-		// A new count (a key forgotten by Stored) does not carry them:
-		// they wait for a summary.
-		n := uint64(e.pend.n)
-		c.stats.Carried += n
-		c.stats.Unreported -= n
-		*e.pend = pending[T]{}
-	}
-}
-
-// summarize makes the summary of e's unreported values, due for the
-// owner, and empties them.
-func (c *Correlator[T, K, M, L]) summarize(k obsKey[K], e *entry[T, L], evicted bool) {
-	p := e.pend
-	c.due = append(c.due, Summary[T, K]{
-		Key: k.k, Combined: k.combined, Count: p.n, Total: e.Count,
-		First: p.first, Last: p.last, Event: p.event, Evicted: evicted,
-	})
-	c.stats.Summarized += uint64(p.n)
-	c.stats.Unreported -= uint64(p.n)
-	c.stats.Summaries++
-	*p = pending[T]{}
-}
-
-// Flush makes a summary of every key with values not reported yet, least
-// recently used first, due for the owner (Due).
-func (c *Correlator[T, K, M, L]) Flush() {
-	if c.stats.Unreported == 0 {
-		return
-	}
-	for k, e := range c.obs.All() {
-		if e.pend != nil && e.pend.n > 0 {
-			c.summarize(*k, e, false)
-		}
-	}
-}
-
-// Due returns the summaries made since the last call, in the order they
-// were made, and forgets them: the owner reports them once it has
-// released its lock.
-func (c *Correlator[T, K, M, L]) Due() []Summary[T, K] {
-	d := c.due
-	c.due = nil
-	return d
-}
-
-// Peek returns what is remembered under the key whose hash is h and which
-// match accepts (a group key if combined), without counting anything or
-// marking it used, and how many of its values are unreported.
-func (c *Correlator[T, K, M, L]) Peek(h uint64, match func(*K) bool, combined bool) (o Observation[L], unreported int, ok bool) {
-	e, ok := c.obs.Peek(h, func(k *obsKey[K]) bool { return k.combined == combined && match(&k.k) })
-	if !ok || e.Count <= 0 {
-		return Observation[L]{}, 0, false
-	}
-	if e.pend != nil {
-		unreported = e.pend.n
-	}
-	return e.Observation, unreported, true
 }

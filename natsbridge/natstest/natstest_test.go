@@ -141,3 +141,28 @@ func TestRelayCountsCutsAndHolds(t *testing.T) {
 		t.Fatalf("after Release: %v, %v; want the held message", m, err)
 	}
 }
+
+// TestServerCPU: a running server's CPU time is read and grows with its
+// work; a server that is down reads 0.
+func TestServerCPU(t *testing.T) {
+	s := natstest.StartServer(t, natstest.Options{})
+	before := s.CPU()
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for range 200000 {
+		_ = nc.Publish("load", []byte("x"))
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if after := s.CPU(); after <= before {
+		t.Errorf("CPU %v then %v after 200 000 messages, want it to grow", before, after)
+	}
+	s.Kill()
+	if got := s.CPU(); got != 0 {
+		t.Errorf("CPU of a server that is down = %v, want 0", got)
+	}
+}

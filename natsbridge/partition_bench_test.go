@@ -1,0 +1,177 @@
+package natsbridge_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/heraldgo/herald/handle"
+	"github.com/heraldgo/herald/natsbridge"
+	"github.com/heraldgo/herald/natsbridge/natstest"
+)
+
+// cpuMeter measures the processor time the cluster's servers and this
+// process (the clients) use over a benchmark: cpu-µs per value for each,
+// from which natsbridge/README.md ("Partitions") models the throughput of
+// machines with more cores.
+type cpuMeter struct {
+	c      *natstest.Cluster
+	srv    []time.Duration
+	client time.Duration
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startMeter(c *natstest.Cluster) *cpuMeter {
+	m := &cpuMeter{c: c, client: selfCPU()}
+	for _, s := range c.Servers {
+		m.srv = append(m.srv, s.CPU())
+	}
+	return m
+}
+
+// report reports, per value of n: the servers' CPU added up, the busiest
+// server's, and the client's.
+func (m *cpuMeter) report(b *testing.B, n int) {
+	var sum, busiest time.Duration
+	for i, s := range m.c.Servers {
+		d := s.CPU() - m.srv[i]
+		sum += d
+		busiest = max(busiest, d)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	b.ReportMetric(per(sum), "srv-cpu-µs/value")
+	b.ReportMetric(per(busiest), "busiest-srv-cpu-µs/value")
+	b.ReportMetric(per(selfCPU()-m.client), "client-cpu-µs/value")
+}
+
+// BenchmarkPartitioned runs on a 3-node cluster of nats-server processes,
+// every partition replicated on the three:
+//   - publish/partitions=P: a partitioned publisher publishes b.N values
+//     of random keys, waiting for every ack (Shutdown);
+//   - handle/partitions=6/members=M: M members of a group (each with a
+//     connection of its own) handle b.N values with a handle.Pool of 16
+//     workers and a handler that takes 1ms, from the first publish to the
+//     last value handled.
+//
+// values/s is the throughput; the cpu metrics are the processor time of
+// the servers and of this process per value (see cpuMeter): on this
+// machine the servers and the clients share its cores.
+func BenchmarkPartitioned(b *testing.B) {
+	c := natstest.StartCluster(b, 3, natstest.Options{})
+	for _, p := range []int{1, 3, 6} {
+		b.Run(fmt.Sprintf("publish/partitions=%d", p), func(b *testing.B) { benchPartitionedPublish(b, c, p) })
+	}
+	for _, m := range []int{1, 3} {
+		b.Run(fmt.Sprintf("handle/partitions=6/members=%d", m), func(b *testing.B) { benchPartitionedHandle(b, c, 6, m) })
+	}
+}
+
+func benchPartitioned(b *testing.B, c *natstest.Cluster, p int) *natsbridge.Partitioned[Order] {
+	_, js := dial(b, c.URL())
+	name := "bench.part." + nuid.Next()
+	pt, err := natsbridge.NewPartitioned(context.Background(), js, name, natsbridge.JSON[Order](), func(o Order) string { return o.Item },
+		natsbridge.PartitionOptions{Partitions: p, Topic: natsbridge.TopicOptions{Replicas: 3, Logger: quiet}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = pt.Shutdown(context.Background())
+		_ = pt.Delete(context.Background())
+	})
+	return pt
+}
+
+func benchPartitionedPublish(b *testing.B, c *natstest.Cluster, p int) {
+	pt := benchPartitioned(b, c, p)
+	pub, err := pt.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	m := startMeter(c)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := pub.Publish(ctx, Order{ID: i, Item: strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pub.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	m.report(b, b.N)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
+
+func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
+	pt := benchPartitioned(b, c, p)
+	var handled atomic.Int64
+	var pools []*handle.Pool[Order, string]
+	var ms []*natsbridge.Member[Order]
+	for i := range members {
+		_, js := dial(b, c.URL())
+		mpt, err := natsbridge.NewPartitioned(context.Background(), js, pt.Name(), natsbridge.JSON[Order](), func(o Order) string { return o.Item }, natsbridge.PartitionOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := mpt.Join(context.Background(), "bench", natsbridge.GroupOptions{Member: "m" + strconv.Itoa(i), Takeover: 2 * time.Second, QueueLength: 256})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, m)
+		pools = append(pools, handle.New(m, m.Key, func(ctx context.Context, o Order) error {
+			time.Sleep(time.Millisecond) // the handler's work
+			handled.Add(1)
+			return nil
+		}, handle.Options{Workers: 16, Logger: quiet}))
+		b.Cleanup(func() { _ = mpt.Shutdown(context.Background()) })
+	}
+	defer func() {
+		for _, pool := range pools {
+			_ = pool.Shutdown(context.Background())
+		}
+	}()
+	eventually(b, "the group settled", func() bool {
+		n := 0
+		for _, m := range ms {
+			k := len(m.Stats().Partitions)
+			if k == 0 {
+				return false
+			}
+			n += k
+		}
+		return n == p
+	})
+	pub, err := pt.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	meter := startMeter(c)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := pub.Publish(ctx, Order{ID: i, Item: strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for handled.Load() < int64(b.N) {
+		time.Sleep(time.Millisecond) // polling the handlers' progress
+	}
+	b.StopTimer()
+	meter.report(b, b.N)
+	_ = pub.Shutdown(ctx)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
