@@ -32,6 +32,12 @@
 //     topic; natsbridge/embedded runs a NATS server in the process, and
 //     natsbridge/natstest runs nats-server processes, alone or as a
 //     cluster, for tests that kill and restart them.
+//   - telemetry (a module of its own): every component's Stats as
+//     OpenTelemetry metrics, one call each; the package telemetry needs
+//     only the core and the OpenTelemetry metric API, and the natsbridge
+//     and Kubernetes registrations are packages of their own in the same
+//     module (telemetry/natstelemetry, telemetry/k8stelemetry), so that
+//     only their users compile NATS or Kubernetes.
 //
 // The generic packages (broadcast, ratelimit, correlate) import nothing
 // from Kubernetes; only k8sadapter and its subpackages do.
@@ -41,4 +47,12 @@
 // Run the tour, which shows each piece at work:
 //
 //	go run ./examples/tour
+//
+// # Stability
+//
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package herald

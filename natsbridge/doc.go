@@ -145,24 +145,21 @@
 //
 // # Security
 //
-// Topic and durable names are checked (ErrInvalidName): no NATS wildcard,
-// no whitespace, no empty token, so each topic's stream captures exactly
-// its own subject. Credentials and TLS come with the caller's *nats.Conn;
-// this package never logs them, nor any value (a codec's error only by
-// its Go type, since its text may quote the value). The embedded server
-// listens on nothing, or on loopback, unless told otherwise.
+// Topic, durable and group names are checked (ErrInvalidName):
+// dot-separated tokens of ASCII letters, digits, '-' and '_', so no name
+// holds a NATS wildcard, whitespace or an empty token, and each topic's
+// stream captures exactly its own subject: no topic can read another's
+// values. Credentials and TLS come with
+// the caller's *nats.Conn; this package never logs them, nor any value (its
+// log lines carry the topic, sequences and errors; a codec's error or panic
+// only by its Go type, since its text may quote the value). The embedded
+// server listens on nothing, or on loopback, unless told otherwise.
 //
-// # Changes since the last release
+// # Stability
 //
-// Watcher: its six counter methods (Dropped, Delivered, Redelivered,
-// Poisoned, Restarts, Gaps) are one Stats snapshot (WatcherStats); a
-// durable watcher acknowledges a value once its handler is done (Done is
-// new), refuses the Drop policies and the channel read mode, and Shutdown
-// waits for its hand-over; the read mode is WatchOptions.Read, chosen when
-// the watcher is made (Events after Next no longer panics). Topic:
-// Publisher returns an error instead of panicking or handing back a dead
-// publisher; Delete is new; zero TopicOptions open a stream an earlier
-// herald made as it is, and a stream without herald's metadata is refused
-// unless Update records the schema. natstest: ConsumerLeader and
-// WaitConsumerLeader are new.
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package natsbridge

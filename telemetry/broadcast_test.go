@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/telemetry"
+	"github.com/heraldgo/herald/telemetry/internal/metrictest"
 )
 
 // TestBroadcaster reads every instrument of a broadcaster held up by a
@@ -18,7 +19,7 @@ import (
 func TestBroadcaster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		meter, reader := newMeter(t)
+		meter, reader := metrictest.NewMeter(t)
 		b := broadcast.New[int](broadcast.Options{IncomingQueueLength: 1})
 		defer b.Shutdown(ctx)
 		reg, err := telemetry.Broadcaster(meter, "orders", b)
@@ -37,8 +38,8 @@ func TestBroadcaster(t *testing.T) {
 		// in the incoming queue and 5 finds it full.
 		for v := 1; v <= 4; v++ {
 			if v == 3 {
-				time.Sleep(10 * time.Second) // the bubble's clock: values 1 and 2 are 10 s old
-				collect(t, reader)           // a collection that sees 1 and 2 queued
+				time.Sleep(10 * time.Second)  // the bubble's clock: values 1 and 2 are 10 s old
+				metrictest.Collect(t, reader) // a collection that sees 1 and 2 queued
 				time.Sleep(5 * time.Second)
 			}
 			if err := b.Publish(ctx, v); err != nil {
@@ -53,21 +54,23 @@ func TestBroadcaster(t *testing.T) {
 
 		common := []attribute.KeyValue{attribute.String("messaging.system", "herald"),
 			attribute.String("messaging.destination.name", "orders")}
-		age := func() float64 { return collect(t, reader, common...)["herald.broadcast.queue.oldest_age"].Value }
-		got := collect(t, reader, common...)
+		age := func() float64 {
+			return metrictest.Collect(t, reader, common...)["herald.broadcast.queue.oldest_age"].Value
+		}
+		got := metrictest.Collect(t, reader, common...)
 		s := b.Stats()
 		const msg = "{message}"
-		check(t, got, map[string]point{
-			"messaging.client.sent.messages{messaging.operation.name=publish}":                                counter(msg, s.Published),
-			"messaging.client.sent.messages{error.type=incoming_queue_full,messaging.operation.name=publish}": counter(msg, s.DroppedIncoming),
-			"herald.broadcast.delivered":                               counter(msg, s.Delivered),
-			"herald.broadcast.dropped{herald.drop.reason=drop_newest}": counter(msg, s.DroppedNewest),
-			"herald.broadcast.dropped{herald.drop.reason=drop_oldest}": counter(msg, s.DroppedOldest),
-			"herald.broadcast.dropped{herald.drop.reason=shutdown}":    counter(msg, s.DroppedShutdown),
-			"herald.broadcast.watchers":                                updown("{watcher}", s.Watchers),
-			"herald.broadcast.incoming.depth":                          gauge(msg, float64(b.Incoming())),
-			"herald.broadcast.queue.depth":                             gauge(msg, float64(block.Backlog().Queued)),
-			"herald.broadcast.queue.oldest_age":                        gauge("s", 6), // seen since the first collection, 6 s ago
+		metrictest.Check(t, got, map[string]metrictest.Point{
+			"messaging.client.sent.messages{messaging.operation.name=publish}":                                metrictest.Counter(msg, s.Published),
+			"messaging.client.sent.messages{error.type=incoming_queue_full,messaging.operation.name=publish}": metrictest.Counter(msg, s.DroppedIncoming),
+			"herald.broadcast.delivered":                               metrictest.Counter(msg, s.Delivered),
+			"herald.broadcast.dropped{herald.drop.reason=drop_newest}": metrictest.Counter(msg, s.DroppedNewest),
+			"herald.broadcast.dropped{herald.drop.reason=drop_oldest}": metrictest.Counter(msg, s.DroppedOldest),
+			"herald.broadcast.dropped{herald.drop.reason=shutdown}":    metrictest.Counter(msg, s.DroppedShutdown),
+			"herald.broadcast.watchers":                                metrictest.UpDown("{watcher}", s.Watchers),
+			"herald.broadcast.incoming.depth":                          metrictest.Gauge(msg, float64(b.Incoming())),
+			"herald.broadcast.queue.depth":                             metrictest.Gauge(msg, float64(block.Backlog().Queued)),
+			"herald.broadcast.queue.oldest_age":                        metrictest.Gauge("s", 6), // seen since the first collection, 6 s ago
 		})
 		if s.Published != 4 || s.DroppedIncoming != 1 || s.DroppedNewest != 2 || s.DroppedOldest != 2 || b.Incoming() != 1 {
 			t.Errorf("Stats = %+v, Incoming %d: not the state the test means to build", s, b.Incoming())
@@ -106,20 +109,20 @@ func TestBroadcaster(t *testing.T) {
 // TestBroadcasterUnregister: after Unregister, a collection reads nothing
 // of the broadcaster.
 func TestBroadcasterUnregister(t *testing.T) {
-	meter, reader := newMeter(t)
+	meter, reader := metrictest.NewMeter(t)
 	b := broadcast.New[int](broadcast.Options{})
 	defer b.Shutdown(context.Background())
 	reg, err := telemetry.Broadcaster(meter, "orders", b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(collect(t, reader)); got == 0 {
+	if got := len(metrictest.Collect(t, reader)); got == 0 {
 		t.Fatal("no points before Unregister")
 	}
 	if err := reg.Unregister(); err != nil {
 		t.Fatal(err)
 	}
-	if got := collect(t, reader); len(got) != 0 {
+	if got := metrictest.Collect(t, reader); len(got) != 0 {
 		t.Errorf("points after Unregister: %v", got)
 	}
 }

@@ -7,12 +7,13 @@ import (
 
 	"github.com/heraldgo/herald/correlate"
 	"github.com/heraldgo/herald/telemetry"
+	"github.com/heraldgo/herald/telemetry/internal/metrictest"
 )
 
 // TestCorrelator reads every instrument of a correlator that has seen new
 // keys, repeats, a combined group, a skip, panics and an eviction.
 func TestCorrelator(t *testing.T) {
-	meter, reader := newMeter(t)
+	meter, reader := metrictest.NewMeter(t)
 	type ev struct{ group, member string }
 	c := correlate.New(func(e ev) any {
 		if e.member == "panic" {
@@ -36,17 +37,17 @@ func TestCorrelator(t *testing.T) {
 	}
 	c.Stored([]int{1}, correlate.Observation[ev]{}) // a key that panics when hashed
 
-	got := collect(t, reader, attribute.String("herald.correlator.name", "pods"))
+	got := metrictest.Collect(t, reader, attribute.String("messaging.destination.name", "pods"))
 	s := c.Stats()
 	const r = "{result}"
-	check(t, got, map[string]point{
-		"herald.correlate.results{herald.correlate.key=new}":                             counter(r, s.New),
-		"herald.correlate.results{herald.correlate.key=repeat}":                          counter(r, s.Repeats),
-		"herald.correlate.combined":                                                      counter(r, s.Combined),
-		"herald.correlate.skipped":                                                       counter(r, s.Skipped),
-		"herald.correlate.panics{error.type=panic,herald.correlate.operation=correlate}": counter("{call}", s.Panics),
-		"herald.correlate.panics{error.type=panic,herald.correlate.operation=stored}":    counter("{call}", s.StoredPanics),
-		"herald.correlate.evicted":                                                       counter("{key}", s.Evicted),
+	metrictest.Check(t, got, map[string]metrictest.Point{
+		"herald.correlate.results{herald.correlate.key=new}":                             metrictest.Counter(r, s.New),
+		"herald.correlate.results{herald.correlate.key=repeat}":                          metrictest.Counter(r, s.Repeats),
+		"herald.correlate.combined":                                                      metrictest.Counter(r, s.Combined),
+		"herald.correlate.skipped":                                                       metrictest.Counter(r, s.Skipped),
+		"herald.correlate.panics{error.type=panic,herald.correlate.operation=correlate}": metrictest.Counter("{call}", s.Panics),
+		"herald.correlate.panics{error.type=panic,herald.correlate.operation=stored}":    metrictest.Counter("{call}", s.StoredPanics),
+		"herald.correlate.evicted":                                                       metrictest.Counter("{key}", s.Evicted),
 	})
 	if s.New == 0 || s.Repeats == 0 || s.Combined == 0 || s.Skipped == 0 || s.Panics == 0 || s.StoredPanics == 0 || s.Evicted == 0 {
 		t.Errorf("Stats = %+v: a counter the test means to move is zero", s)

@@ -4,6 +4,14 @@
 // one snapshot at each collection, and returns the metric.Registration
 // that ends it.
 //
+// This package registers the core's components (Broadcaster, Correlator)
+// and needs nothing but the core and the OpenTelemetry metric API: a
+// program that imports it compiles nothing of NATS or Kubernetes, and its
+// go.mod gains no nats-io or k8s.io requirement. natsbridge's publishers,
+// watchers, mirrors and topics are registered by the package
+// telemetry/natstelemetry, Kubernetes' event broadcasters by
+// telemetry/k8stelemetry: only their users compile them.
+//
 // # Usage
 //
 //	meter := otel.Meter("shop")          // or provider.Meter(...)
@@ -13,9 +21,22 @@
 //		return err
 //	}
 //	defer reg.Unregister()
-//	pub := topic.Publisher(natsbridge.PublisherOptions{})
-//	preg, err := telemetry.Publisher(meter, topic, pub)
-//	// … the same for Correlator, Watcher, Mirror, Topic, EventBroadcaster, Events
+//	// natsbridge: natstelemetry.Publisher(meter, "checkout", topic, pub), Watcher, Mirror, Topic
+//	// Kubernetes: k8stelemetry.EventBroadcaster(meter, eb), k8stelemetry.Events(meter, eb)
+//
+// # Names
+//
+// Every registration takes the meter first, then a name where the
+// component has none of its own, then the component. One rule places the
+// names: messaging.destination.name is what values flow through (the
+// name given to a Broadcaster or a Correlator; a topic's own name for
+// everything on a topic), and messaging.client.id is the name given to one
+// client of a topic (a publisher, a watcher, a mirror). A meter takes each
+// component under its names once: a second registration under the same
+// names, which would report every count twice (the SDK sums two callbacks
+// observing the same point), is refused with an error until the first is
+// unregistered. The Kubernetes event broadcasters are named by their API
+// (herald.events.api), so a meter takes one of each.
 //
 // # Instruments
 //
@@ -24,9 +45,9 @@
 // gauges are depths and ages. Attribute sets are built once per
 // registration. Where OpenTelemetry's messaging conventions apply, they
 // are used: messaging.system ("herald" for a broadcaster, "nats" for
-// natsbridge), messaging.destination.name (the broadcaster's name or the
-// topic), messaging.operation.name, error.type for failures; herald's
-// own names are herald.<component>.<what>, drops carry herald.drop.reason.
+// natsbridge), messaging.destination.name and messaging.client.id (see
+// Names), messaging.operation.name, error.type for failures; herald's own
+// names are herald.<component>.<what>, drops carry herald.drop.reason.
 //
 //	Broadcaster  messaging.client.sent.messages        {message} publish; error.type=incoming_queue_full
 //	             herald.broadcast.delivered            {message} one per value per watcher
@@ -35,27 +56,31 @@
 //	             herald.broadcast.incoming.depth       {message} gauge
 //	             herald.broadcast.queue.depth          {message} gauge, the deepest watcher queue
 //	             herald.broadcast.queue.oldest_age     s         gauge, the longest wait in front of a queue
-//	Mirror       messaging.client.consumed.messages    {message} receive: values read from the stream
+//	natstelemetry.Mirror
+//	             messaging.client.consumed.messages    {message} receive: values read from the stream
 //	             and the herald.broadcast.* instruments, under messaging.system nats
-//	Publisher    messaging.client.sent.messages        {message} publish; error.type=window_full, invalid
+//	natstelemetry.Publisher
+//	             messaging.client.sent.messages        {message} publish; error.type=window_full, invalid
 //	             herald.nats.publisher.settled         {message} confirmed; error.type=failed, unconfirmed
 //	             herald.nats.publisher.pending         {message} up-down
 //	             herald.nats.publisher.retries         {message}
 //	             herald.nats.publisher.abandoned       {message} a Forward's
-//	Watcher      messaging.client.consumed.messages    {message} receive
+//	natstelemetry.Watcher
+//	             messaging.client.consumed.messages    {message} receive
 //	             herald.nats.watcher.dropped           {message} reason queue, gap, poisoned
 //	             herald.nats.watcher.redelivered       {message}
 //	             herald.nats.watcher.restarts          {restart}
 //	             herald.nats.watcher.queue.depth       {message} gauge
 //	             herald.nats.watcher.queue.oldest_age  s         gauge
-//	Topic        herald.nats.topic.dropped             {message} reason gap, poisoned
+//	natstelemetry.Topic
+//	             herald.nats.topic.dropped             {message} reason gap, poisoned
 //	             herald.nats.topic.restarts            {restart}
 //	             herald.nats.topic.live                {instance} up-down
 //	Correlator   herald.correlate.results              {result}  herald.correlate.key new, repeat
 //	             herald.correlate.combined, .skipped   {result}
 //	             herald.correlate.panics               {call}    herald.correlate.operation correlate, stored
 //	             herald.correlate.evicted              {key}
-//	EventBroadcaster, Events (herald.events.api core/v1, events.k8s.io/v1)
+//	k8stelemetry.EventBroadcaster, k8stelemetry.Events (herald.events.api core/v1, events.k8s.io/v1)
 //	             herald.events.recorded                {event}
 //	             herald.events.outcomes                {event}   created, patched, spam_skipped | series_observed
 //	             herald.events.dropped                 {event}   reason invalid_object, invalid_type, closed,
@@ -83,4 +108,12 @@
 // Every function is safe for concurrent use, and so are the callbacks,
 // which the SDK may run from several readers at once. A registration keeps
 // its component reachable until Unregister; it starts no goroutine.
+//
+// # Stability
+//
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package telemetry

@@ -69,8 +69,8 @@ func ExampleCorrelator() {
 
 	show(reader, "herald.correlate.results")
 	// Output:
-	// herald.correlate.results{herald.correlate.key=new herald.correlator.name=disks} 2
-	// herald.correlate.results{herald.correlate.key=repeat herald.correlator.name=disks} 2
+	// herald.correlate.results{herald.correlate.key=new messaging.destination.name=disks} 2
+	// herald.correlate.results{herald.correlate.key=repeat messaging.destination.name=disks} 2
 }
 
 // show prints the points of the named instruments, in the order named,

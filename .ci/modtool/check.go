@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -99,6 +100,7 @@ func (r *repo) check() (string, error) {
 	if len(wanted) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("no module requires another of herald's modules"))
 	}
+	errs = append(errs, r.checkLicenses()...)
 	var current string
 	if len(wanted) == 1 {
 		current = slices.Collect(maps.Keys(wanted))[0]
@@ -151,6 +153,25 @@ func (r *repo) checkWork(v string, required map[string]bool) []error {
 	for _, p := range slices.Sorted(maps.Keys(required)) {
 		if !replaced[p] {
 			errs = append(errs, fmt.Errorf("go.work lacks replace %s %s => %s: without it the workspace asks the module proxy for that version", p, v, dotDir(r.byPath(p).dir)))
+		}
+	}
+	return errs
+}
+
+// checkLicenses checks that every nested module has a copy of the root's
+// LICENSE: the go command adds the root's LICENSE to the zip of a nested
+// module that has none, which golang.org/x/mod/zip does not, so without a
+// copy the zips modtool packs would not be those a module proxy serves.
+func (r *repo) checkLicenses() []error {
+	root, err := os.ReadFile("LICENSE")
+	if err != nil {
+		return []error{fmt.Errorf("the repository has no LICENSE: %w", err)}
+	}
+	var errs []error
+	for _, m := range r.nested() {
+		name := path.Join(m.dir, "LICENSE")
+		if data, err := os.ReadFile(name); err != nil || !bytes.Equal(data, root) {
+			errs = append(errs, fmt.Errorf("%s is missing or differs from the root's LICENSE: cp LICENSE %s", name, name))
 		}
 	}
 	return errs

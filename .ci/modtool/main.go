@@ -1,14 +1,16 @@
-// Command modtool keeps herald's modules releasable, and their code in
-// shape: the root module and the
-// modules nested in its directories (natsbridge, k8sadapter/ctrlruntime, the
-// examples), which are released together, at one version, with the tags
-// vX.Y.Z (the root) and <dir>/vX.Y.Z (the module in <dir>).
+// Command modtool keeps herald's modules releasable, and their API changes
+// listed: the root module and the modules nested in its directories
+// (natsbridge, telemetry, k8sadapter/ctrlruntime, the examples), which are
+// released together, at one version, with the tags vX.Y.Z (the root) and
+// <dir>/vX.Y.Z (the module in <dir>). It does only what no well-kept tool
+// does for such a repository: go.work and the requires between herald's
+// modules kept at one version, and the changelog check.
 //
 // It runs in the repository's root directory and knows a module of herald's
 // by its path: every go.mod that git tracks whose module path is the root's,
-// or the root's followed by the module's directory. .ci/release and
-// .ci/install-check call it; it is a module of its own so that herald's
-// modules never depend on golang.org/x/mod.
+// or the root's followed by the module's directory. .ci/release,
+// .ci/install-check and .ci/run call it; it is a module of its own so that
+// herald's modules never depend on golang.org/x/mod or x/exp.
 //
 //	modtool check [-next V] [-release V]
 //		Checks that the nested modules require herald's modules at one
@@ -31,28 +33,26 @@
 //		layout GOPROXY=file://DIR reads): with -tags, every module that a
 //		tag of V names, from that tag; otherwise the modules in the given
 //		directories, from the commit REV, as version V. The zip files are
-//		those the go command makes from a tag: the files git archive
-//		gives, without the nested modules' directories.
-//	modtool sums -proxy DIR
-//		Checks every line of herald's modules in the nested go.sum files
-//		against the modules in the proxy DIR, and that each nested module's
-//		go.sum has the lines of the herald modules it requires.
-//	modtool purge V
-//		Removes the module cache's copies of herald's modules at V (for a
-//		version that is not tagged yet, the copies a dry run left).
-//	modtool copy DIR
-//		Copies the checkout as it is into DIR: the files git tracks, with
-//		their uncommitted changes, and the untracked files it does not
-//		ignore.
-//	modtool shape
-//		Checks that no function outside tests runs past 50 lines and no
-//		file of an internal package or of natsbridge past 400, and lists
-//		what does.
+//		those the go command makes from a tag (golang.org/x/mod/zip's
+//		CreateFromVCS; every nested module has a LICENSE of its own, as
+//		the go command would otherwise add the root's).
 //	modtool replace DIR
 //		Prints the replace lines that point the herald modules the
 //		module in DIR requires at their directories in the checkout,
 //		for an alternate go.mod file used with GOWORK=off (.ci/modfiles,
 //		.ci/tidy).
+//	modtool api [-v]
+//		Checks that CHANGELOG.md's Unreleased section names every change
+//		to the exported API of every module since the revision in
+//		.ci/api-baseline (golang.org/x/exp/apidiff), and lists each one
+//		it does not name.
+//
+// What well-kept tools do is left to them: the module zips to
+// golang.org/x/mod/zip, copies of the checkout to git archive
+// (.ci/snapshot), the go.sum lines of a release to the go command (a build
+// with -mod=readonly from an empty module cache checks each against the
+// release's proxy), the limits on code's shape to revive
+// (.ci/revive.toml).
 package main
 
 import (
@@ -83,16 +83,10 @@ func main() {
 		err = order(args)
 	case "pack":
 		err = pack(args)
-	case "sums":
-		err = sums(args)
 	case "replace":
 		err = replace(args)
-	case "purge":
-		err = purge(args)
-	case "copy":
-		err = copyCheckout(args)
-	case "shape":
-		err = shape(args)
+	case "api":
+		err = api(args)
 	default:
 		usage()
 	}
@@ -103,7 +97,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: modtool check|bump|order|pack|sums|purge|copy|replace|shape [flags] (see the package documentation)")
+	fmt.Fprintln(os.Stderr, "usage: modtool check|bump|order|pack|replace|api [flags] (see the package documentation)")
 	os.Exit(2)
 }
 
@@ -347,4 +341,15 @@ func git(args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return string(out), nil
+}
+
+// toTop makes the repository's root the current directory, so that a
+// command that takes no paths works from anywhere in the checkout (as
+// `go run -C .ci/modtool . check` runs it).
+func toTop() error {
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	return os.Chdir(strings.TrimSpace(top))
 }

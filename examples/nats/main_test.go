@@ -152,14 +152,14 @@ func checkTrace(t *testing.T, out string) {
 	n := strconv.Itoa(tracedOrders)
 	for _, want := range []string{
 		"Each order.handled span is in its order's trace, a child of its order.placed span",
-		"orders messaging.client.sent.messages " + n + " messaging.operation.name=publish",
-		"orders messaging.client.sent.messages 0 error.type=invalid messaging.operation.name=publish",
-		"orders herald.nats.publisher.settled " + n + " -",
-		"orders herald.nats.publisher.settled 0 error.type=failed",
-		"orders herald.nats.publisher.pending 0 -",
-		"fulfilment messaging.client.consumed.messages " + n + " messaging.consumer.group.name=fulfilment messaging.operation.name=receive",
-		"fulfilment herald.nats.watcher.dropped 0 herald.drop.reason=gap messaging.consumer.group.name=fulfilment",
-		"fulfilment herald.nats.watcher.queue.depth 0 messaging.consumer.group.name=fulfilment",
+		"orders messaging.client.sent.messages " + n + " messaging.client.id=orders messaging.operation.name=publish",
+		"orders messaging.client.sent.messages 0 error.type=invalid messaging.client.id=orders messaging.operation.name=publish",
+		"orders herald.nats.publisher.settled " + n + " messaging.client.id=orders",
+		"orders herald.nats.publisher.settled 0 error.type=failed messaging.client.id=orders",
+		"orders herald.nats.publisher.pending 0 messaging.client.id=orders",
+		"fulfilment messaging.client.consumed.messages " + n + " messaging.client.id=fulfilment messaging.operation.name=receive",
+		"fulfilment herald.nats.watcher.dropped 0 herald.drop.reason=gap messaging.client.id=fulfilment",
+		"fulfilment herald.nats.watcher.queue.depth 0 messaging.client.id=fulfilment",
 	} {
 		if !strings.Contains(squash(out), squash(want)) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldgo/herald/natsbridge"
-	"github.com/heraldgo/herald/telemetry"
+	"github.com/heraldgo/herald/telemetry/natstelemetry"
 )
 
 // The third part of the story: a trace across two processes, and the
@@ -120,7 +120,7 @@ func placeOrders(ctx context.Context, obs *observability, topic *natsbridge.Topi
 		return nil, err
 	}
 	defer pub.Shutdown(ctx)
-	reg, err := telemetry.Publisher(obs.meters.Meter("orders"), topic, pub)
+	reg, err := natstelemetry.Publisher(obs.meters.Meter("orders"), "orders", topic, pub)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ func runConsumer(s consumerSpec, out io.Writer) error {
 		return err
 	}
 	defer w.Stop()
-	reg, err := telemetry.Watcher(obs.meters.Meter("fulfilment"), "fulfilment", topic, w)
+	reg, err := natstelemetry.Watcher(obs.meters.Meter("fulfilment"), "fulfilment", topic, w)
 	if err != nil {
 		return err
 	}

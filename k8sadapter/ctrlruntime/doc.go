@@ -211,4 +211,12 @@
 // events.EventRecorder accepts unchanged. herald's recorder has
 // AnnotatedEventf as well, so where a v0.25 recorder.EventRecorder is
 // wanted, p.GetEventRecorder(name).(recorder.EventRecorder) holds.
+//
+// # Stability
+//
+// This module is at v0, released with herald's other modules at one
+// version: a minor release may change its exported API, a patch release
+// never does; every change is listed in the repository's CHANGELOG.md,
+// and an identifier to be removed is marked Deprecated for one minor
+// release first (README.md, "Stability").
 package ctrlruntime

@@ -1,4 +1,6 @@
-package telemetry_test
+// Package metrictest collects what telemetry's registrations report, for
+// the tests of telemetry and its subpackages.
+package metrictest
 
 import (
 	"context"
@@ -14,38 +16,38 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-// newMeter returns a meter whose instruments the returned manual reader
+// NewMeter returns a meter whose instruments the returned manual reader
 // collects.
-func newMeter(t testing.TB) (metric.Meter, *sdkmetric.ManualReader) {
+func NewMeter(t testing.TB) (metric.Meter, *sdkmetric.ManualReader) {
 	r := sdkmetric.NewManualReader()
 	p := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	return p.Meter("herald-test"), r
 }
 
-// A point is one collected data point: its instrument's kind, unit and
+// A Point is one collected data point: its instrument's kind, unit and
 // value.
-type point struct {
+type Point struct {
 	Kind  string // counter, updown, gauge
 	Unit  string
 	Value float64
 }
 
-// collect reads every data point of r, keyed by instrument name and the
+// Collect reads every data point of r, keyed by instrument name and the
 // attributes other than common, which every point must carry.
-func collect(t testing.TB, r *sdkmetric.ManualReader, common ...attribute.KeyValue) map[string]point {
+func Collect(t testing.TB, r *sdkmetric.ManualReader, common ...attribute.KeyValue) map[string]Point {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := r.Collect(context.Background(), &rm); err != nil {
 		t.Fatalf("Collect: %v", err)
 	}
-	out := make(map[string]point)
+	out := make(map[string]Point)
 	add := func(name, kind, unit string, a attribute.Set, v float64) {
 		k := key(t, name, a, common)
 		if _, dup := out[k]; dup {
 			t.Errorf("%s observed twice", k)
 		}
-		out[k] = point{kind, unit, v}
+		out[k] = Point{kind, unit, v}
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -93,16 +95,16 @@ func key(t testing.TB, name string, a attribute.Set, common []attribute.KeyValue
 	return name + "{" + strings.Join(rest, ",") + "}"
 }
 
-// counter, updown and gauge are wanted points: a counter, an up-down counter and a gauge.
-func counter(unit string, v uint64) point { return point{"counter", unit, float64(v)} }
-func updown(unit string, v int) point     { return point{"updown", unit, float64(v)} }
-func gauge(unit string, v float64) point {
-	return point{"gauge", unit, v}
+// Counter, UpDown and Gauge are wanted points: a counter, an up-down counter and a gauge.
+func Counter(unit string, v uint64) Point { return Point{"counter", unit, float64(v)} }
+func UpDown(unit string, v int) Point     { return Point{"updown", unit, float64(v)} }
+func Gauge(unit string, v float64) Point {
+	return Point{"gauge", unit, v}
 }
 
-// check compares every collected point with want: the same instruments
+// Check compares every collected point with want: the same instruments
 // and attributes, kinds, units and values.
-func check(t testing.TB, got, want map[string]point) {
+func Check(t testing.TB, got, want map[string]Point) {
 	t.Helper()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("collected points (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package telemetry
+package instrument
 
 import (
 	"sync"
@@ -73,9 +73,9 @@ func (tr *trail) thin() {
 	tr.marks = tr.marks[:k]
 }
 
-// ages keeps the trails of one registration's watchers. Collections may
+// Ages keeps the trails of one registration's watchers. Collections may
 // run concurrently (one per reader), hence the lock.
-type ages struct {
+type Ages struct {
 	now func() time.Time // time.Now; tests set their own
 
 	mu      sync.Mutex // guards gen, trails, scratch
@@ -84,25 +84,26 @@ type ages struct {
 	scratch []broadcast.Backlog
 }
 
-func newAges() *ages {
-	return &ages{now: time.Now, trails: make(map[uint64]*trail)}
+// NewAges returns the Ages of one registration.
+func NewAges() *Ages {
+	return &Ages{now: time.Now, trails: make(map[uint64]*trail)}
 }
 
-// backlog is what a registration reports of its watchers' queues.
-type backlog struct {
-	deepest int     // the most values waiting in one queue
-	oldest  float64 // the longest wait of a value in front of a queue, in seconds
+// Backlog is what a registration reports of its watchers' queues.
+type Backlog struct {
+	Deepest int     // the most values waiting in one queue
+	Oldest  float64 // the longest wait of a value in front of a queue, in seconds
 }
 
-// observe reads the backlogs that read appends, at one instant, and forgets
+// Observe reads the backlogs that read appends, at one instant, and forgets
 // the trails of watchers that are gone.
-func (a *ages) observe(read func([]broadcast.Backlog) []broadcast.Backlog) backlog {
+func (a *Ages) Observe(read func([]broadcast.Backlog) []broadcast.Backlog) Backlog {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.scratch = read(a.scratch[:0])
 	now := a.now()
 	a.gen++
-	var out backlog
+	var out Backlog
 	var oldest time.Duration
 	for _, bl := range a.scratch {
 		tr := a.trails[bl.Watcher]
@@ -112,13 +113,13 @@ func (a *ages) observe(read func([]broadcast.Backlog) []broadcast.Backlog) backl
 		}
 		tr.gen = a.gen
 		oldest = max(oldest, tr.observe(now, bl))
-		out.deepest = max(out.deepest, bl.Queued)
+		out.Deepest = max(out.Deepest, bl.Queued)
 	}
 	for id, tr := range a.trails {
 		if tr.gen != a.gen {
 			delete(a.trails, id)
 		}
 	}
-	out.oldest = oldest.Seconds()
+	out.Oldest = oldest.Seconds()
 	return out
 }

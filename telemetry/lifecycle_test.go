@@ -6,20 +6,21 @@ import (
 
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/telemetry"
+	"github.com/heraldgo/herald/telemetry/internal/metrictest"
 )
 
-// TestHostile2ShutdownThenCollect: a broadcaster registered, published
+// TestCollectAfterShutdown: a broadcaster registered, published
 // to, then shut down, is still collected without a panic and with the
 // published count; Unregister twice does not panic, and after it the
 // broadcaster's points are gone.
-func TestHostile2ShutdownThenCollect(t *testing.T) {
-	meter, reader := newMeter(t)
+func TestCollectAfterShutdown(t *testing.T) {
+	meter, reader := metrictest.NewMeter(t)
 	b := broadcast.New[int](broadcast.Options{})
 	w, err := b.Watch()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := telemetry.Broadcaster(meter, "h2", b)
+	reg, err := telemetry.Broadcaster(meter, "orders", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestHostile2ShutdownThenCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Stop()
-	pts := collect(t, reader)
+	pts := metrictest.Collect(t, reader)
 	found := false
 	for k, p := range pts {
 		if p.Kind == "counter" && p.Value == 3 {
@@ -49,21 +50,21 @@ func TestHostile2ShutdownThenCollect(t *testing.T) {
 	if err := reg.Unregister(); err != nil {
 		t.Logf("second Unregister: %v", err)
 	}
-	if pts := collect(t, reader); len(pts) != 0 {
+	if pts := metrictest.Collect(t, reader); len(pts) != 0 {
 		t.Errorf("points after Unregister: %v", pts)
 	}
 }
 
-// TestHostile2NilComponents: a nil meter returns an error; a nil
+// TestNilComponents: a nil meter returns an error; a nil
 // component either returns an error or panics at registration, never
 // at collection.
-func TestHostile2NilComponents(t *testing.T) {
+func TestNilComponents(t *testing.T) {
 	nb := broadcast.New[int](broadcast.Options{})
 	defer func() { _ = nb.Shutdown(context.Background()) }()
 	if _, err := telemetry.Broadcaster[int](nil, "x", nb); err == nil {
 		t.Error("nil Meter: no error")
 	}
-	meter, reader := newMeter(t)
+	meter, reader := metrictest.NewMeter(t)
 	func() {
 		defer func() { _ = recover() }()
 		reg, err := telemetry.Broadcaster[int](meter, "x", nil)
@@ -77,6 +78,6 @@ func TestHostile2NilComponents(t *testing.T) {
 				t.Errorf("Collect panicked after a nil broadcaster was registered: %v", r)
 			}
 		}()
-		_ = collect(t, reader)
+		_ = metrictest.Collect(t, reader)
 	}()
 }

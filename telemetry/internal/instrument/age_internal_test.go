@@ -1,4 +1,4 @@
-package telemetry
+package instrument
 
 import (
 	"testing"
@@ -53,15 +53,15 @@ func TestTrailBounded(t *testing.T) {
 
 // TestAgesForget: the trail of a watcher no longer listed is forgotten.
 func TestAgesForget(t *testing.T) {
-	a := newAges()
+	a := NewAges()
 	list := []broadcast.Backlog{{Watcher: 1, Entered: 2, Queued: 2}, {Watcher: 2, Entered: 5, Queued: 1}}
-	got := a.observe(func(dst []broadcast.Backlog) []broadcast.Backlog { return append(dst, list...) })
-	if got.deepest != 2 || len(a.trails) != 2 {
-		t.Fatalf("deepest %d, %d trails; want 2, 2", got.deepest, len(a.trails))
+	got := a.Observe(func(dst []broadcast.Backlog) []broadcast.Backlog { return append(dst, list...) })
+	if got.Deepest != 2 || len(a.trails) != 2 {
+		t.Fatalf("deepest %d, %d trails; want 2, 2", got.Deepest, len(a.trails))
 	}
 	list = list[1:]
-	got = a.observe(func(dst []broadcast.Backlog) []broadcast.Backlog { return append(dst, list...) })
-	if got.deepest != 1 || len(a.trails) != 1 || a.trails[2] == nil {
-		t.Errorf("deepest %d, trails %v; want 1, watcher 2's alone", got.deepest, a.trails)
+	got = a.Observe(func(dst []broadcast.Backlog) []broadcast.Backlog { return append(dst, list...) })
+	if got.Deepest != 1 || len(a.trails) != 1 || a.trails[2] == nil {
+		t.Errorf("deepest %d, trails %v; want 1, watcher 2's alone", got.Deepest, a.trails)
 	}
 }

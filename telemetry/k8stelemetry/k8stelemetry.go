@@ -1,8 +1,18 @@
-package telemetry
+// Package k8stelemetry registers the Kubernetes event broadcasters of
+// k8sadapter (core/v1) and k8sadapter/events (events.k8s.io/v1) with an
+// OpenTelemetry metric.Meter, as package telemetry registers the core's
+// components (telemetry's package doc lists the instruments). It is a
+// package of its own so that a program that registers only a broadcaster
+// or a correlator compiles nothing of Kubernetes.
+package k8stelemetry
 
 import (
+	"fmt"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/heraldgo/herald/telemetry/internal/instrument"
 
 	"github.com/heraldgo/herald/k8sadapter"
 	"github.com/heraldgo/herald/k8sadapter/events"
@@ -20,9 +30,11 @@ type eventsSnapshot struct {
 
 // EventBroadcaster registers e's Stats (k8sadapter, core/v1 events) with m,
 // under herald.events.api "core/v1": the events recorded, their outcomes,
-// drops and failures by reason, and the retries (see the package doc for
-// the list). Register each broadcaster of a meter once: two of the same
-// API would report under the same attributes.
+// drops and failures by reason, and the retries (see
+// telemetry's package doc for the list). One meter takes one broadcaster
+// of each API: a second registration is refused until the first is
+// unregistered (two would report under the same attributes; give each
+// its own meter, provider.Meter(name), to register two).
 func EventBroadcaster(m metric.Meter, e *k8sadapter.EventBroadcaster) (metric.Registration, error) {
 	return registerEvents(m, "core/v1", "spam_skipped", false, func() eventsSnapshot {
 		s := e.Stats()
@@ -40,7 +52,8 @@ func EventBroadcaster(m metric.Meter, e *k8sadapter.EventBroadcaster) (metric.Re
 // Events registers e's Stats (k8sadapter/events, events.k8s.io/v1 events)
 // with m, under herald.events.api "events.k8s.io/v1": the instruments of
 // EventBroadcaster, with series_observed for spam_skipped, and the series
-// counts written by the periodic, eviction and final passes.
+// counts written by the periodic, eviction and final passes. As with
+// EventBroadcaster, one meter takes one.
 func Events(m metric.Meter, e *events.EventBroadcaster) (metric.Registration, error) {
 	return registerEvents(m, "events.k8s.io/v1", "series_observed", true, func() eventsSnapshot {
 		s := e.Stats()
@@ -58,48 +71,48 @@ func Events(m metric.Meter, e *events.EventBroadcaster) (metric.Registration, er
 
 func registerEvents(m metric.Meter, api, third string, series bool, snapshot func() eventsSnapshot) (metric.Registration, error) {
 	type snap = eventsSnapshot
-	s := set{attribute.String("herald.events.api", api)}
-	r := newRegistry[snap](m)
-	r.counter("herald.events.recorded", "{event}", "Events handed to the recorders.", s.with(),
+	s := instrument.Set{attribute.String("herald.events.api", api)}
+	r := instrument.NewRegistry[snap](m)
+	r.Counter("herald.events.recorded", "{event}", "Events handed to the recorders.", s.With(),
 		func(x *snap) uint64 { return x.recorded })
 	const outcomes = "Recorded events by outcome: created, patched, spam_skipped (core/v1) or series_observed (events.k8s.io/v1). With herald.events.dropped and herald.events.failed it sums to herald.events.recorded once the queues are empty."
-	for _, c := range []count[snap]{
-		{"created", func(x *snap) uint64 { return x.created }},
-		{"patched", func(x *snap) uint64 { return x.patched }},
-		{third, func(x *snap) uint64 { return x.third }},
+	for _, c := range []instrument.Count[snap]{
+		{Attr: "created", Read: func(x *snap) uint64 { return x.created }},
+		{Attr: "patched", Read: func(x *snap) uint64 { return x.patched }},
+		{Attr: third, Read: func(x *snap) uint64 { return x.third }},
 	} {
-		r.counter("herald.events.outcomes", "{event}", outcomes, s.with(attribute.String("herald.events.outcome", c.attr)), c.read)
+		r.Counter("herald.events.outcomes", "{event}", outcomes, s.With(attribute.String("herald.events.outcome", c.Attr)), c.Read)
 	}
 	const dropped = "Recorded events never written, by reason: invalid_object, invalid_type, closed, sink_queue_full, shutdown_timeout."
-	for _, c := range []count[snap]{
-		{"invalid_object", func(x *snap) uint64 { return x.invalidObject }},
-		{"invalid_type", func(x *snap) uint64 { return x.invalidType }},
-		{"closed", func(x *snap) uint64 { return x.closed }},
-		{"sink_queue_full", func(x *snap) uint64 { return x.sinkQueue }},
-		{"shutdown_timeout", func(x *snap) uint64 { return x.abandoned }},
+	for _, c := range []instrument.Count[snap]{
+		{Attr: "invalid_object", Read: func(x *snap) uint64 { return x.invalidObject }},
+		{Attr: "invalid_type", Read: func(x *snap) uint64 { return x.invalidType }},
+		{Attr: "closed", Read: func(x *snap) uint64 { return x.closed }},
+		{Attr: "sink_queue_full", Read: func(x *snap) uint64 { return x.sinkQueue }},
+		{Attr: "shutdown_timeout", Read: func(x *snap) uint64 { return x.abandoned }},
 	} {
-		r.counter("herald.events.dropped", "{event}", dropped, s.reason(c.attr), c.read)
+		r.Counter("herald.events.dropped", "{event}", dropped, s.Reason(c.Attr), c.Read)
 	}
 	const failed = "Recorded events whose write failed for good, by error.type: construction, rejected, forbidden (403: check RBAC), retries_exhausted, shutdown, panic."
-	for _, c := range []count[snap]{
-		{"construction", func(x *snap) uint64 { return x.construction }},
-		{"rejected", func(x *snap) uint64 { return x.rejected }},
-		{"forbidden", func(x *snap) uint64 { return x.forbidden }},
-		{"retries_exhausted", func(x *snap) uint64 { return x.retriesExhausted }},
-		{"shutdown", func(x *snap) uint64 { return x.shutdown }},
-		{"panic", func(x *snap) uint64 { return x.panics }},
+	for _, c := range []instrument.Count[snap]{
+		{Attr: "construction", Read: func(x *snap) uint64 { return x.construction }},
+		{Attr: "rejected", Read: func(x *snap) uint64 { return x.rejected }},
+		{Attr: "forbidden", Read: func(x *snap) uint64 { return x.forbidden }},
+		{Attr: "retries_exhausted", Read: func(x *snap) uint64 { return x.retriesExhausted }},
+		{Attr: "shutdown", Read: func(x *snap) uint64 { return x.shutdown }},
+		{Attr: "panic", Read: func(x *snap) uint64 { return x.panics }},
 	} {
-		r.counter("herald.events.failed", "{event}", failed, s.failure(c.attr), c.read)
+		r.Counter("herald.events.failed", "{event}", failed, s.Failure(c.Attr), c.Read)
 	}
-	r.counter("herald.events.retries", "{attempt}", "Write attempts after the first.", s.with(),
+	r.Counter("herald.events.retries", "{attempt}", "Write attempts after the first.", s.With(),
 		func(x *snap) uint64 { return x.retries })
-	r.counter("herald.events.handler.dropped", "{event}",
+	r.Counter("herald.events.handler.dropped", "{event}",
 		"Events a StartEventWatcher or StartLogging handler missed because it fell behind; they were still written.",
-		s.with(), func(x *snap) uint64 { return x.handlerDropped })
+		s.With(), func(x *snap) uint64 { return x.handlerDropped })
 	if series {
 		const writes = "Series counts written by the periodic, eviction and final passes; error.type failed for those that failed."
-		r.counter("herald.events.series.writes", "{write}", writes, s.with(), func(x *snap) uint64 { return x.seriesWrites })
-		r.counter("herald.events.series.writes", "{write}", writes, s.failure("failed"), func(x *snap) uint64 { return x.seriesFailures })
+		r.Counter("herald.events.series.writes", "{write}", writes, s.With(), func(x *snap) uint64 { return x.seriesWrites })
+		r.Counter("herald.events.series.writes", "{write}", writes, s.Failure("failed"), func(x *snap) uint64 { return x.seriesFailures })
 	}
-	return r.register(snapshot)
+	return r.Register(fmt.Sprintf("%s event broadcaster", api), snapshot)
 }

@@ -1,4 +1,4 @@
-package telemetry_test
+package k8stelemetry_test
 
 import (
 	"context"
@@ -16,31 +16,32 @@ import (
 
 	"github.com/heraldgo/herald/k8sadapter"
 	"github.com/heraldgo/herald/k8sadapter/events"
-	"github.com/heraldgo/herald/telemetry"
+	"github.com/heraldgo/herald/telemetry/internal/metrictest"
+	"github.com/heraldgo/herald/telemetry/k8stelemetry"
 )
 
-// eventsWant is every point of either adapter, from the shared fields.
+// eventsWant is every metrictest.Point of either adapter, from the shared fields.
 func eventsWant(third string, recorded, created, patched, thirdN, invalidObject, invalidType, closed, sinkQueue,
-	abandoned, construction, rejected, forbidden, retriesExhausted, shutdown, panics, retries, handlerDropped uint64) map[string]point {
+	abandoned, construction, rejected, forbidden, retriesExhausted, shutdown, panics, retries, handlerDropped uint64) map[string]metrictest.Point {
 	const e = "{event}"
-	return map[string]point{
-		"herald.events.recorded":                                      counter(e, recorded),
-		"herald.events.outcomes{herald.events.outcome=created}":       counter(e, created),
-		"herald.events.outcomes{herald.events.outcome=patched}":       counter(e, patched),
-		"herald.events.outcomes{herald.events.outcome=" + third + "}": counter(e, thirdN),
-		"herald.events.dropped{herald.drop.reason=invalid_object}":    counter(e, invalidObject),
-		"herald.events.dropped{herald.drop.reason=invalid_type}":      counter(e, invalidType),
-		"herald.events.dropped{herald.drop.reason=closed}":            counter(e, closed),
-		"herald.events.dropped{herald.drop.reason=sink_queue_full}":   counter(e, sinkQueue),
-		"herald.events.dropped{herald.drop.reason=shutdown_timeout}":  counter(e, abandoned),
-		"herald.events.failed{error.type=construction}":               counter(e, construction),
-		"herald.events.failed{error.type=rejected}":                   counter(e, rejected),
-		"herald.events.failed{error.type=forbidden}":                  counter(e, forbidden),
-		"herald.events.failed{error.type=retries_exhausted}":          counter(e, retriesExhausted),
-		"herald.events.failed{error.type=shutdown}":                   counter(e, shutdown),
-		"herald.events.failed{error.type=panic}":                      counter(e, panics),
-		"herald.events.retries":                                       counter("{attempt}", retries),
-		"herald.events.handler.dropped":                               counter(e, handlerDropped),
+	return map[string]metrictest.Point{
+		"herald.events.recorded":                                      metrictest.Counter(e, recorded),
+		"herald.events.outcomes{herald.events.outcome=created}":       metrictest.Counter(e, created),
+		"herald.events.outcomes{herald.events.outcome=patched}":       metrictest.Counter(e, patched),
+		"herald.events.outcomes{herald.events.outcome=" + third + "}": metrictest.Counter(e, thirdN),
+		"herald.events.dropped{herald.drop.reason=invalid_object}":    metrictest.Counter(e, invalidObject),
+		"herald.events.dropped{herald.drop.reason=invalid_type}":      metrictest.Counter(e, invalidType),
+		"herald.events.dropped{herald.drop.reason=closed}":            metrictest.Counter(e, closed),
+		"herald.events.dropped{herald.drop.reason=sink_queue_full}":   metrictest.Counter(e, sinkQueue),
+		"herald.events.dropped{herald.drop.reason=shutdown_timeout}":  metrictest.Counter(e, abandoned),
+		"herald.events.failed{error.type=construction}":               metrictest.Counter(e, construction),
+		"herald.events.failed{error.type=rejected}":                   metrictest.Counter(e, rejected),
+		"herald.events.failed{error.type=forbidden}":                  metrictest.Counter(e, forbidden),
+		"herald.events.failed{error.type=retries_exhausted}":          metrictest.Counter(e, retriesExhausted),
+		"herald.events.failed{error.type=shutdown}":                   metrictest.Counter(e, shutdown),
+		"herald.events.failed{error.type=panic}":                      metrictest.Counter(e, panics),
+		"herald.events.retries":                                       metrictest.Counter("{attempt}", retries),
+		"herald.events.handler.dropped":                               metrictest.Counter(e, handlerDropped),
 	}
 }
 
@@ -48,10 +49,10 @@ func eventsWant(third string, recorded, created, patched, thirdN, invalidObject,
 // created, patched, refused an invalid type and dropped after Shutdown.
 func TestEventBroadcaster(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), logr.Discard())
-	meter, reader := newMeter(t)
+	meter, reader := metrictest.NewMeter(t)
 	client := fake.NewClientset()
 	b := k8sadapter.NewBroadcaster(k8sadapter.WithContext(ctx))
-	reg, err := telemetry.EventBroadcaster(meter, b)
+	reg, err := k8stelemetry.EventBroadcaster(meter, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +69,9 @@ func TestEventBroadcaster(t *testing.T) {
 	b.Shutdown()
 	rec.Event(pod, v1.EventTypeWarning, "FailedMount", "after shutdown")
 
-	got := collect(t, reader, attribute.String("herald.events.api", "core/v1"))
+	got := metrictest.Collect(t, reader, attribute.String("herald.events.api", "core/v1"))
 	s := b.Stats()
-	check(t, got, eventsWant("spam_skipped", s.Recorded, s.Created, s.Patched, s.SpamSkipped,
+	metrictest.Check(t, got, eventsWant("spam_skipped", s.Recorded, s.Created, s.Patched, s.SpamSkipped,
 		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
 		s.FailedConstruction, s.FailedRejected, s.FailedForbidden, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
 		s.Retries, s.DroppedWatcherQueue))
@@ -83,10 +84,10 @@ func TestEventBroadcaster(t *testing.T) {
 // whose series was written.
 func TestEvents(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), logr.Discard())
-	meter, reader := newMeter(t)
+	meter, reader := metrictest.NewMeter(t)
 	client := fake.NewClientset()
 	b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: client.EventsV1()})
-	reg, err := telemetry.Events(meter, b)
+	reg, err := k8stelemetry.Events(meter, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +106,15 @@ func TestEvents(t *testing.T) {
 	rec.Eventf(nil, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "no object")
 	b.Shutdown() // writes the series' final count
 
-	got := collect(t, reader, attribute.String("herald.events.api", "events.k8s.io/v1"))
+	got := metrictest.Collect(t, reader, attribute.String("herald.events.api", "events.k8s.io/v1"))
 	s := b.Stats()
 	want := eventsWant("series_observed", s.Recorded, s.Created, s.Patched, s.SeriesObserved,
 		s.InvalidObject, s.InvalidType, s.DroppedClosed, s.DroppedSinkQueue, s.Abandoned,
 		s.FailedConstruction, s.FailedRejected, s.FailedForbidden, s.FailedRetries, s.FailedShutdown, s.FailedPanic,
 		s.Retries, s.DroppedWatcherQueue)
-	want["herald.events.series.writes"] = counter("{write}", s.SeriesWrites)
-	want["herald.events.series.writes{error.type=failed}"] = counter("{write}", s.SeriesWriteFailures)
-	check(t, got, want)
+	want["herald.events.series.writes"] = metrictest.Counter("{write}", s.SeriesWrites)
+	want["herald.events.series.writes{error.type=failed}"] = metrictest.Counter("{write}", s.SeriesWriteFailures)
+	metrictest.Check(t, got, want)
 	if s.Created != 1 || s.Patched != 1 || s.SeriesObserved != 1 || s.InvalidObject != 1 || s.SeriesWrites == 0 {
 		t.Errorf("Stats = %+v: not the state the test means to build", s)
 	}
