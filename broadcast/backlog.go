@@ -16,8 +16,7 @@ import "sync"
 // tell how long the value in front has waited, at no cost per value.
 type Backlog struct {
 	// Watcher tells the watchers of one broadcaster apart: they are
-	// numbered from 1 in the order Watch, WatchWithPrefix or WatchWith
-	// was called.
+	// numbered from 1 in the order Watch or WatchWith was called.
 	Watcher uint64
 	// Entered counts the values that have entered the queue: the prefix,
 	// then what Delivered counts.
@@ -30,7 +29,7 @@ type Backlog struct {
 
 // openSet holds a broadcaster's open watchers, for Backlogs.
 type openSet[T any] struct {
-	mu   sync.Mutex // guards last, open; taken before a watcher's mu, never after
+	mu   sync.Mutex // guards last, open; taken before a watcher's queue's, never after
 	last uint64     // the number of the last watcher registered
 	open map[*Watcher[T]]struct{}
 }
@@ -63,22 +62,17 @@ func (s *openSet[T]) remove(w *Watcher[T]) {
 
 // Backlog returns where the watcher's queue stands now.
 func (w *Watcher[T]) Backlog() Backlog {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.backlogLocked()
-}
-
-func (w *Watcher[T]) backlogLocked() Backlog {
 	bl := Backlog{Watcher: w.id}
 	if w.ch != nil {
 		// The channel's length first: a value the distributor sends
 		// meanwhile is counted in chDelivered after its send, so the
 		// front errs towards newer, never towards a value already read.
 		bl.Queued = len(w.ch)
-	} else {
-		bl.Queued = len(w.front) + w.queue.Len()
+		bl.Entered = w.prefix + w.chDelivered.Load()
+		return bl
 	}
-	bl.Entered = w.prefix + w.pushed + w.chDelivered.Load()
+	added, queued := w.q.Counts() // at one instant
+	bl.Entered, bl.Queued = w.prefix+added, queued
 	return bl
 }
 

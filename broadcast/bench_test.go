@@ -38,9 +38,18 @@ func BenchmarkFanout(b *testing.B) {
 	}
 }
 
-type reader func(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup)
+// A reader reads want values from w; mode is the read mode w is made in.
+type reader struct {
+	mode broadcast.ReadMode
+	read func(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup)
+}
 
-func readEvents(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup) {
+var (
+	readEvents = reader{broadcast.ReadChannel, eventsLoop}
+	readAll    = reader{broadcast.ReadQueue, allLoop}
+)
+
+func eventsLoop(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup) {
 	defer wg.Done()
 	got := 0
 	for range w.Events() {
@@ -50,7 +59,7 @@ func readEvents(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup) {
 	}
 }
 
-func readAll(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup) {
+func allLoop(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup) {
 	defer wg.Done()
 	got := 0
 	for range w.All() {
@@ -60,20 +69,20 @@ func readAll(w *broadcast.Watcher[*payload], want int, wg *sync.WaitGroup) {
 	}
 }
 
-func benchHerald(b *testing.B, n int, read reader) {
+func benchHerald(b *testing.B, n int, r reader) {
 	b.ReportAllocs()
 	bc := broadcast.New[*payload](broadcast.Options{})
 	b.Cleanup(func() { _ = bc.Shutdown(context.Background()) })
 	var wg sync.WaitGroup
 	ws := make([]*broadcast.Watcher[*payload], n)
 	for i := range ws {
-		w, err := bc.Watch()
+		w, err := bc.WatchWith(broadcast.WatchOptions{Read: r.mode})
 		if err != nil {
 			b.Fatal(err)
 		}
 		ws[i] = w
 		wg.Add(1)
-		go read(w, b.N, &wg)
+		go r.read(w, b.N, &wg)
 	}
 	v := &payload{}
 	ctx := context.Background()

@@ -71,44 +71,45 @@ func New[T any](opts Options) *Broadcaster[T] {
 	return b
 }
 
-// Watch registers a watcher with the broadcaster's queue length and policy.
-// The watcher receives exactly the values queued after Watch was called,
-// none queued before. Watch never blocks. After Shutdown has begun it
-// returns ErrClosed.
+// Watch registers a queue watcher (ReadQueue: read it with All or Next)
+// with the broadcaster's queue length and policy. The watcher receives
+// exactly the values queued after Watch was called, none queued before.
+// Watch never blocks. After Shutdown has begun it returns an error
+// wrapping ErrClosed. For a channel watcher, a prefix, or a length or
+// policy of its own, use WatchWith.
 func (b *Broadcaster[T]) Watch() (*Watcher[T], error) {
-	return b.watch(b.qlen, b.full, nil)
+	return b.watch(b.qlen, b.full, ReadQueue, nil, errWatchClosed)
 }
 
-// WatchWithPrefix is Watch, except that the watcher first receives the
-// values of prefix, in order, before any published value. The prefix does
-// not take room in the watcher's queue and no policy drops it: a snapshot
-// listed before watching is never lost. (Only a DropOldest channel watcher
-// whose channel fills while its prefix is still unread skips new values,
-// counted in Stats.DroppedNewest, rather than drop the prefix.)
-func (b *Broadcaster[T]) WatchWithPrefix(prefix []T) (*Watcher[T], error) {
-	return b.watch(b.qlen, b.full, prefix)
-}
-
-// WatchWith is WatchWithPrefix with this watcher's own queue length and
-// policy; the zero WatchOptions takes the broadcaster's. It panics if
-// opts.QueueLength is negative or above MaxQueueLength, or opts.Full is
-// not a FullPolicy constant.
+// WatchWith is Watch with this watcher's own options (the zero
+// WatchOptions gives what Watch gives) and a prefix: the watcher first
+// receives the values of prefix, in order, before any published value.
+// The prefix does not take room in the watcher's queue and no policy
+// drops it: a snapshot listed before watching is never lost. (Only a
+// DropOldest channel watcher whose channel fills while its prefix is still
+// unread skips new values, counted in Stats.DroppedNewest, rather than
+// drop the prefix.) WatchWith panics if opts.QueueLength is negative or
+// above MaxQueueLength, or opts.Full or opts.Read is not one of its
+// type's constants.
 func (b *Broadcaster[T]) WatchWith(opts WatchOptions, prefix ...T) (*Watcher[T], error) {
 	qlen := checkLength(opts.QueueLength, b.qlen, "WatchOptions.QueueLength")
 	full := opts.Full.resolve(b.full, "WatchOptions.Full")
-	return b.watch(qlen, full, prefix)
+	if opts.Read != ReadQueue && opts.Read != ReadChannel {
+		panic("broadcast: invalid WatchOptions.Read " + opts.Read.String())
+	}
+	return b.watch(qlen, full, opts.Read, prefix, errWatchWithClosed)
 }
 
 // watch queues a registration marker for w at the current end of the
 // incoming queue: when the distributor reaches that position, every value
 // queued before the call has been distributed and none queued after, and it
 // adds w to its watchers there.
-func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[T], error) {
-	w := newWatcher(b, qlen, full, prefix)
+func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, read ReadMode, prefix []T, closed error) (*Watcher[T], error) {
+	w := newWatcher(b, qlen, full, read, prefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, ErrClosed
+		return nil, closed
 	}
 	b.open.add(w)
 	wait.Signal(b.queueMarkerLocked(marker[T]{watch: w}))
@@ -117,8 +118,8 @@ func (b *Broadcaster[T]) watch(qlen int, full FullPolicy, prefix []T) (*Watcher[
 
 // Publish queues v for every watcher, waiting while the incoming queue is
 // full. It returns nil once v is queued, ctx.Err() if ctx ends first (or had
-// already ended), and ErrClosed if Shutdown has begun. It panics on a nil
-// ctx. Publish allocates nothing.
+// already ended), and an error wrapping ErrClosed if Shutdown has begun. It
+// panics on a nil ctx. Publish allocates nothing.
 func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
@@ -132,7 +133,7 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 	for {
 		if b.closed {
 			b.mu.Unlock()
-			return ErrClosed
+			return errPublishClosed
 		}
 		if len(b.queue) < b.incap {
 			work := b.enqueueLocked(v)
@@ -166,14 +167,14 @@ func (b *Broadcaster[T]) Publish(ctx context.Context, v T) error {
 
 // TryPublish queues v for every watcher if the incoming queue has room. It
 // reports whether v was queued; it never blocks. A refusal is counted in
-// Stats.DroppedIncoming. After Shutdown has begun it returns false,
-// ErrClosed. TryPublish allocates nothing.
+// Stats.DroppedIncoming. After Shutdown has begun it returns false and an
+// error wrapping ErrClosed. TryPublish allocates nothing.
 func (b *Broadcaster[T]) TryPublish(v T) (sent bool, err error) {
 	b.mu.Lock()
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		return false, ErrClosed
+		return false, errTryPublishClosed
 	case len(b.queue) >= b.incap:
 		b.refused++
 		b.mu.Unlock()
@@ -214,7 +215,8 @@ func (b *Broadcaster[T]) queueMarkerLocked(m marker[T]) chan struct{} {
 // Shutdown stops the broadcaster, delivers what was queued, closes every
 // watcher and waits for the distributor to exit (see # Shutdown). It returns
 // nil once done, ctx.Err() if ctx ended first (full Block watchers then lose
-// what they cannot take), or ErrClosed if another call abandoned values.
+// what they cannot take), or an error wrapping ErrClosed if another call
+// abandoned values.
 func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
@@ -233,18 +235,19 @@ func (b *Broadcaster[T]) Shutdown(ctx context.Context) error {
 }
 
 // exitErr is what Shutdown returns once the distributor has exited, unless
-// its own context ended first: ErrClosed if a Shutdown gave up on values
-// (its context ended), nil if every value queued was delivered.
+// its own context ended first: errShutdownAbandoned if a Shutdown gave up
+// on values (its context ended), nil if every value queued was delivered.
 func (b *Broadcaster[T]) exitErr() error {
 	if b.abandonedAny() {
-		return ErrClosed
+		return errShutdownAbandoned
 	}
 	return nil
 }
 
 // Done returns a channel that is closed when Shutdown begins: from then on
-// Watch, Publish and TryPublish return ErrClosed. It lets a goroutine that
-// feeds or serves the broadcaster notice the end without publishing.
+// Watch, WatchWith, Publish and TryPublish return errors wrapping
+// ErrClosed. It lets a goroutine that feeds or serves the broadcaster
+// notice the end without publishing.
 func (b *Broadcaster[T]) Done() <-chan struct{} { return b.life.Stopping().Done() }
 
 // requestStop asks the distributor to close w. Like Shutdown, it signals

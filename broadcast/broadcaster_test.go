@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +43,23 @@ func watchT[T any](t *testing.T, b *broadcast.Broadcaster[T]) *broadcast.Watcher
 	return w
 }
 
+// watchWithT is watchT for WatchWith.
+func watchWithT[T any](t *testing.T, b *broadcast.Broadcaster[T], opts broadcast.WatchOptions, prefix ...T) *broadcast.Watcher[T] {
+	t.Helper()
+	w, err := b.WatchWith(opts, prefix...)
+	if err != nil {
+		t.Fatalf("WatchWith(%+v) error = %v", opts, err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// watchChanT registers a channel watcher, stopped when the test ends.
+func watchChanT[T any](t *testing.T, b *broadcast.Broadcaster[T]) *broadcast.Watcher[T] {
+	t.Helper()
+	return watchWithT(t, b, broadcast.WatchOptions{Read: broadcast.ReadChannel})
+}
+
 func publish[T any](t *testing.T, b *broadcast.Broadcaster[T], vs ...T) {
 	t.Helper()
 	for _, v := range vs {
@@ -60,9 +78,9 @@ func shutdown[T any](t *testing.T, b *broadcast.Broadcaster[T]) {
 	}
 }
 
-// drain reads w through Events until it is closed, failing the test if
-// that takes longer than the failsafe. Events must be w's first read, or w
-// a channel watcher already.
+// drain reads w until it is closed, failing the test if that takes longer
+// than the failsafe: a channel watcher through Events, then a queue watcher
+// (whose Events is closed) through Next.
 func drain[T any](t *testing.T, w *broadcast.Watcher[T]) []T {
 	t.Helper()
 	var got []T
@@ -71,12 +89,31 @@ func drain[T any](t *testing.T, w *broadcast.Watcher[T]) []T {
 		select {
 		case v, ok := <-w.Events():
 			if !ok {
-				return got
+				return append(got, readNext(t, w)...)
 			}
 			got = append(got, v)
 		case <-timeout:
 			t.Fatalf("watcher not closed after %v; got %v", failsafe, got)
 		}
+	}
+}
+
+// readNext reads w with Next until it is closed, failing the test if that
+// takes longer than the failsafe.
+func readNext[T any](t *testing.T, w *broadcast.Watcher[T]) []T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	var got []T
+	for {
+		v, err := w.Next(ctx)
+		if errors.Is(err, broadcast.ErrClosed) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("Next() error = %v after %v", err, got)
+		}
+		got = append(got, v)
 	}
 }
 
@@ -88,35 +125,38 @@ func seq(from, to int) []int {
 	return s
 }
 
-// readModes are the three ways to read a watcher; tests that depend on
-// delivery run with each.
+// readModes are the three ways to read a watcher, each with the read
+// mode of the watchers it reads; tests that depend on delivery run with
+// each.
 var readModes = []struct {
 	name string
+	mode broadcast.ReadMode
 	read func(t *testing.T, w *broadcast.Watcher[int]) []int
 }{
-	{"Events", drain[int]},
-	{"All", func(t *testing.T, w *broadcast.Watcher[int]) []int {
+	{"Events", broadcast.ReadChannel, drain[int]},
+	{"All", broadcast.ReadQueue, func(t *testing.T, w *broadcast.Watcher[int]) []int {
 		var got []int
 		for v := range w.All() {
 			got = append(got, v)
 		}
 		return got
 	}},
-	{"Next", func(t *testing.T, w *broadcast.Watcher[int]) []int {
-		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
-		defer cancel()
-		var got []int
-		for {
-			v, err := w.Next(ctx)
-			if errors.Is(err, broadcast.ErrClosed) {
-				return got
-			}
-			if err != nil {
-				t.Fatalf("Next() error = %v after %v", err, got)
-			}
-			got = append(got, v)
-		}
-	}},
+	{"Next", broadcast.ReadQueue, readNext[int]},
+}
+
+// readMode is ReadChannel if channel is true, else ReadQueue.
+func readMode(channel bool) broadcast.ReadMode {
+	if channel {
+		return broadcast.ReadChannel
+	}
+	return broadcast.ReadQueue
+}
+
+// watchMode registers a watcher in read mode m, stopped when the test
+// ends.
+func watchMode(t *testing.T, b *broadcast.Broadcaster[int], m broadcast.ReadMode) *broadcast.Watcher[int] {
+	t.Helper()
+	return watchWithT(t, b, broadcast.WatchOptions{Read: m})
 }
 
 func TestWatchSeesOnlyValuesQueuedAfterIt(t *testing.T) {
@@ -126,7 +166,7 @@ func TestWatchSeesOnlyValuesQueuedAfterIt(t *testing.T) {
 			// the first values, they would have filled it.
 			b := newB[int](t, broadcast.Options{QueueLength: 2, Full: broadcast.DropNewest})
 			publish(t, b, -3, -2, -1)
-			w := watchT(t, b)
+			w := watchMode(t, b, mode.mode)
 			publish(t, b, 0, 1)
 			shutdown(t, b)
 			if got, want := mode.read(t, w), []int{0, 1}; !slices.Equal(got, want) {
@@ -145,7 +185,7 @@ func TestEveryWatcherGetsEveryValueInOrder(t *testing.T) {
 			got := make([][]int, len(ws))
 			var wg sync.WaitGroup
 			for i := range ws {
-				ws[i] = watchT(t, b)
+				ws[i] = watchMode(t, b, mode.mode)
 				wg.Go(func() { got[i] = mode.read(t, ws[i]) })
 			}
 			publish(t, b, seq(0, n)...)
@@ -240,7 +280,7 @@ func TestFIFORegistrationConcurrent(t *testing.T) {
 func TestFullPolicies(t *testing.T) {
 	tests := []struct {
 		policy      broadcast.FullPolicy
-		events      bool // read by Events (the first read) before publishing
+		events      bool // a channel watcher, read by Events
 		want        []int
 		wantNewest  uint64
 		wantOldest  uint64
@@ -254,13 +294,14 @@ func TestFullPolicies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%v/events=%v", tc.policy, tc.events), func(t *testing.T) {
 			b := newB[int](t, broadcast.Options{QueueLength: 2, Full: tc.policy})
-			slow := watchT(t, b)
+			read := broadcast.ReadQueue
+			if tc.events {
+				read = broadcast.ReadChannel
+			}
+			slow := watchWithT(t, b, broadcast.WatchOptions{Read: read})
 			fast, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 10})
 			if err != nil {
 				t.Fatal(err)
-			}
-			if tc.events {
-				slow.Events()
 			}
 			publish(t, b, 0, 1, 2, 3, 4)
 			shutdown(t, b)
@@ -299,13 +340,13 @@ func TestDropOldestKeepsNewestAcrossBatches(t *testing.T) {
 	}
 }
 
-func TestWatchWithPrefix(t *testing.T) {
+func TestPrefixComesFirst(t *testing.T) {
 	for _, mode := range readModes {
 		t.Run(mode.name, func(t *testing.T) {
 			b := newB[int](t, broadcast.Options{QueueLength: 1})
 			publish(t, b, -1)
 			prefix := []int{100, 101, 102, 103, 104}
-			w, err := b.WatchWithPrefix(prefix) // longer than the queue: must not block
+			w, err := b.WatchWith(broadcast.WatchOptions{Read: mode.mode}, prefix...) // longer than the queue: must not block
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,13 +364,13 @@ func TestWatchWithPrefix(t *testing.T) {
 	}
 }
 
-func TestWatchWithPrefixNeverBlocksOnAStalledBroadcaster(t *testing.T) {
+func TestPrefixNeverBlocksOnAStalledBroadcaster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1, IncomingQueueLength: 1})
 		stuck := watchT(t, b)
 		publish(t, b, 0, 1, 2) // 0 fills stuck, the distributor waits with 1, 2 is queued
 		synctest.Wait()
-		w, err := b.WatchWithPrefix([]int{7, 8, 9})
+		w, err := b.WatchWith(broadcast.WatchOptions{}, 7, 8, 9)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,10 +390,7 @@ func TestStopClosesEventsAndKeepsBufferedValues(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := broadcast.New[int](broadcast.Options{})
-				w := watchT(t, b)
-				if mode.name == "Events" {
-					w.Events()
-				}
+				w := watchMode(t, b, mode.mode)
 				publish(t, b, 1, 2, 3)
 				synctest.Wait() // the three are queued for w
 				w.Stop()
@@ -375,7 +413,7 @@ func TestStopClosesEventsAndKeepsBufferedValues(t *testing.T) {
 
 func TestStopFromManyGoroutines(t *testing.T) {
 	b := newB[int](t, broadcast.Options{})
-	w := watchT(t, b)
+	w := watchChanT(t, b)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(w.Stop)
@@ -393,10 +431,7 @@ func TestClosedWhenStopReturns(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := range 200 {
-		w := watchT(t, b)
-		if i%2 == 0 {
-			w.Events()
-		}
+		w := watchMode(t, b, broadcast.ReadMode(i%2)) // a queue and a channel watcher in turn
 		w.Stop()
 		if _, err := w.Next(cancelled); !errors.Is(err, broadcast.ErrClosed) {
 			t.Fatalf("Next() once Stop returned = %v, want ErrClosed", err)
@@ -415,8 +450,7 @@ func TestStopWhileDistributorBlockedOnAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1})
 		stuck := watchT(t, b) // first in line, never read
-		other := watchT(t, b)
-		other.Events()
+		other := watchChanT(t, b)
 		publish(t, b, 1)
 		synctest.Wait() // 1 is in both: stuck is full
 		publish(t, b, 2)
@@ -438,7 +472,7 @@ func TestStopFromInsideTheReadLoop(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := broadcast.New[int](broadcast.Options{QueueLength: 1})
-				w := watchT(t, b)
+				w := watchMode(t, b, mode.mode)
 				done := make(chan []int)
 				go func() {
 					var got []int
@@ -468,16 +502,15 @@ func TestStopFromInsideTheReadLoop(t *testing.T) {
 func TestAfterShutdown(t *testing.T) {
 	b := broadcast.New[int](broadcast.Options{})
 	w1, _ := b.Watch()
-	w2, _ := b.Watch()
-	w2.Events()
+	w2, _ := b.WatchWith(broadcast.WatchOptions{Read: broadcast.ReadChannel})
 	publish(t, b, 1, 2, 3)
 	shutdown(t, b)
 
 	if _, err := b.Watch(); !errors.Is(err, broadcast.ErrClosed) {
 		t.Errorf("Watch() error = %v, want ErrClosed", err)
 	}
-	if _, err := b.WatchWithPrefix([]int{1}); !errors.Is(err, broadcast.ErrClosed) {
-		t.Errorf("WatchWithPrefix() error = %v, want ErrClosed", err)
+	if _, err := b.WatchWith(broadcast.WatchOptions{Read: broadcast.ReadChannel}, 1); !errors.Is(err, broadcast.ErrClosed) {
+		t.Errorf("WatchWith(ReadChannel, 1) error = %v, want ErrClosed", err)
 	}
 	if _, err := b.WatchWith(broadcast.WatchOptions{}); !errors.Is(err, broadcast.ErrClosed) {
 		t.Errorf("WatchWith() error = %v, want ErrClosed", err)
@@ -502,6 +535,35 @@ func TestAfterShutdown(t *testing.T) {
 	}
 	if s := b.Stats(); s.Watchers != 0 || s.Published != 3 {
 		t.Errorf("Stats() = %+v, want 0 watchers, 3 published", s)
+	}
+}
+
+// TestClosedErrorsNameTheCall: each call that meets a closed broadcaster
+// or watcher returns an error that wraps ErrClosed and names the call;
+// returning it allocates nothing.
+func TestClosedErrorsNameTheCall(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{})
+	w, _ := b.Watch()
+	shutdown(t, b)
+	_, watchErr := b.Watch()
+	_, watchWithErr := b.WatchWith(broadcast.WatchOptions{})
+	_, tryErr := b.TryPublish(1)
+	_, nextErr := w.Next(context.Background())
+	for call, err := range map[string]error{
+		"Watch":        watchErr,
+		"WatchWith":    watchWithErr,
+		"Publish":      b.Publish(context.Background(), 1),
+		"TryPublish":   tryErr,
+		"Watcher.Next": nextErr,
+		"Flush":        b.Flush(context.Background()),
+	} {
+		named := func(sep string) bool { return strings.HasPrefix(err.Error(), "broadcast: "+call+sep) }
+		if !errors.Is(err, broadcast.ErrClosed) || !(named(" ") || named(":")) {
+			t.Errorf("%s on a closed broadcaster = %v, want an error naming %s that wraps ErrClosed", call, err, call)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { b.TryPublish(1) }); a != 0 {
+		t.Errorf("TryPublish after Shutdown allocates %v", a)
 	}
 }
 
@@ -685,8 +747,7 @@ func TestNextContext(t *testing.T) {
 		if _, err := w.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Next() on an empty watcher = %v, want DeadlineExceeded", err)
 		}
-		cw := watchT(t, b)
-		cw.Events() // a channel watcher: Events read first
+		cw := watchChanT(t, b)
 		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 		defer cancel2()
 		if _, err := cw.Next(ctx2); !errors.Is(err, context.DeadlineExceeded) {
@@ -820,6 +881,11 @@ func TestConstructorPanicsOnProgrammerErrors(t *testing.T) {
 			defer b.Shutdown(context.Background())
 			b.WatchWith(broadcast.WatchOptions{Full: -1})
 		}, "broadcast: invalid WatchOptions.Full FullPolicy(-1)"},
+		{"watcher read mode out of range", func() {
+			b := broadcast.New[int](broadcast.Options{})
+			defer b.Shutdown(context.Background())
+			b.WatchWith(broadcast.WatchOptions{Read: 2})
+		}, "broadcast: invalid WatchOptions.Read ReadMode(2)"},
 		{"nil context to Publish", func() {
 			b := broadcast.New[int](broadcast.Options{})
 			defer b.Shutdown(context.Background())
@@ -1014,5 +1080,45 @@ func TestStatsCountsNoWatcherOnceStopReturns(t *testing.T) {
 		if err := b.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPublishAllocatesNothing: "Publish allocates nothing" and
+// "TryPublish allocates nothing", once the queues have grown: measured
+// over the whole process, so the distributor placing the values in a
+// DropOldest queue watcher and a DropNewest channel watcher allocates
+// nothing per value either.
+func TestPublishAllocatesNothing(t *testing.T) {
+	b := newB[int](t, broadcast.Options{QueueLength: 16, IncomingQueueLength: 1 << 12})
+	w1, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropOldest})
+	w2, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropNewest, Read: broadcast.ReadChannel})
+	t.Cleanup(w1.Stop)
+	t.Cleanup(w2.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 1 << 13 { // grow every queue to its limit
+		if err := b.Publish(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, b)
+	if a := testing.AllocsPerRun(2000, func() {
+		if err := b.Publish(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("Publish allocates %v per call", a)
+	}
+	if a := testing.AllocsPerRun(2000, func() { b.TryPublish(1) }); a != 0 {
+		t.Errorf("TryPublish allocates %v per call", a)
+	}
+}
+
+func flush[T any](t *testing.T, b *broadcast.Broadcaster[T]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatalf("Flush() = %v", err)
 	}
 }

@@ -12,8 +12,8 @@ import "github.com/heraldgo/herald/internal/wait"
 //     Publishers signal it only while it is parked, so a busy distributor
 //     costs them nothing.
 //   - For room, in deliver: on a full Block watcher, until a reader makes
-//     room (w.writer, or the send itself for a channel watcher), Events
-//     makes an unread watcher a channel watcher (w.writer), a Stop arrives
+//     room (the signal its queue returns, or the send itself for a channel
+//     watcher), a Stop arrives
 //     (b.work: Stop and Shutdown signal it unconditionally for this reason,
 //     and the distributor serves every Stop request before it waits
 //     again), or a Shutdown whose context ended gives up (b.life's
@@ -234,24 +234,22 @@ func retire[T any](marks []marker[T]) []marker[T] {
 	return keep
 }
 
-// closeWatcher closes w: nothing more is delivered to it, its channel (if
-// any) is closed, and its readers return once its queue is drained. Only
-// the distributor calls it.
+// closeWatcher closes w: nothing more is delivered to it, its channel or
+// queue is closed, and its readers return once it is drained. Only the
+// distributor calls it.
 func (b *Broadcaster[T]) closeWatcher(w *Watcher[T]) {
-	// Before w.mu (Backlogs takes w.mu under the set's lock), and before
-	// closeDone: once Stop returns, Stats counts w no more.
+	// Before closeDone: once Stop returns, Stats counts w no more.
 	b.open.remove(w)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
 	w.closed = true
 	if w.ch != nil {
 		close(w.ch)
+	} else {
+		w.q.Close()
 	}
-	wait.Signal(w.readers.WakeLocked()) // passed on from reader to reader (passOnLocked)
-	close(w.closeDone)                  // last: once Stop sees it, every read sees the close
+	close(w.closeDone) // last: once Stop sees it, every read sees the close
 
 	if w.active {
 		b.d.closedAny = true

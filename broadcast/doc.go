@@ -2,18 +2,18 @@
 //
 // A Broadcaster[T] owns one goroutine, the distributor. Publishers queue
 // values; the distributor hands each value to every registered Watcher.
-// Nothing about T is assumed: orders, jobs, alerts, log lines,
-// except Go's limit on a channel's element, which Watcher.Events is: T
-// must be smaller than 64 KiB; send a pointer to anything larger.
+// Nothing about T is assumed (orders, jobs, alerts, log lines) except Go's
+// limit on a channel's element, which Watcher.Events is: T must be smaller
+// than 64 KiB; send a pointer to anything larger.
 //
 // # Usage
 //
 //	b := broadcast.New[Order](broadcast.Options{})
 //	defer b.Shutdown(context.Background())
 //
-//	w, _ := b.Watch()
+//	w, _ := b.Watch() // a queue watcher: read it with All or Next
 //	go func() {
-//		for o := range w.All() { // or w.Next(ctx); or <-w.Events() as the first read
+//		for o := range w.All() {
 //			ship(o)
 //		}
 //	}()
@@ -24,15 +24,15 @@
 // Every watcher receives values in the order they were queued. A watcher
 // receives exactly the values queued after its Watch call: none queued
 // before, every one queued after (unless its FullPolicy drops some, or it is
-// stopped). WatchWithPrefix puts given values in front of those.
+// stopped). WatchWith puts given values, a prefix, in front of those.
 //
 // Each watcher has a queue (Options.QueueLength, 100 by default) and a
 // FullPolicy for when the queue is full: Block waits, losing nothing;
 // DropNewest skips the new value for that watcher; DropOldest discards that
 // watcher's oldest queued value. A full watcher never makes another one
 // lose a value (until a Shutdown gives up waiting: see Shutdown). Every
-// loss is counted, per watcher in Watcher.Dropped and
-// in total in Broadcaster.Stats.
+// loss is counted, per watcher in Watcher.Dropped and in total in
+// Broadcaster.Stats.
 //
 // Publish waits while the incoming queue (Options.IncomingQueueLength, 25 by
 // default) is full; TryPublish refuses instead, and counts the refusal.
@@ -55,26 +55,23 @@
 //
 // # Reading
 //
-// A watcher's first read chooses its read mode, for good.
+// How a watcher is read is chosen when it is made, by WatchOptions.Read,
+// and no read call panics because of another.
 //
-// A queue watcher is one first read by Watcher.All or Watcher.Next. All is
-// an iterator that takes all queued values in one step: it is the fastest
-// way to read, with one lock and at most one wake-up per batch rather than
-// per value (see bench_test.go). Next takes one value with a context. The
-// two can be mixed: they share one queue, and a value an All loop took but
-// did not yield goes back to its place in it. Inside an All loop's body,
-// though, the values the loop took are its own until it yields them: a Next
-// or a nested All loop on the same watcher there takes only values queued
-// after them, or waits for one.
+// A queue watcher (ReadQueue, the default, and what Watch makes) is read
+// with Watcher.All or Watcher.Next. All is an iterator that takes all
+// queued values in one step: it is the fastest way to read, with one lock
+// and at most one wake-up per batch rather than per value (see
+// bench_test.go). Next takes one value with a context. The two can be
+// mixed: they share one queue, and the values an All loop took but did not
+// yield go back to the front of it, in order. Events on a queue watcher
+// returns a closed channel: make a watcher meant for select statements
+// with WatchOptions{Read: ReadChannel}.
 //
-// A channel watcher is one first read by Watcher.Events, for select
+// A channel watcher (ReadChannel) is read with Watcher.Events, for select
 // statements: the distributor sends its values straight into a channel of
-// the watcher's queue length (plus room for a prefix, see
-// Broadcaster.WatchWithPrefix). Next and All on a channel watcher read that
-// channel, and mix with receives from it.
-//
-// Events on a queue watcher panics: a watcher meant for select statements
-// calls Events before any other read.
+// the watcher's queue length (plus room for a prefix). Next and All on a
+// channel watcher read that channel, and mix with receives from it.
 //
 // # Concurrency
 //
@@ -85,9 +82,9 @@
 //
 // # Shutdown
 //
-// Broadcaster.Shutdown stops new publishing: Watch, Publish and TryPublish
-// return ErrClosed from the moment it begins, and Broadcaster.Done is
-// closed. It delivers everything queued before it, then closes every
+// Broadcaster.Shutdown stops new publishing: Watch, WatchWith, Publish and
+// TryPublish return errors wrapping ErrClosed from the moment it begins,
+// and Broadcaster.Done is closed. It delivers everything queued before it, then closes every
 // watcher (its queued values stay readable) and waits for the distributor
 // to exit. The wait is bounded by its context: once the context ends, no
 // Block watcher is waited for any more. The distributor places what is
@@ -100,8 +97,8 @@
 // distributor has exited.
 //
 // Shutdown returns nil only if no value was abandoned so: once values were,
-// every other Shutdown call, concurrent or later, returns ErrClosed when
-// the distributor has exited, as Flush does. Shutdown is idempotent and
+// every other Shutdown call, concurrent or later, returns an error
+// wrapping ErrClosed when the distributor has exited, as Flush does. Shutdown is idempotent and
 // safe to call from any goroutine; but called from the only reader of a
 // full Block watcher, it waits for room that reader cannot make until its
 // context ends (stop that watcher first). It panics on a nil context.
@@ -119,9 +116,25 @@
 // guarantees (ordering, registration by a marker at a queue position,
 // idempotent Stop, close by the distributor only, flush on Shutdown), with
 // these differences: values are typed and markers are a typed queue item,
-// never a payload; errors are the sentinel ErrClosed; Watch and TryPublish
-// never wait for the distributor, nor Stop for any value; Flush; Shutdown
+// never a payload; errors wrap the sentinel ErrClosed and name the call
+// that met the closed broadcaster; Watch gives a queue watcher (read with
+// All or Next), WatchWith a channel watcher on request; Watch and
+// TryPublish never wait for the distributor, nor Stop for any value;
+// Flush; Shutdown
 // is bounded by a context; a full watcher may drop its oldest value; every
 // drop is counted; a prefix takes no room in the watcher's queue;
 // Options.QueueLength zero means the default, not an unbuffered channel.
+//
+// # API changes
+//
+// Before the first tagged release:
+//   - A watcher's read mode is chosen when it is made (WatchOptions.Read,
+//     ReadMode), no longer by its first read: Watch makes a queue watcher,
+//     whose Events returns a closed channel (it used to make the watcher a
+//     channel watcher when called first, and to panic after Next or All);
+//     WatchWith(WatchOptions{Read: ReadChannel}) makes a channel watcher.
+//   - WatchWithPrefix(prefix) is gone: use WatchWith(WatchOptions{},
+//     prefix...).
+//   - The errors returned for a closed broadcaster or watcher wrap
+//     ErrClosed and name the call and what to do; compare with errors.Is.
 package broadcast

@@ -17,8 +17,8 @@ func Example() {
 	ctx := context.Background()
 	b := broadcast.New[Order](broadcast.Options{})
 
-	billing, _ := b.Watch()
-	shipping, _ := b.Watch()
+	billing, _ := b.Watch() // a queue watcher, read with All or Next
+	shipping, _ := b.WatchWith(broadcast.WatchOptions{Read: broadcast.ReadChannel})
 
 	for i := 1; i <= 3; i++ {
 		_ = b.Publish(ctx, Order{ID: i, Total: 10 * i})
@@ -28,7 +28,7 @@ func Example() {
 	for o := range billing.All() {
 		fmt.Println("billing", o.ID, o.Total)
 	}
-	for o := range shipping.Events() {
+	for o := range shipping.Events() { // a channel, for select statements
 		fmt.Println("shipping", o.ID)
 	}
 	// Output:
@@ -66,10 +66,10 @@ func ExampleBroadcaster_Watch() {
 }
 
 // A prefix replays state the new watcher needs before live values.
-func ExampleBroadcaster_WatchWithPrefix() {
+func ExampleBroadcaster_WatchWith() {
 	ctx := context.Background()
 	b := broadcast.New[string](broadcast.Options{})
-	w, _ := b.WatchWithPrefix([]string{"snapshot-a", "snapshot-b"})
+	w, _ := b.WatchWith(broadcast.WatchOptions{}, "snapshot-a", "snapshot-b")
 	_ = b.Publish(ctx, "live-1")
 	_ = b.Shutdown(ctx)
 	for v := range w.All() {
@@ -120,7 +120,7 @@ func ExampleBroadcaster_TryPublish() {
 	fmt.Println(sent, err)
 	// Output:
 	// true <nil>
-	// false broadcast: closed
+	// false broadcast: TryPublish after Shutdown began: the value is not queued; publish to a new Broadcaster: broadcast: closed
 }
 
 // Next reads one value at a time, with a context.
@@ -137,7 +137,7 @@ func ExampleWatcher_Next() {
 	_ = b.Shutdown(ctx)
 	// Output:
 	// hello <nil>
-	// broadcast: closed
+	// broadcast: Watcher.Next: the watcher is stopped (Stop or Shutdown) and was read to the end; watch again to read on: broadcast: closed
 }
 
 // Flush waits until what was published so far is in every watcher's queue:

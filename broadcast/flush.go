@@ -16,10 +16,11 @@ import (
 // until ctx ends. Flush calls made with no value queued between them
 // share one marker.
 //
-// Flush returns ctx.Err() if ctx ends first, and ErrClosed if Shutdown has
-// completed, or gave up on a full Block watcher (its context ended) before
-// every value queued before the call was placed. While Shutdown is
-// flushing, Flush waits for it. Flush panics on a nil ctx.
+// Flush returns ctx.Err() if ctx ends first, and an error wrapping
+// ErrClosed if Shutdown has completed, or gave up on a full Block watcher
+// (its context ended) before every value queued before the call was
+// placed. While Shutdown is flushing, Flush waits for it. Flush panics on
+// a nil ctx.
 func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		panic("broadcast: nil Context")
@@ -41,7 +42,7 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 		exited := b.life.Exited()
 		select {
 		case <-exited:
-			return ErrClosed // Shutdown has completed
+			return errFlushShutDown
 		default:
 		}
 		// Shutdown delivers everything queued before it: wait for it.
@@ -50,14 +51,14 @@ func (b *Broadcaster[T]) Flush(ctx context.Context) error {
 	return b.waitFlushed(ctx, f.reached, func() bool { return f.abandoned })
 }
 
-// waitFlushed waits for reached, then returns ErrClosed if abandoned
+// waitFlushed waits for reached, then returns errFlushAbandoned if abandoned
 // reports that a value before the flush was given up on; or ctx.Err() if
 // ctx ends first.
 func (b *Broadcaster[T]) waitFlushed(ctx context.Context, reached <-chan struct{}, abandoned func() bool) error {
 	select {
 	case <-reached:
 		if abandoned() {
-			return ErrClosed
+			return errFlushAbandoned
 		}
 		return nil
 	case <-ctx.Done():

@@ -215,3 +215,236 @@ func TestFlushDoesNotWaitForLaterWatchers(t *testing.T) {
 		shutdown(t, b)
 	})
 }
+
+// TestFlushFromReaderEndsWithItsContext: as its doc says, Flush called
+// from the only reader of a full Block watcher waits for room that reader
+// cannot make: it returns when its context ends, and nothing is lost.
+func TestFlushFromReaderEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newB[int](t, broadcast.Options{QueueLength: 1}) // Block
+		w, _ := b.Watch()
+		publish(t, b, 1, 2, 3)
+		returned := make(chan error, 1)
+		var got []int
+		go func() {
+			for v := range w.All() {
+				got = append(got, v)
+				if v == 1 {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					returned <- b.Flush(ctx)
+					cancel()
+				}
+				if v == 3 {
+					w.Stop()
+				}
+			}
+			close(returned)
+		}()
+		if err := <-returned; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Flush() = %v, want DeadlineExceeded", err)
+		}
+		<-returned
+		if want := []int{1, 2, 3}; !slices.Equal(got, want) || w.Dropped() != 0 {
+			t.Errorf("read %v, Dropped() = %d; want %v, 0", got, w.Dropped(), want)
+		}
+	})
+}
+
+// TestFlushCountsWhatWasPublishedBefore: publishers and Flush
+// callers run at once on a broadcaster with queue and channel watchers of
+// every policy, some with a prefix, each read by its own goroutine. After
+// each Flush returns nil, every value whose Publish returned before the
+// Flush call is counted by every watcher: in Delivered, or, for
+// DropNewest, in Delivered or Dropped; and the watchers' Delivered sums to
+// Stats.Delivered once the broadcaster is shut down.
+func TestFlushCountsWhatWasPublishedBefore(t *testing.T) {
+	b := broadcast.New[int](broadcast.Options{QueueLength: 3, IncomingQueueLength: 2})
+	type watched struct {
+		w      *broadcast.Watcher[int]
+		policy broadcast.FullPolicy
+		prefix int
+		read   atomic.Int64
+	}
+	var ws []*watched
+	var readers sync.WaitGroup
+	for i, policy := range []broadcast.FullPolicy{broadcast.Block, broadcast.DropNewest, broadcast.DropOldest} {
+		for mode := range 2 {
+			a := &watched{policy: policy, prefix: (i + mode) % 3}
+			w, err := b.WatchWith(broadcast.WatchOptions{Full: policy, Read: broadcast.ReadMode(mode)}, seq(-a.prefix, 0)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.w = w
+			if mode == 1 {
+				ch := w.Events()
+				readers.Go(func() {
+					for range ch {
+						a.read.Add(1)
+					}
+				})
+			} else {
+				readers.Go(func() {
+					for range w.All() {
+						a.read.Add(1)
+					}
+				})
+			}
+			ws = append(ws, a)
+		}
+	}
+	var returned atomic.Uint64 // Publish calls that have returned nil
+	var pubs, flushers sync.WaitGroup
+	for p := range 3 {
+		pubs.Go(func() {
+			for i := range 400 {
+				if err := b.Publish(context.Background(), 1000*p+i); err != nil {
+					t.Errorf("Publish: %v", err)
+					return
+				}
+				returned.Add(1)
+			}
+		})
+	}
+	var flushes atomic.Int64
+	stop := make(chan struct{})
+	for range 2 {
+		flushers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				before := returned.Load()
+				if err := b.Flush(context.Background()); err != nil {
+					t.Errorf("Flush() = %v", err)
+					return
+				}
+				flushes.Add(1)
+				for _, a := range ws {
+					counted := a.w.Delivered()
+					if a.policy == broadcast.DropNewest {
+						counted += a.w.Dropped()
+					}
+					if counted < before {
+						t.Errorf("after Flush, %v watcher counts %d values (Delivered %d, Dropped %d); %d were published before the Flush",
+							a.policy, counted, a.w.Delivered(), a.w.Dropped(), before)
+						return
+					}
+				}
+			}
+		})
+	}
+	pubs.Wait()
+	close(stop)
+	flushers.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown() = %v", err)
+	}
+	readers.Wait()
+	s := b.Stats()
+	var delivered, dropped uint64
+	for _, a := range ws {
+		delivered += a.w.Delivered()
+		dropped += a.w.Dropped()
+		read := uint64(a.read.Load()) - uint64(a.prefix)
+		if a.policy != broadcast.DropOldest && read != a.w.Delivered() {
+			t.Errorf("%v watcher read %d, Delivered %d", a.policy, read, a.w.Delivered())
+		}
+		if read+a.w.Dropped() != s.Published {
+			t.Errorf("%v watcher read %d + Dropped %d, Published %d", a.policy, read, a.w.Dropped(), s.Published)
+		}
+	}
+	if delivered != s.Delivered || dropped != s.DroppedNewest+s.DroppedOldest || s.DroppedShutdown != 0 {
+		t.Errorf("watchers: Delivered %d, Dropped %d; Stats %+v", delivered, dropped, s)
+	}
+	t.Logf("%d Flush calls, %+v", flushes.Load(), s)
+	if flushes.Load() == 0 {
+		t.Error("no Flush ran")
+	}
+}
+
+// TestFlushEdges: Flush with nothing queued returns at once;
+// Flush calls made with no value queued between them (sharing one marker)
+// all return; a Flush whose context has ended returns its error; Flush
+// after Shutdown completed returns ErrClosed.
+func TestFlushEdges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1})
+		if err := b.Flush(context.Background()); err != nil {
+			t.Errorf("Flush() on an idle broadcaster = %v", err)
+		}
+		w, _ := b.Watch() // Block, read later
+		publish(t, b, 1, 2)
+		synctest.Wait() // the distributor waits with 2
+		errs := make(chan error, 5)
+		for range 5 {
+			go func() { errs <- b.Flush(context.Background()) }()
+		}
+		ended, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := b.Flush(ended); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Flush() behind a full Block watcher = %v, want DeadlineExceeded", err)
+		}
+		synctest.Wait()
+		select {
+		case err := <-errs:
+			t.Fatalf("a Flush() returned %v before the value ahead of it was placed", err)
+		default:
+		}
+		if v, err := w.Next(context.Background()); v != 1 || err != nil {
+			t.Fatalf("Next() = %d, %v", v, err)
+		}
+		for range 5 {
+			if err := <-errs; err != nil {
+				t.Errorf("shared Flush() = %v", err)
+			}
+		}
+		if w.Delivered() != 2 {
+			t.Errorf("after Flush, Delivered %d, want 2", w.Delivered())
+		}
+		w.Stop()
+		if err := b.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Flush(context.Background()); !errors.Is(err, broadcast.ErrClosed) {
+			t.Errorf("Flush() after Shutdown = %v, want ErrClosed", err)
+		}
+		canceled, cancel2 := context.WithCancel(context.Background())
+		cancel2()
+		if err := b.Flush(canceled); err == nil {
+			t.Errorf("Flush(ended) after Shutdown = nil")
+		}
+	})
+}
+
+// TestFlushNotNilWhenShutdownAbandonsValues: Flush "returns once every value
+// queued before the call has been placed in, or by its policy dropped
+// from, the queue of every watcher registered before the call", and
+// Delivered "After Broadcaster.Flush returns, ... counts every value queued
+// before the call that this watcher's policy did not skip". A Flush that
+// is waiting when a Shutdown's context ends returns nil although a value
+// queued before it was neither placed nor skipped by a policy: it was
+// abandoned by the Shutdown.
+func TestFlushNotNilWhenShutdownAbandonsValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := broadcast.New[int](broadcast.Options{QueueLength: 1}) // Block
+		w, _ := b.Watch()
+		publish(t, b, 1, 2) // 2 waits for room that never comes
+		flushed := make(chan error, 1)
+		go func() { flushed <- b.Flush(context.Background()) }()
+		synctest.Wait() // Flush's marker is queued behind 2
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := b.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown() = %v, want Canceled", err)
+		}
+		err := <-flushed
+		if err == nil && w.Delivered() != 2 {
+			t.Errorf("Flush() = nil, but Delivered() = %d, Dropped() = %d (by Shutdown, not by policy): value 2, queued before Flush, was never placed",
+				w.Delivered(), w.Dropped())
+		}
+	})
+}

@@ -105,16 +105,18 @@ func runModel(t *testing.T, seed uint64, publishers, attempts, actors int) {
 				}
 				choice := broadcast.FullPolicy(arng.IntN(4)) // 0: the broadcaster's, Block
 				h.policy = max(choice, broadcast.Block)
-				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: arng.IntN(6), Full: choice})
+				qlen := arng.IntN(6)
+				stopAfter := -1
+				if arng.IntN(2) == 0 {
+					stopAfter = arng.IntN(200)
+				}
+				how := arng.IntN(3) // read by Events, All or Next
+				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: qlen, Full: choice, Read: readMode(how == 0)})
 				if errors.Is(err, broadcast.ErrClosed) {
 					return
 				}
 				for p := range publishers {
 					h.hi[p] = int(started[p].Load())
-				}
-				stopAfter := -1
-				if arng.IntN(2) == 0 {
-					stopAfter = arng.IntN(200)
 				}
 				read := func(v modelMsg) {
 					h.got = append(h.got, v)
@@ -123,7 +125,7 @@ func runModel(t *testing.T, seed uint64, publishers, attempts, actors int) {
 						h.stopped = true
 					}
 				}
-				switch arng.IntN(3) {
+				switch how {
 				case 0:
 					for v := range w.Events() {
 						read(v)

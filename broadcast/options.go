@@ -13,9 +13,9 @@ const (
 	// publishers and the distributor.
 	DefaultIncomingQueueLength = 25
 	// MaxQueueLength is the largest queue length New and WatchWith accept,
-	// for a watcher's queue and for the incoming queue. A watcher's queue
-	// takes memory as it fills, not up front, but Watcher.Events makes a
-	// channel of the watcher's full length.
+	// for a watcher's queue and for the incoming queue. A queue watcher's
+	// queue takes memory as it fills, not up front; a channel watcher's
+	// channel is made with the watcher's full length.
 	MaxQueueLength = 1 << 24
 )
 
@@ -32,13 +32,14 @@ type Options struct {
 	// or above MaxQueueLength.
 	IncomingQueueLength int
 	// Full decides what happens when a watcher's queue is full, for the
-	// watchers of Watch and WatchWithPrefix and for those of WatchWith that
-	// leave their own Full at zero. The zero value means Block.
+	// watchers of Watch and for those of WatchWith that leave their own
+	// Full at zero. The zero value means Block.
 	Full FullPolicy
 }
 
 // WatchOptions configures one watcher created by Broadcaster.WatchWith. The
-// zero value gives a watcher configured as the broadcaster's Options say.
+// zero value gives the watcher Watch gives: a queue watcher configured as
+// the broadcaster's Options say.
 type WatchOptions struct {
 	// QueueLength is the capacity of this watcher's queue. Zero means the
 	// broadcaster's. WatchWith panics if it is negative or above
@@ -47,6 +48,40 @@ type WatchOptions struct {
 	// Full is this watcher's policy when its queue is full. The zero value
 	// means the broadcaster's Options.Full; name a policy to choose one.
 	Full FullPolicy
+	// Read is how the watcher is read, for good. The zero value is
+	// ReadQueue. WatchWith panics if it is not a ReadMode constant.
+	Read ReadMode
+}
+
+// ReadMode is how a watcher is read, chosen when it is made: a queue
+// watcher is read with Watcher.All and Watcher.Next, a channel watcher
+// with Watcher.Events (and All and Next, which read its channel). No read
+// call ever panics because of another: Events on a queue watcher returns a
+// closed channel.
+type ReadMode int
+
+const (
+	// ReadQueue makes a queue watcher, what Watch makes: read it with All,
+	// the fastest way to read, a batch at a time, or Next. Its Events
+	// returns a closed channel: a watcher meant for select statements is
+	// made with ReadChannel. This is the default.
+	ReadQueue ReadMode = iota
+	// ReadChannel makes a channel watcher: the distributor sends its
+	// values into a channel, Events, for select statements; All and Next
+	// receive from it. The channel is made at once with the watcher's
+	// full queue length.
+	ReadChannel
+)
+
+// String returns the mode's name, as in its constant.
+func (m ReadMode) String() string {
+	switch m {
+	case ReadQueue:
+		return "ReadQueue"
+	case ReadChannel:
+		return "ReadChannel"
+	}
+	return "ReadMode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // FullPolicy says what a Broadcaster does with a value for a watcher whose
@@ -111,14 +146,3 @@ func checkLength(n, def int, field string) int {
 	}
 	return n
 }
-
-// ReadMode says how a watcher is read; it is chosen where the watcher is
-// made.
-type ReadMode int
-
-const (
-	// ReadQueue makes a queue watcher, read with All and Next.
-	ReadQueue ReadMode = iota
-	// ReadChannel makes a channel watcher, read with Events.
-	ReadChannel
-)

@@ -14,7 +14,7 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 )
 
-// The tests in this file hold the promises that broke under hostile use:
+// The tests in this file hold the promises that broke under concurrent use:
 // each failed before the mechanism it names was fixed.
 
 // checkAccounting checks the Stats invariant over the given watchers, all
@@ -38,7 +38,7 @@ func TestReadersParkedAtStopAllReturn(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := broadcast.New[int](broadcast.Options{})
-				w, _ := b.Watch()
+				w, _ := b.WatchWith(broadcast.WatchOptions{Read: mode.mode})
 				var wg sync.WaitGroup
 				for range 3 {
 					wg.Go(func() { mode.read(t, w) })
@@ -53,19 +53,16 @@ func TestReadersParkedAtStopAllReturn(t *testing.T) {
 }
 
 // TestPrefixSurvivesDropOldest: a list-then-watch snapshot given to
-// WatchWithPrefix is read in full by a DropOldest watcher however fast
+// WatchWith is read in full by a DropOldest watcher however fast
 // values follow it, in every read mode.
 func TestPrefixSurvivesDropOldest(t *testing.T) {
 	prefix := []int{-3, -2, -1}
 	for _, mode := range readModes {
 		t.Run(mode.name, func(t *testing.T) {
 			b := newB[int](t, broadcast.Options{QueueLength: 8, Full: broadcast.DropOldest})
-			w, err := b.WatchWithPrefix(prefix)
+			w, err := b.WatchWith(broadcast.WatchOptions{Read: mode.mode}, prefix...)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if mode.name == "Events" {
-				w.Events() // channel delivery before the values arrive
 			}
 			publish(t, b, seq(0, 100)...)
 			shutdown(t, b)
@@ -89,7 +86,7 @@ func TestPrefixSurvivesDropOldest(t *testing.T) {
 // before it holds the distributor back.
 func TestPrefixDoesNotTakeQueueRoom(t *testing.T) {
 	b := newB[int](t, broadcast.Options{QueueLength: 2})
-	w, _ := b.WatchWithPrefix([]int{-2, -1})
+	w, _ := b.WatchWith(broadcast.WatchOptions{}, -2, -1)
 	t.Cleanup(w.Stop)
 	publish(t, b, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
@@ -110,7 +107,7 @@ func TestShutdownDeadlineSparesHealthyWatchers(t *testing.T) {
 		b := broadcast.New[int](broadcast.Options{QueueLength: 1000})
 		stuck, _ := b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})
 		healthy, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.DropNewest})
-		roomy, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.Block})
+		roomy, _ := b.WatchWith(broadcast.WatchOptions{Full: broadcast.Block, Read: broadcast.ReadChannel})
 		var got, gotRoomy []int
 		var wg sync.WaitGroup
 		wg.Go(func() { got = slices.Collect(healthy.All()) })

@@ -18,8 +18,8 @@ type Stats struct {
 	// queue was full.
 	DroppedIncoming uint64
 	// DroppedNewest counts values a full DropNewest watcher skipped (and
-	// values a full DropOldest watcher skipped because only its unread
-	// prefix was older: see WatchWithPrefix).
+	// values a full DropOldest channel watcher skipped because only its
+	// unread prefix was older: see WatchWith).
 	DroppedNewest uint64
 	// DroppedOldest counts queued values a full DropOldest watcher discarded
 	// to make room for newer ones.
@@ -63,8 +63,8 @@ func (b *Broadcaster[T]) Stats() Stats {
 	return s
 }
 
-// count records n values sent on w's channel; values placed in a ring are
-// counted by place, under the watcher's lock. The broadcaster's total is
+// count records n values sent on w's channel; a queue watcher's queue
+// counts the values placed in it. The broadcaster's total is
 // summed by the distributor and published once per round and before each
 // marker (see publishCounts): one atomic add per round rather than one per
 // watcher.

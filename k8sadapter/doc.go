@@ -159,4 +159,10 @@
 // stopped and what it was owed is handled. Shutdown ends them all. A
 // stopped watcher is forgotten, its counts kept in Stats: starting and
 // stopping watchers for ever keeps memory flat.
+//
+// # API changes
+//
+// Before the first tagged release:
+//   - Stats.DroppedQueueFull, deprecated and always zero, is removed: read
+//     DroppedSinkQueue and DroppedWatcherQueue.
 package k8sadapter

@@ -144,7 +144,7 @@ func TestFaultySinkAccounting(t *testing.T) {
 		e.Shutdown()
 
 		s, fs, hs := e.Stats(), fw.Stats(), hw.Stats()
-		if s.Recorded != uint64(n) || s.Queued+s.DroppedQueueFull+s.DroppedClosed+s.InvalidObject+s.InvalidType != s.Recorded {
+		if s.Recorded != uint64(n) || s.Queued+s.DroppedClosed+s.InvalidObject+s.InvalidType != s.Recorded {
 			t.Errorf("recorder side does not add up: %+v", s)
 		}
 		accounted(t, "faulty sink", fs, s.Queued)

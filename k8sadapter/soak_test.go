@@ -53,7 +53,7 @@ func TestSoak(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		s := e.Stats()
 		t.Logf("goroutines %d, heap %d MiB, recorded %d, created %d, patched %d, dropped %d", runtime.NumGoroutine(),
-			ms.HeapAlloc>>20, s.Recorded, s.Created, s.Patched, s.DroppedQueueFull+s.DroppedSinkQueue)
+			ms.HeapAlloc>>20, s.Recorded, s.Created, s.Patched, s.DroppedSinkQueue)
 	}
 	stop.Store(true)
 	wg.Wait()

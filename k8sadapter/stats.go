@@ -9,7 +9,7 @@ import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 // On the recorder side, every call is counted in Recorded and in exactly
 // one of:
 //
-//	Recorded = Queued + InvalidObject + InvalidType + DroppedQueueFull + DroppedClosed
+//	Recorded = Queued + InvalidObject + InvalidType + DroppedClosed
 //
 // Each sink is owed every event queued while it was started (from
 // StartRecordingToSink until its Stop, which takes effect at the queue
@@ -57,13 +57,6 @@ type Stats struct {
 	// InvalidType counts events refused for a type other than Normal or
 	// Warning.
 	InvalidType uint64
-	// DroppedQueueFull is always zero. It stays so that code reading it
-	// compiles and its sums stay right.
-	//
-	// Deprecated: no queue stands before every sink and handler any more:
-	// read DroppedSinkQueue, what a sink's queue refused (it folds
-	// repeats), and DroppedWatcherQueue, what a handler missed.
-	DroppedQueueFull uint64
 	// DroppedClosed counts events recorded after Shutdown began.
 	DroppedClosed uint64
 

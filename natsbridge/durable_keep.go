@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/heraldgo/herald/internal/lifecycle"
-	"github.com/heraldgo/herald/internal/wait"
+	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
 )
 
 // The keeper of a durable watcher: one goroutine that holds the reader's

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/heraldgo/herald/internal/lifecycle"
-	"github.com/heraldgo/herald/internal/wait"
+	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
 )
 
 // The feed and its goroutine, from launch to halt. Its consumers are made,

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/lifecycle"
+	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
 )
 
 // Forward publishes every value b delivers to p, in b's order, until stop is

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldgo/herald/handle"
-	"github.com/heraldgo/herald/internal/wait"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
 )
 
 // Reading a member: its partitions' values in turn, each value's sequence

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/heraldgo/herald/internal/ring"
+	"github.com/heraldgo/herald/natsbridge/internal/ring"
 )
 
 // entry is one accepted value: its message, sent as it is each time (its

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldgo/herald/internal/burst"
+	"github.com/heraldgo/herald/natsbridge/internal/burst"
 )
 
 // limitedLog writes at most one line per logInterval (burst.Burst): the

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/heraldgo/herald/internal/lifecycle"
-	"github.com/heraldgo/herald/internal/wait"
+	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
 )
 
 // Publisher sends values of T to its topic's stream, keeping a bounded

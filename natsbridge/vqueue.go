@@ -5,8 +5,8 @@ import (
 	"sync"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/ring"
-	"github.com/heraldgo/herald/internal/wait"
+	"github.com/heraldgo/herald/natsbridge/internal/ring"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
 )
 
 // vqueue is a watcher's queue: a FIFO with a limit and a policy for when

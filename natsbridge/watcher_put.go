@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/wait"
+	"github.com/heraldgo/herald/natsbridge/internal/wait"
 )
 
 // The watcher's side of its feed: how a value read from the stream is

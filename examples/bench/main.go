@@ -140,8 +140,12 @@ func fanOutHerald(b *testing.B, n int, all bool) {
 	defer bc.Shutdown(context.Background())
 	var wg sync.WaitGroup
 	ws := make([]*broadcast.Watcher[*value], n)
+	read := broadcast.ReadChannel // read by Events
+	if all {
+		read = broadcast.ReadQueue
+	}
 	for i := range ws {
-		ws[i], _ = bc.Watch()
+		ws[i], _ = bc.WatchWith(broadcast.WatchOptions{Read: read})
 		wg.Add(1)
 		go func(w *broadcast.Watcher[*value]) {
 			defer wg.Done()

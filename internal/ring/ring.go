@@ -1,6 +1,7 @@
 // Package ring is a FIFO queue in a circular buffer that grows on demand,
 // up to a limit if it has one: a long queue costs memory only once it
-// fills.
+// fills. Values pushed back at the front (PushFront) may take a ring over
+// its limit; it never grows for values pushed at the back beyond it.
 package ring
 
 // Ring is a FIFO queue. Its zero value is an empty ring without a limit.
@@ -28,12 +29,13 @@ func (r *Ring[T]) Len() int { return r.n }
 func (r *Ring[T]) Limit() int { return r.limit }
 
 // Free returns how many more values fit; for a ring without a limit, the
-// room left in its buffer before it grows.
+// room left in its buffer before it grows. A ring that PushFront took over
+// its limit has no room.
 func (r *Ring[T]) Free() int {
 	if r.limit == 0 {
 		return len(r.buf) - r.n
 	}
-	return r.limit - r.n
+	return max(r.limit-r.n, 0)
 }
 
 // Push appends v. A ring with a limit must have room for it.
@@ -58,6 +60,24 @@ func (r *Ring[T]) PushAll(vals []T) {
 	r.n += len(vals)
 }
 
+// PushFront puts vals, in their order, ahead of the queued values: a
+// reader hands back what it took and did not use. It may take the ring
+// over its limit: Free is then zero until values are taken out.
+func (r *Ring[T]) PushFront(vals []T) {
+	if r.n+len(vals) > len(r.buf) {
+		r.grow(r.n + len(vals))
+	}
+	// The new head is len(vals) slots before the old one, wrapping.
+	head := r.head - len(vals)
+	if head < 0 {
+		head += len(r.buf)
+	}
+	k := copy(r.buf[head:], vals)
+	copy(r.buf, vals[k:])
+	r.head = head
+	r.n += len(vals)
+}
+
 // index returns the position in buf of the i-th queued value.
 func (r *Ring[T]) index(i int) int {
 	if i += r.head; i >= len(r.buf) {
@@ -67,11 +87,12 @@ func (r *Ring[T]) index(i int) int {
 }
 
 // grow makes room for at least need values, doubling the buffer (never
-// beyond the limit) and moving the queued values to its start.
+// beyond the limit, unless need is) and moving the queued values to its
+// start.
 func (r *Ring[T]) grow(need int) {
 	size := max(need, 2*len(r.buf), 8)
 	if r.limit > 0 {
-		size = min(size, r.limit)
+		size = min(size, max(r.limit, need))
 	}
 	buf := make([]T, size)
 	r.CopyTo(buf)

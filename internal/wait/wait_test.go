@@ -8,12 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/heraldgo/herald/internal/wait"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestCounterReleasesWaitersAtTheirTargets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

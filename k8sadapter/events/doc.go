@@ -107,4 +107,10 @@
 // still queued when the recording context ends or a shutdown deadline
 // passes, or when Shutdown finds no writer recording (Abandoned,
 // HandlerAbandoned).
+//
+// # API changes
+//
+// Before the first tagged release:
+//   - Stats.DroppedQueueFull, deprecated and always zero, is removed: read
+//     DroppedSinkQueue and DroppedWatcherQueue.
 package events

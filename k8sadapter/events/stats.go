@@ -6,7 +6,7 @@ import "github.com/heraldgo/herald/k8sadapter/internal/pipeline"
 // recorders; each one ends in exactly one fate. On the recorder side,
 // every Eventf call is counted in Recorded and in exactly one of:
 //
-//	Recorded = Queued + InvalidObject + InvalidType + DroppedQueueFull + DroppedClosed
+//	Recorded = Queued + InvalidObject + InvalidType + DroppedClosed
 //
 // The sink's writer is owed every queued event (its queue exists from
 // NewBroadcaster on, so events recorded before StartRecordingToSinkWithContext
@@ -46,14 +46,6 @@ type Stats struct {
 	// type other than Normal or Warning, DroppedClosed (below) because
 	// Shutdown had begun.
 	Recorded, Queued, InvalidObject, InvalidType uint64
-	// DroppedQueueFull is always zero. It stays so that code reading it
-	// compiles and its sums stay right.
-	//
-	// Deprecated: no queue stands before the writer and the handlers any
-	// more: read DroppedSinkQueue, what the writer's queue refused (it
-	// folds repeats, and refuses only new series beyond its capacity), and
-	// DroppedWatcherQueue, what a handler missed.
-	DroppedQueueFull uint64
 	// DroppedClosed counts events refused because Shutdown had begun.
 	DroppedClosed uint64
 

@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// TestHostile27CounterWaitRacesAdvanceAndEnd: waiters with random targets,
+// TestCounterWaitRacesAdvanceAndEnd: waiters with random targets,
 // some with contexts cancelled midway, race a goroutine advancing the
 // count and an End. Every Wait returns; nil only once the count reached
 // its target; ErrEnded only after End began and only for a target the
 // count had not reached when End was called; ctx.Err() only for a
 // cancelled context; and no waiter is left registered.
-func TestHostile27CounterWaitRacesAdvanceAndEnd(t *testing.T) {
+func TestCounterWaitRacesAdvanceAndEnd(t *testing.T) {
 	for round := range 200 {
 		rng := rand.New(rand.NewPCG(uint64(round), 27))
 		var c Counter
@@ -103,10 +103,10 @@ func TestHostile27CounterWaitRacesAdvanceAndEnd(t *testing.T) {
 	}
 }
 
-// TestHostile27CounterEdges: a target already reached returns nil at once,
+// TestCounterEdges: a target already reached returns nil at once,
 // even on an ended counter; Advance never lowers the count; a waiter
 // cancelled while others wait leaves them waiting and registered.
-func TestHostile27CounterEdges(t *testing.T) {
+func TestCounterEdges(t *testing.T) {
 	var c Counter
 	if err := c.Wait(context.Background(), 0); err != nil {
 		t.Errorf("Wait(0) = %v", err)

@@ -26,7 +26,7 @@ import (
 // goroutine, racing the driver; Shutdown starts on its own goroutine while
 // the driver still publishes, and the driver publishes until ErrClosed.
 
-type m27Watch struct {
+type shutdownWatch struct {
 	id      int
 	w       *broadcast.Watcher[int]
 	policy  broadcast.FullPolicy
@@ -38,32 +38,32 @@ type m27Watch struct {
 	got     []int // by its one reader
 }
 
-func TestHostile27ModelStopAndShutdownRaceReads(t *testing.T) {
+func TestModelStopAndShutdownRaceReads(t *testing.T) {
 	for seed := range uint64(10) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { run27Model(t, seed, false) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runShutdownModel(t, seed, false) })
 	}
 }
 
-// TestHostile27ModelAbortedShutdownRacesReads is the model with a Block
+// TestModelAbortedShutdownRacesReads is the model with a Block
 // watcher nobody reads and a Shutdown whose context ends while it waits:
 // only Block watchers may lose values to it, and every loss is counted.
-func TestHostile27ModelAbortedShutdownRacesReads(t *testing.T) {
+func TestModelAbortedShutdownRacesReads(t *testing.T) {
 	for seed := range uint64(6) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { run27Model(t, 1000+seed, true) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runShutdownModel(t, 1000+seed, true) })
 	}
 }
 
-func run27Model(t *testing.T, seed uint64, abort bool) {
+func runShutdownModel(t *testing.T, seed uint64, abort bool) {
 	rng := rand.New(rand.NewPCG(seed, 27))
 	b := broadcast.New[int](broadcast.Options{
 		QueueLength:         1 + rng.IntN(5),
 		IncomingQueueLength: 1 + rng.IntN(4),
 	})
 	var (
-		all      []*m27Watch
+		all      []*shutdownWatch
 		readers  sync.WaitGroup
 		stoppers sync.WaitGroup
-		toStop   = make(chan *m27Watch, 64)
+		toStop   = make(chan *shutdownWatch, 64)
 	)
 	stoppers.Go(func() {
 		for a := range toStop {
@@ -73,7 +73,7 @@ func run27Model(t *testing.T, seed uint64, abort bool) {
 		}
 	})
 
-	read := func(a *m27Watch, rr *rand.Rand) {
+	read := func(a *shutdownWatch, rr *rand.Rand) {
 		ended, cancel := context.WithCancel(context.Background())
 		cancel()
 		record := func(v int) {
@@ -134,7 +134,7 @@ func run27Model(t *testing.T, seed uint64, abort bool) {
 		}
 	}
 
-	var stuck *m27Watch
+	var stuck *shutdownWatch
 	published, refused := 0, uint64(0)
 	shutdownAt := 150 + rng.IntN(150)
 	shutdownErr := make(chan error, 1)
@@ -153,15 +153,12 @@ driving:
 			if abort {
 				// A Block watcher nobody reads, with values queued
 				// behind it, holds the distributor back.
-				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block})
+				channel := rng.IntN(2) == 0
+				w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: 1, Full: broadcast.Block, Read: readMode(channel)})
 				if err != nil {
 					t.Fatal(err)
 				}
-				stuck = &m27Watch{id: -1, w: w, policy: broadcast.Block, lo: published}
-				if rng.IntN(2) == 0 {
-					stuck.channel = true
-					w.Events()
-				}
+				stuck = &shutdownWatch{id: -1, w: w, policy: broadcast.Block, lo: published, channel: channel}
 				for range 3 {
 					if ok, _ := b.TryPublish(published); ok {
 						published++
@@ -199,20 +196,18 @@ driving:
 				refused++
 			}
 		case op < 17 && len(all) < 14:
-			a := &m27Watch{id: len(all), lo: published, policy: broadcast.FullPolicy(1 + rng.IntN(3))}
+			a := &shutdownWatch{id: len(all), lo: published, policy: broadcast.FullPolicy(1 + rng.IntN(3))}
 			for j := range rng.IntN(4) {
 				a.prefix = append(a.prefix, -(100*a.id + j + 1))
 			}
-			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: rng.IntN(4), Full: a.policy}, a.prefix...)
+			qlen := rng.IntN(4)
+			a.channel = rng.IntN(2) == 0
+			w, err := b.WatchWith(broadcast.WatchOptions{QueueLength: qlen, Full: a.policy, Read: readMode(a.channel)}, a.prefix...)
 			if err != nil {
 				closedSeen("WatchWith")
 				break driving
 			}
 			a.w = w
-			a.channel = rng.IntN(2) == 0
-			if a.channel {
-				w.Events() // the first read
-			}
 			a.selfish = rng.IntN(3) == 0
 			all = append(all, a)
 			rr := rand.New(rand.NewPCG(seed, uint64(a.id)))
@@ -289,7 +284,7 @@ driving:
 		if a.policy == broadcast.Block {
 			blockDropped += a.w.Dropped()
 		}
-		oldest += check27Watch(t, a, published)
+		oldest += checkShutdownWatch(t, a, published)
 	}
 	stopped := 0
 	for _, a := range all {
@@ -312,9 +307,9 @@ driving:
 	}
 }
 
-// check27Watch checks one drained watcher and returns how many of its
+// checkShutdownWatch checks one drained watcher and returns how many of its
 // delivered values its policy discarded from the queue.
-func check27Watch(t *testing.T, a *m27Watch, published int) (discarded uint64) {
+func checkShutdownWatch(t *testing.T, a *shutdownWatch, published int) (discarded uint64) {
 	t.Helper()
 	n := len(a.prefix)
 	if len(a.got) < n || !slices.Equal(a.got[:n], a.prefix) {
