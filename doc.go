@@ -14,6 +14,10 @@
 //   - correlate: Correlator[T, K] folds floods of events into counts: exact
 //     repeats are counted, many similar events are combined into one, and
 //     a source that keeps repeating itself is rate limited.
+//   - handle: Pool[T] runs a handler on each value of a source on many
+//     workers, values of one key in order, with retries, a dead-letter
+//     hook and a fate counted for every value; a durable natsbridge
+//     watcher's values are acknowledged only once their handler returned.
 //   - k8sadapter: the pieces above instantiated for Kubernetes core/v1
 //     Events: a drop-in replacement for client-go's record.NewBroadcaster
 //     that stores the same events, never starts a goroutine per event,
@@ -39,7 +43,7 @@
 //     module (telemetry/natstelemetry, telemetry/k8stelemetry), so that
 //     only their users compile NATS or Kubernetes.
 //
-// The generic packages (broadcast, ratelimit, correlate) import nothing
+// The generic packages (broadcast, ratelimit, correlate, handle) import nothing
 // from Kubernetes; only k8sadapter and its subpackages do.
 //
 // # Where to start

@@ -67,8 +67,11 @@ func shardedPool(w *broadcast.Watcher[job], workers, n int, fn func(job)) {
 // handled.
 func runPool(b *testing.B, w *broadcast.Watcher[job], workers, n int, fn func(job)) {
 	p := handle.New(w, byKey, func(_ context.Context, v job) error { fn(v); return nil }, handle.Options{Workers: workers})
-	for p.Stats().Handled < uint64(n) {
-		time.Sleep(50 * time.Microsecond) // polling the pool's progress, outside the handlers
+	if err := p.Flush(context.Background()); err != nil { // every value the source held
+		b.Fatal(err)
+	}
+	if h := p.Stats().Handled; h < uint64(n) {
+		b.Fatalf("handled %d of %d", h, n)
 	}
 	if err := p.Shutdown(context.Background()); err != nil {
 		b.Fatal(err)

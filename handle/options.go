@@ -135,6 +135,13 @@ type Stats[K comparable] struct {
 	DeadLettered uint64
 	// Poisoned counts the values that could not be decoded.
 	Poisoned uint64
+	// Mixed counts the values, from a PartitionedSource, that joined a key
+	// whose value before them, still in the Pool, came from another
+	// partition: the key function does not refine the source's partition
+	// key (each is logged, in bursts). They are handled, in the order the
+	// Pool received them; but such a key's values have no order across
+	// partitions, and two members of a group may handle them at once.
+	Mixed uint64
 	// InFlight is the number of values in a handler (or being
 	// dead-lettered) now.
 	InFlight int

@@ -2,11 +2,9 @@ package handle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +30,14 @@ type Func[T any] func(ctx context.Context, v T) error
 // Stats). Its zero value is not usable: make one with New, and call
 // Shutdown when done with it. It is safe for concurrent use.
 type Pool[T any, K comparable] struct {
-	src  Source[T]
-	acks AckSource[T]   // src, if it is one
-	sink DeadLetterSink // src, if it is one
-	key  func(T) K      // nil: every value is its own key
-	fn   Func[T]
-	o    Options
-	dead *broadcast.Broadcaster[DeadLetter[T, K]]
+	src   Source[T]
+	acks  AckSource[T]      // src, if it is one
+	sink  DeadLetterSink    // src, if it is one
+	parts PartitionedSource // src, if it is one
+	key   func(T) K         // nil: every value is its own key
+	fn    Func[T]
+	o     Options
+	dead  *broadcast.Broadcaster[DeadLetter[T, K]]
 	// deadW is the watcher Pool.DeadLetters returns, registered before
 	// anything is read, so that no dead letter goes before a reader.
 	deadW *broadcast.Watcher[DeadLetter[T, K]]
@@ -57,7 +56,7 @@ type Pool[T any, K comparable] struct {
 	shutOnce sync.Once
 	shutErr  error
 
-	logPanic, logDead, logSlow burst.Burst
+	logPanic, logDead, logSlow, logMixed burst.Burst
 
 	floor wait.Counter // every value received before this order has its fate
 
@@ -73,6 +72,7 @@ type Pool[T any, K comparable] struct {
 	// none, and look again a few times before they park: a lane made
 	// ready meanwhile needs no wake-up.
 	spinning  int
+	idle      int        // lanes in keys that hold no value (see popLocked)
 	reader    wait.Queue // the reader waiting for room
 	stats     Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
 	stopped   bool       // Shutdown began
@@ -97,6 +97,7 @@ type lane[T any, K comparable] struct {
 	running bool      // a worker holds the head
 	retryAt time.Time // the head waits out a retry until then; zero if not
 	heapIdx int       // the lane's place in the retry heap, -1 if none
+	part    int       // the partition of its values, from a PartitionedSource
 	// The head's attempts in this Pool, when its first and last began,
 	// and when the key was last logged as slow.
 	tries       int
@@ -146,6 +147,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	}
 	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
+	p.parts, _ = src.(PartitionedSource)
 	p.sink, _ = src.(DeadLetterSink)
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
@@ -266,15 +268,46 @@ func (p *Pool[T, K]) accept(d Delivery[T]) bool {
 		p.mu.Lock()
 	default:
 		l := p.laneLocked(k)
+		mixed := p.partitionLocked(l, d.Seq)
 		l.vals.Push(e)
 		p.stats.Waiting++
 		if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
 			p.readyLocked(l)
 		}
+		if mixed {
+			p.mu.Unlock()
+			p.warnMixed(k)
+			p.mu.Lock()
+		}
 	}
 	ok := p.waitRoomLocked()
 	p.mu.Unlock()
 	return ok
+}
+
+// partitionLocked notes, for a PartitionedSource, the partition of the
+// value seq about to join lane l, and reports whether the value before it
+// in l came from another partition: a key that does not refine the
+// partition key.
+func (p *Pool[T, K]) partitionLocked(l *lane[T, K], seq uint64) bool {
+	if p.parts == nil {
+		return false
+	}
+	part, prev := p.parts.PartitionOf(seq), l.part
+	l.part = part
+	if l.vals.Len() == 0 || prev == part {
+		return false
+	}
+	p.stats.Mixed++
+	return true
+}
+
+// warnMixed logs, in bursts, a key that joined values of two partitions.
+func (p *Pool[T, K]) warnMixed(k K) {
+	if n, due := p.logMixed.Add(time.Now(), 1); due {
+		p.o.Logger.Warn("handle: the key function does not refine the source's partition key: a key's values come from two partitions, whose order no one keeps, and may be handled by two members at once; key by the partition key, or refine it (natsbridge.Refine)",
+			slog.Any("key", k), slog.Uint64("count", n))
+	}
 }
 
 // giveUpAtOnce dead-letters e, counted in flight, which no handler can
@@ -319,6 +352,9 @@ func (p *Pool[T, K]) keyOf(v T) (k K, err error) {
 func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
 	if p.key != nil {
 		if l, ok := p.keys[k]; ok {
+			if l.vals.Len() == 0 && !l.running {
+				p.idle-- // idle no more
+			}
 			return l
 		}
 	}
@@ -344,273 +380,5 @@ func (p *Pool[T, K]) readyLocked(l *lane[T, K]) {
 	p.ready.Push(l)
 	if p.spinning == 0 {
 		wait.Signal(p.workers.WakeLocked())
-	}
-}
-
-// errExhausted is the failure of a value whose source delivered it
-// MaxAttempts times before (its readers died in its handler): it is
-// dead-lettered without a handler.
-var errExhausted = errors.New("handle: the value was handled Options.MaxAttempts times before, across its source's deliveries (a reader died in its handler): not handled again")
-
-// maxRun is how many values of one key a worker handles in a row before
-// it lets the key queue again behind the other ready keys.
-const maxRun = 64
-
-// work is a worker goroutine: it handles the head of one ready lane at a
-// time, until Shutdown. It goes on with the same lane while that lane has
-// values (up to maxRun in a row), which spares the ready queue and a
-// wake-up per value.
-func (p *Pool[T, K]) work() {
-	var (
-		l   *lane[T, K]
-		e   entry[T]
-		err error
-		run int
-		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
-	)
-	for {
-		p.mu.Lock()
-		if l != nil {
-			var final bool
-			if l, final = p.finishLocked(l, e, err, run < maxRun); final && p.acks != nil {
-				// Marked done before anything else: the source may wait
-				// for it to acknowledge, or to hand its position over.
-				p.mu.Unlock()
-				p.done(e)
-				p.mu.Lock()
-			}
-			if l == nil {
-				run = 0
-			}
-		}
-		if l == nil {
-			if l = p.nextReadyLocked(); l == nil {
-				p.mu.Unlock()
-				return
-			}
-		}
-		e = p.startLocked(l)
-		run++
-		p.mu.Unlock()
-		if e.before >= p.o.MaxAttempts {
-			err = errExhausted // failed that often before: not handled again
-		} else {
-			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
-			err = p.call(ctx, e.v)
-		}
-	}
-}
-
-// spinTries is how many times a worker that found no ready lane yields
-// and looks again before it parks; one worker at a time does.
-const spinTries = 16
-
-// nextReadyLocked waits for a ready lane and takes it; it returns nil once
-// the Pool is stopped. Before it parks, one worker at a time yields and
-// looks again a few times: with short handlers, the next value comes
-// sooner than a parked worker wakes.
-func (p *Pool[T, K]) nextReadyLocked() *lane[T, K] {
-	if !p.stopped && p.ready.Len() == 0 && p.spinning == 0 {
-		p.spinning++
-		for range spinTries {
-			p.mu.Unlock()
-			runtime.Gosched()
-			p.mu.Lock()
-			if p.stopped || p.ready.Len() > 0 {
-				break
-			}
-		}
-		p.spinning--
-	}
-	for !p.stopped && p.ready.Len() == 0 {
-		c := p.workers.ParkLocked()
-		p.mu.Unlock()
-		select {
-		case <-c:
-		case <-p.g.Stopping().Done():
-		}
-		p.mu.Lock()
-		p.workers.UnparkLocked()
-	}
-	if p.stopped {
-		return nil
-	}
-	l := p.ready.Pop()
-	if p.ready.Len() > 0 {
-		wait.Signal(p.workers.WakeLocked()) // the hand-off rule: work left for another
-	}
-	return l
-}
-
-// startLocked begins an attempt of l's head, and returns it.
-func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
-	e := l.vals.Peek()
-	l.running = true
-	if l.tries == 0 {
-		// The supervisor's clock, not time.Now: a clock read costs as
-		// much as the rest of a value's way through the Pool (see
-		// BenchmarkEmptyHandler), and this one is right to a tick.
-		l.first = p.clock()
-		l.last = l.first
-		p.busy.push(l)
-	} else {
-		p.stats.Retries++
-		l.last = time.Now()
-	}
-	p.stats.Waiting--
-	p.stats.InFlight++
-	return e
-}
-
-// call runs the handler, turning a panic into an error.
-func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("handle: handler panicked: %v", r)
-			p.mu.Lock()
-			p.stats.Panics++
-			p.mu.Unlock()
-			if n, due := p.logPanic.Add(time.Now(), 1); due {
-				p.o.Logger.Warn("handle: handler panicked (handled as a failure)", slog.String("panic", fmt.Sprintf("%T", r)), slog.Uint64("count", n))
-			}
-		}
-	}()
-	return p.fn(ctx, v)
-}
-
-// finishLocked gives the head e of lane l its fate after an attempt that
-// returned err: handled, a retry after a wait, or a dead letter (stored
-// with the lock released). It returns the lane the worker goes on with
-// (l again, if it holds more values and more allows it), and reports
-// whether e's fate is final, to be marked done in its source.
-func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) (*lane[T, K], bool) {
-	if err != errExhausted {
-		l.tries++
-	}
-	attempts := e.before + l.tries
-	switch {
-	case err == nil:
-		return p.popLocked(l, e, &p.stats.Handled, more), true
-	case p.stopped:
-		p.popLocked(l, e, &p.stats.Abandoned, false)
-		return nil, false
-	case !errors.Is(err, ErrPermanent) && attempts < p.o.MaxAttempts:
-		p.waitRetryLocked(l)
-		return nil, false
-	}
-	f := Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
-	p.mu.Unlock()
-	stored := p.giveUp(l.key, e, f)
-	p.mu.Lock()
-	switch {
-	case stored:
-		return p.popLocked(l, e, &p.stats.DeadLettered, more), true
-	case p.stopped:
-		p.popLocked(l, e, &p.stats.Abandoned, false)
-	default:
-		l.tries-- // the dead letter is tried again after a wait
-		p.waitRetryLocked(l)
-	}
-	return nil, false
-}
-
-// waitRetryLocked makes l's head, just failed, wait out its retry.
-func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
-	l.running = false
-	p.stats.InFlight--
-	p.stats.Backoff++
-	l.retryAt = time.Now().Add(p.backoff(max(l.tries, 1)))
-	if p.retry.push(l) {
-		wait.Signal(p.wakeSup) // the earliest retry changed
-	}
-}
-
-// popLocked removes l's head e, now fated (counted in *count), and
-// releases the lane: to the caller if it holds more values and more is
-// set, to the ready queue if it holds more, to the free list otherwise.
-// It returns the lane if the caller goes on with it, nil otherwise.
-func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bool) *lane[T, K] {
-	l.vals.Pop()
-	l.running, l.tries = false, 0
-	p.busy.remove(l)
-	p.stats.InFlight--
-	*count++
-	p.fateLocked(e.ord)
-	switch {
-	case l.vals.Len() > 0 && more:
-		return l
-	case l.vals.Len() > 0:
-		p.readyLocked(l)
-		return nil
-	}
-	if p.key != nil {
-		delete(p.keys, l.key)
-	}
-	var zero K
-	l.key = zero
-	p.free = append(p.free, l)
-	return nil
-}
-
-// fateLocked records that the value of order ord has its fate: the reader
-// may have room, and Flush may return.
-func (p *Pool[T, K]) fateLocked(ord uint64) {
-	p.floor.Advance(p.ords.fate(ord))
-	wait.Signal(p.reader.WakeLocked())
-}
-
-// done tells an AckSource that e has its fate (nothing for the zero
-// entry).
-func (p *Pool[T, K]) done(e entry[T]) {
-	if p.acks != nil && e.seq != 0 {
-		p.acks.Done(e.seq)
-	}
-}
-
-// giveUp hands a dead letter to the source, if it keeps them, or to the
-// Pool's dead-letter broadcaster, and reports whether it is stored. A
-// failure to store it is logged; the caller tries again later.
-func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
-	if n, due := p.logDead.Add(time.Now(), 1); due {
-		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
-			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))
-	}
-	ctx := p.g.Aborting()
-	if p.sink != nil && e.seq != 0 {
-		err := p.sink.DeadLetter(ctx, e.seq, f)
-		if err == nil {
-			return true
-		}
-		if !errors.Is(err, ErrNoDeadLetterSink) {
-			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
-			return false
-		}
-	}
-	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
-		return false
-	}
-	// Stored once it is in the watcher's queue: a value published but
-	// still waiting for room there is lost when Shutdown runs out of time.
-	return p.dead.Flush(ctx) == nil
-}
-
-// errorType names an error by its Go type: its text may quote the value.
-func errorType(err error) string {
-	if err == nil {
-		return ""
-	}
-	return fmt.Sprintf("%T", err)
-}
-
-// pause waits before the next of tries to store a dead letter, and
-// reports false if the Pool's Shutdown ran out of time meanwhile.
-func (p *Pool[T, K]) pause(try int) bool {
-	t := time.NewTimer(p.backoff(try))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.g.Aborting().Done():
-		return false
 	}
 }

@@ -118,6 +118,7 @@ func (p *Pool[T, K]) abandonWaitingLocked() {
 	for _, l := range p.keys {
 		drop(l)
 	}
+	p.sweepIdleLocked()
 	for p.ready.Len() > 0 { // lanes of unkeyed values are in no map
 		if l := p.ready.Pop(); p.key == nil {
 			drop(l)
@@ -169,7 +170,7 @@ func (p *Pool[T, K]) Stats() Stats[K] {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Keys = len(p.keys)
+	s.Keys = len(p.keys) - p.idle
 	if p.key == nil {
 		s.Keys = 0
 	}

@@ -109,3 +109,12 @@ func (p permanent) Error() string { return p.err.Error() }
 func (p permanent) Is(target error) bool { return target == ErrPermanent }
 
 func (p permanent) Unwrap() error { return p.err }
+
+// A PartitionedSource delivers the values of several partitions, each in
+// an order of its own and none between them: a natsbridge.Member. A Pool
+// reading one checks that no key holds values of two partitions at once
+// (Stats.Mixed): its key function must refine the partition key.
+type PartitionedSource interface {
+	// PartitionOf returns the partition of the value delivered with seq.
+	PartitionOf(seq uint64) int
+}

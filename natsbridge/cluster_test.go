@@ -551,6 +551,34 @@ func TestClusterDurable(t *testing.T) {
 	if uint64(twice) > redelivered {
 		t.Errorf("%d values read by both readers, %d counted as redelivered", twice, redelivered)
 	}
-	logFault(t, "durable: consumer leader %s killed, %s elected after %v; readers read %d and %d values, %d by both (the overlap), %d redelivered",
-		old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), len(readers[0].got), len(readers[1].got), twice, redelivered)
+	inside, span := interleaved(readers[0], readers[1])
+	logFault(t, "durable: consumer leader %s killed, %s elected after %v; readers read %d and %d values, %d by both (read again after a hand-over), %d redelivered; %d handed out inside the other's run of reads (concurrent overlap, %v)",
+		old.Name(), leader.Name(), elected.Sub(killed).Round(time.Millisecond), len(readers[0].got), len(readers[1].got), twice, redelivered, inside, span.Round(time.Millisecond))
+}
+
+// interleaved measures how long two readers of one durable position
+// handed out values at the same time: it counts the values each read
+// between two reads of the other less than 20ms apart (inside the
+// other's run), and returns the time from the first such read to the
+// last.
+func interleaved(a, b *reader) (n int, span time.Duration) {
+	var first, last time.Time
+	count := func(x, y *reader) {
+		for _, at := range x.times {
+			i, _ := slices.BinarySearchFunc(y.times, at, func(t, at time.Time) int { return t.Compare(at) })
+			if i == 0 || i == len(y.times) || y.times[i].Sub(y.times[i-1]) >= 20*time.Millisecond {
+				continue
+			}
+			n++
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	count(a, b)
+	count(b, a)
+	return n, last.Sub(first)
 }

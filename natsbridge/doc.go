@@ -112,6 +112,41 @@
 // reserved (at least once still holds; TestClusterDurable measures the
 // overlap). README.md in this directory has the measurements.
 //
+// # Partitions and consumer groups
+//
+// One stream has one leader, through which every write and every
+// acknowledgement passes, and a durable position one active reader. A
+// Partitioned topic (NewPartitioned) is P streams, one per partition, so
+// that a cluster spreads their leaders over its nodes: writes grow with
+// the nodes. (One stream with P subjects would share the reading out but
+// leave every write to one leader; see README.md, "Partitions", for the
+// measurements and the model of throughput by cores and nodes.) A value
+// goes to partition (Murmur2(key) & 0x7fffffff) % P of its partition key,
+// as Kafka's default partitioner routes it, so that programs in other
+// languages route alike. Each partition keeps a topic's guarantees.
+//
+// A consumer group (Partitioned.Join) shares the partitions among its
+// live members, one reader per partition at a time, on the durable
+// mechanism above: a member that leaves or loses a partition to a
+// newcomer hands it over once its handlers are done with what they hold;
+// a member that dies loses its partitions after the takeover time. A
+// member is a source for a handle.Pool, whose key must be the partition
+// key (Member.Key) or refine it (Refine): the Pool counts and logs a key
+// that joins values of two partitions (handle.Stats.Mixed). Membership is
+// elastic (whoever is alive); a member that names itself
+// (GroupOptions.Member, a StatefulSet's pod name) and comes back within
+// the takeover time finds its partitions as it left them, which covers
+// static membership's use.
+//
+// Limits. The number of partitions is fixed when the topic is made: a
+// key's partition depends on it, and changing it would move keys to
+// partitions that hold none of their earlier values, out of order. To
+// change it, make a new topic and move readers over once the old one is
+// drained. A rebalance costs each partition that moves one hand-over:
+// its old owner's handlers finish what they hold (the longest handler
+// time, at most), then the new owner reads on; a member that dies costs
+// the takeover time, and the values it had not finished come again.
+//
 // # Why not JetStream's ordered consumer
 //
 // The benchmarks use nats.go's ordered consumer as the baseline of a plain

@@ -55,8 +55,10 @@ func TestDurableSameProcess(t *testing.T) {
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "edge.samedurable", natsbridge.TopicOptions{})
 	opts := natsbridge.WatchOptions{Durable: "billing", Takeover: 2 * time.Second}
-	a := readDurableWatcher(watch(t, topic, opts), 0)
-	b := readDurableWatcher(watch(t, topic, opts), 0)
+	// Each value takes its reader 200µs or more, so that the second half
+	// takes the active one 200ms at least: it is stopped in the middle.
+	a := readDurableWatcher(watch(t, topic, opts), 200*time.Microsecond)
+	b := readDurableWatcher(watch(t, topic, opts), 200*time.Microsecond)
 	const n = 2000
 	p := publisher(t, topic, natsbridge.PublisherOptions{})
 	publishN(t, p, 1, n/2)
@@ -69,7 +71,7 @@ func TestDurableSameProcess(t *testing.T) {
 		t.Fatalf("both read while one was active: %d and %d", len(active.read()), len(standby.read()))
 	}
 	publishN(t, p, n/2+1, n)
-	time.Sleep(20 * time.Millisecond) // stop mid-stream
+	eventually(t, "the active one into the second half", func() bool { return len(active.read()) > n/2 })
 	active.w.Stop()
 	<-active.done
 	stoppedAt := time.Now()

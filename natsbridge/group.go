@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"slices"
-	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -24,16 +21,16 @@ import (
 // watcher named after the group (so a partition's position, its one active
 // reader, its takeover and its record are those of durable watchers).
 //
-// Membership: each member writes, every third of the takeover time, a key
-// of its own in the topic's bucket (g.<group>.m.<member>) saying until when
-// it is alive; a member is live while that time has not passed. Each
-// member reads the keys on the same beat and computes, from the live
-// members alone, the same assignment: every partition goes to the member
-// that ranks highest for it (rendezvous hashing of member and partition),
-// among those that hold fewer than their share (P/N rounded up). So a
-// member that joins takes about its share, from the others, and one that
-// leaves or dies gives its partitions to the others; the rest stay where
-// they are (sticky).
+// Membership: each member writes, every third of the takeover time (and
+// whenever its partitions change), a key of its own in the topic's bucket
+// (g.<group>.m.<member>) saying until when it is alive and which
+// partitions it reads; a member is live while that time has not passed.
+// Each member reads the keys on the same beat and computes, from the live
+// members' keys alone, the same assignment (see assign): shares within
+// one of each other; each partition kept by the member that reads it,
+// within its share; the rest by rendezvous hashing. So a member that
+// joins takes its share from the others, one that leaves or dies gives
+// its partitions to the others, and nothing else moves (sticky).
 //
 // A member that loses a partition stops its watcher: it hands back what it
 // had not handed to its handlers, lets them finish what they hold,
@@ -159,14 +156,17 @@ func (pt *Partitioned[T]) Join(ctx context.Context, group string, o GroupOptions
 	return m, nil
 }
 
-// liveness is what a member's key holds.
+// liveness is what a member's key holds: until when it is live, and the
+// partitions it reads.
 type liveness struct {
 	Until int64 `json:"until"` // Unix nanoseconds
+	Parts []int `json:"parts,omitempty"`
 }
 
-// heartbeat writes that this member is live for a takeover time more.
+// heartbeat writes that this member is live for a takeover time more,
+// and which partitions it reads.
 func (m *Member[T]) heartbeat(ctx context.Context) error {
-	b, _ := json.Marshal(liveness{Until: time.Now().Add(m.o.Takeover).UnixNano()})
+	b, _ := json.Marshal(liveness{Until: time.Now().Add(m.o.Takeover).UnixNano(), Parts: m.claimed()})
 	if _, err := m.kv.Put(ctx, m.key, b); err != nil {
 		return fmt.Errorf("natsbridge: group %q: member %q: %w", m.group, m.name, err)
 	}
@@ -194,15 +194,28 @@ func (m *Member[T]) coordinate() {
 	}
 }
 
-// members returns the live members of the group, sorted.
-func (m *Member[T]) members(ctx context.Context) ([]string, error) {
+// claimed returns the partitions the member reads, sorted.
+func (m *Member[T]) claimed() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parts := make([]int, 0, len(m.readers))
+	for i := range m.readers {
+		parts = append(parts, i)
+	}
+	slices.Sort(parts)
+	return parts
+}
+
+// members returns the live members of the group, each with the
+// partitions it said it reads.
+func (m *Member[T]) members(ctx context.Context) (map[string][]int, error) {
 	prefix := "g." + m.group + ".m."
 	l, err := m.kv.ListKeysFiltered(ctx, prefix+"*")
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	var live []string
+	live := map[string][]int{}
 	for k := range l.Keys() {
 		e, err := m.kv.Get(ctx, k)
 		if err != nil {
@@ -210,46 +223,10 @@ func (m *Member[T]) members(ctx context.Context) ([]string, error) {
 		}
 		var lv liveness
 		if json.Unmarshal(e.Value(), &lv) == nil && time.Unix(0, lv.Until).After(now) {
-			live = append(live, k[len(prefix):])
+			live[k[len(prefix):]] = lv.Parts
 		}
 	}
-	slices.Sort(live)
 	return live, nil
-}
-
-// assign returns the partitions of p that member gets among members: each
-// partition, in order, goes to the member that ranks highest for it
-// (rendezvous hashing) among those holding fewer than their share.
-func assign(members []string, p int, member string) []int {
-	if len(members) == 0 {
-		return nil
-	}
-	share := (p + len(members) - 1) / len(members)
-	held := make(map[string]int, len(members))
-	var mine []int
-	for i := range p {
-		ranked := slices.Clone(members)
-		sort.SliceStable(ranked, func(a, b int) bool { return rank(ranked[a], i) > rank(ranked[b], i) })
-		for _, c := range ranked {
-			if held[c] < share {
-				held[c]++
-				if c == member {
-					mine = append(mine, i)
-				}
-				break
-			}
-		}
-	}
-	return mine
-}
-
-// rank is a member's weight for partition i.
-func rank(member string, i int) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(member))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(i)))
-	return h.Sum64()
 }
 
 // rebalance reads the live members and starts and stops this member's
@@ -260,11 +237,8 @@ func (m *Member[T]) rebalance(ctx context.Context) {
 		m.pt.parts[0].log.Warn("natsbridge: group members not read", slog.String("group", m.group), errAttr(err))
 		return
 	}
-	if !slices.Contains(live, m.name) {
-		live = append(live, m.name) // this one is live: it is running
-		slices.Sort(live)
-	}
-	stop, start := m.plan(live, assign(live, len(m.pt.parts), m.name))
+	live[m.name] = m.claimed() // live, as it is running, and its own word is the latest
+	stop, start := m.plan(len(live), assign(live, len(m.pt.parts), m.name))
 	for _, w := range stop {
 		w.Stop() // hands the partition over once its handlers are done
 	}
@@ -277,16 +251,22 @@ func (m *Member[T]) rebalance(ctx context.Context) {
 		}
 		started[i] = w
 	}
-	m.install(started, len(stop))
+	if m.install(started, len(stop)) {
+		// Say at once what it reads now, so that the others' next
+		// assignment keeps it.
+		if err := m.heartbeat(ctx); err != nil {
+			m.pt.parts[0].log.Warn("natsbridge: group member not renewed", slog.String("group", m.group), errAttr(err))
+		}
+	}
 }
 
 // plan returns the watchers of the partitions this member no longer
 // gets, which it moves to leaving (Receive reads them no more), and the
 // partitions it gets and does not read (nor still hands over).
-func (m *Member[T]) plan(live []string, mine []int) (stop []*Watcher[T], start []int) {
+func (m *Member[T]) plan(live int, mine []int) (stop []*Watcher[T], start []int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.stats.Members = len(live)
+	m.stats.Members = live
 	if m.stopped {
 		return nil, nil
 	}
@@ -307,16 +287,16 @@ func (m *Member[T]) plan(live []string, mine []int) (stop []*Watcher[T], start [
 }
 
 // install makes the watchers started this member's readers, and counts a
-// rebalance if anything changed; if the member stopped meanwhile, it
-// stops them.
-func (m *Member[T]) install(started map[int]*Watcher[T], stopped int) {
+// rebalance if anything changed, which it reports; if the member stopped
+// meanwhile, it stops them.
+func (m *Member[T]) install(started map[int]*Watcher[T], stopped int) (changed bool) {
 	m.mu.Lock()
 	done := m.stopped
 	if !done {
 		for i, w := range started {
 			m.readers[i], m.last[i] = w, w
 		}
-		if stopped+len(started) > 0 {
+		if changed = stopped+len(started) > 0; changed {
 			m.stats.Rebalances++
 		}
 	}
@@ -327,6 +307,7 @@ func (m *Member[T]) install(started map[int]*Watcher[T], stopped int) {
 		}
 	}
 	wait.Signal(m.notify)
+	return changed
 }
 
 // settleLeavingLocked forgets the partitions whose hand-over is done.

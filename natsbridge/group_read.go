@@ -131,6 +131,15 @@ func Refine[T any, K comparable](m *Member[T], sub func(T) K) func(T) PartKey[K]
 	return func(v T) PartKey[K] { return PartKey[K]{Partition: m.Key(v), Sub: sub(v)} }
 }
 
+// PartitionOf returns the partition of the value the member delivered
+// with seq (a handle.PartitionedSource).
+func (m *Member[T]) PartitionOf(seq uint64) int { return int(seq >> seqBits) }
+
+// Group returns the name of the member's group, and Name the member's
+// own (GroupOptions.Member, or the name Join made up).
+func (m *Member[T]) Group() string { return m.group }
+func (m *Member[T]) Name() string  { return m.name }
+
 // Stats returns a snapshot of the member's counters.
 func (m *Member[T]) Stats() MemberStats {
 	m.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -59,6 +60,8 @@ func (m *cpuMeter) report(b *testing.B, n int) {
 // every partition replicated on the three:
 //   - publish/partitions=P: a partitioned publisher publishes b.N values
 //     of random keys, waiting for every ack (Shutdown);
+//   - read/partitions=P/members=3: the 3 members of a group read b.N
+//     values stored while they did not read, marking each done at once;
 //   - handle/partitions=6/members=M: M members of a group (each with a
 //     connection of its own) handle b.N values with a handle.Pool of 16
 //     workers and a handler that takes 1ms, from the first publish to the
@@ -71,6 +74,9 @@ func BenchmarkPartitioned(b *testing.B) {
 	c := natstest.StartCluster(b, 3, natstest.Options{})
 	for _, p := range []int{1, 3, 6} {
 		b.Run(fmt.Sprintf("publish/partitions=%d", p), func(b *testing.B) { benchPartitionedPublish(b, c, p) })
+	}
+	for _, p := range []int{1, 3, 6} {
+		b.Run(fmt.Sprintf("read/partitions=%d/members=3", p), func(b *testing.B) { benchPartitionedRead(b, c, p, 3) })
 	}
 	for _, m := range []int{1, 3} {
 		b.Run(fmt.Sprintf("handle/partitions=6/members=%d", m), func(b *testing.B) { benchPartitionedHandle(b, c, 6, m) })
@@ -115,12 +121,11 @@ func benchPartitionedPublish(b *testing.B, c *natstest.Cluster, p int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }
 
-func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
-	pt := benchPartitioned(b, c, p)
-	var handled atomic.Int64
-	var pools []*handle.Pool[Order, string]
+// joinMembers joins n members, each with a connection of its own, to the
+// group "bench" of pt, and waits until they own every partition.
+func joinMembers(b *testing.B, c *natstest.Cluster, pt *natsbridge.Partitioned[Order], n int) []*natsbridge.Member[Order] {
 	var ms []*natsbridge.Member[Order]
-	for i := range members {
+	for i := range n {
 		_, js := dial(b, c.URL())
 		mpt, err := natsbridge.NewPartitioned(context.Background(), js, pt.Name(), natsbridge.JSON[Order](), func(o Order) string { return o.Item }, natsbridge.PartitionOptions{})
 		if err != nil {
@@ -131,29 +136,34 @@ func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
 			b.Fatal(err)
 		}
 		ms = append(ms, m)
+		b.Cleanup(func() { _ = mpt.Shutdown(context.Background()) })
+	}
+	eventually(b, "the group settled", func() bool {
+		n := 0
+		for _, m := range ms {
+			n += len(m.Stats().Partitions)
+		}
+		return n == pt.Partitions()
+	})
+	return ms
+}
+
+func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
+	pt := benchPartitioned(b, c, p)
+	var handled atomic.Int64
+	var pools []*handle.Pool[Order, string]
+	for _, m := range joinMembers(b, c, pt, members) {
 		pools = append(pools, handle.New(m, m.Key, func(ctx context.Context, o Order) error {
 			time.Sleep(time.Millisecond) // the handler's work
 			handled.Add(1)
 			return nil
 		}, handle.Options{Workers: 16, Logger: quiet}))
-		b.Cleanup(func() { _ = mpt.Shutdown(context.Background()) })
 	}
 	defer func() {
 		for _, pool := range pools {
 			_ = pool.Shutdown(context.Background())
 		}
 	}()
-	eventually(b, "the group settled", func() bool {
-		n := 0
-		for _, m := range ms {
-			k := len(m.Stats().Partitions)
-			if k == 0 {
-				return false
-			}
-			n += k
-		}
-		return n == p
-	})
 	pub, err := pt.Publisher(natsbridge.PublisherOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -173,5 +183,54 @@ func benchPartitionedHandle(b *testing.B, c *natstest.Cluster, p, members int) {
 	b.StopTimer()
 	meter.report(b, b.N)
 	_ = pub.Shutdown(ctx)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
+
+// benchPartitionedRead stores b.N values while the members of a settled
+// group do not read (each watcher queues its QueueLength and its feed
+// waits), then times the members reading them all, each marking every
+// value done as soon as it has it.
+func benchPartitionedRead(b *testing.B, c *natstest.Cluster, p, members int) {
+	pt := benchPartitioned(b, c, p)
+	ms := joinMembers(b, c, pt, members)
+	pub, err := pt.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range b.N {
+		if err := pub.Publish(ctx, Order{ID: i, Item: strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pub.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var read atomic.Int64
+	all := make(chan struct{})
+	b.ReportAllocs()
+	meter := startMeter(c)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Go(func() {
+			for {
+				d, err := m.Receive(ctx)
+				if err != nil {
+					return
+				}
+				m.Done(d.Seq)
+				if read.Add(1) == int64(b.N) {
+					close(all)
+				}
+			}
+		})
+	}
+	<-all
+	b.StopTimer()
+	meter.report(b, b.N)
+	cancel()
+	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }

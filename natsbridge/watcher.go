@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/heraldgo/herald/natsbridge/internal/queue"
 )
 
 // item is a value read from the stream on its way to the application: its
@@ -54,8 +55,9 @@ type Watcher[T any] struct {
 	// One of q and ch is the watcher's queue: q for a queue watcher, ch
 	// for a channel watcher, whose only sender is the feed goroutine. A
 	// queue counts what it delivered; delivered counts a channel's.
-	q  *vqueue[item[T]]
-	ch chan T
+	q    *queue.Queue[item[T]]
+	held held[T] // a durable reader's value taken and not handed out
+	ch   chan T
 	// A channel watcher's count of values sent on ch, and how many of the
 	// first ones are prefix values, which DropOldest never drops: owned by
 	// the feed goroutine.
@@ -180,10 +182,11 @@ func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durab
 		w.chSent, w.chPinned = uint64(len(prefix)), uint64(len(prefix))
 		return w
 	}
-	w.q = newVQueue[item[T]](qlen+len(prefix), w.full)
-	for _, v := range prefix {
-		w.q.put(item[T]{v: v})
+	pinned := make([]item[T], len(prefix))
+	for i, v := range prefix {
+		pinned[i] = item[T]{v: v}
 	}
+	w.q = queue.New(qlen, queuePolicy(w.full), pinned)
 	return w
 }
 
@@ -193,7 +196,7 @@ func (t *Topic[T]) newWatcher(start uint64, o WatchOptions, prefix []T, d *durab
 func (w *Watcher[T]) ended(context.Context, error) {
 	w.t.retire(w)
 	if w.q != nil {
-		w.q.close()
+		w.q.Close()
 	} else {
 		w.closeCh() // the feed goroutine, its only sender, sends no more
 	}
@@ -212,7 +215,10 @@ func (w *Watcher[T]) exited()               {}
 // reader held meanwhile reads again from its acknowledged position.
 func (w *Watcher[T]) discard() {
 	if w.q != nil {
-		w.handedBack.Add(uint64(len(w.q.drain())))
+		w.handedBack.Add(uint64(len(w.q.Drain(nil))))
+	}
+	if w.d != nil {
+		w.held.discard(&w.handedBack)
 	}
 }
 
@@ -270,7 +276,7 @@ func (w *Watcher[T]) halt(ctx context.Context) error {
 			w.discard()
 		}
 		if w.q != nil {
-			w.q.close()
+			w.q.Close()
 		}
 		w.err = w.f.halt(ctx) // the deletion of the consumer
 		if w.ch != nil {
@@ -352,7 +358,7 @@ func (w *Watcher[T]) Err() error { return w.f.failure() }
 
 // errOf maps what the queue returns to what a read returns.
 func (w *Watcher[T]) errOf(err error) error {
-	if errors.Is(err, errQueueClosed) {
+	if errors.Is(err, queue.ErrClosed) {
 		return ErrClosed
 	}
 	return err

@@ -20,11 +20,11 @@ func (w *Watcher[T]) put(ctx context.Context, it item[T]) error {
 		return w.send(ctx, it)
 	}
 	for {
-		ok, dropped, room := w.q.put(it)
+		_, dropped, room := w.q.Put(it) // after Close (the feed is quiet then) nothing comes
 		if dropped > 0 {
 			w.dropped.Add(uint64(dropped))
 		}
-		if ok {
+		if room == nil {
 			if w.notify != nil {
 				wait.Signal(w.notify)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/heraldgo/herald/handle"
+	"github.com/heraldgo/herald/natsbridge/internal/queue"
 )
 
 // Reading a Watcher. A queue watcher (the default) is read with All and
@@ -49,21 +50,10 @@ func (w *Watcher[T]) All() iter.Seq[T] {
 
 // allQueued is All on a queue watcher that is not durable.
 func (w *Watcher[T]) allQueued(yield func(T) bool) {
-	var buf []item[T]
-	next := 0 // buf[:next] yielded or passed over
-	defer func() {
-		w.q.giveBack(buf[next:]) // the loop ended early: break, return or a panic
-	}()
-	for {
-		var err error
-		clear(buf)
-		buf, next = buf[:0], 0
-		if buf, err = w.q.take(nil, buf, -1); err != nil {
-			return
-		}
-		for next < len(buf) {
-			it := buf[next]
-			next++
+	var b queue.Batch[item[T]]
+	defer w.q.PutBack(&b) // the loop ended early: break, return or a panic
+	for w.q.TakeBatch(&b, nil) == nil {
+		for it, ok := b.Next(); ok; it, ok = b.Next() {
 			if it.err != nil {
 				continue // a poison message
 			}
@@ -130,19 +120,18 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 	case w.d != nil:
 		return w.nextDurable(ctx)
 	}
-	var one [1]item[T]
 	for {
-		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		it, err := w.q.Take(ctx.Done())
 		switch {
-		case errors.Is(err, errDone):
+		case errors.Is(err, queue.ErrDone):
 			return zero, ctx.Err()
 		case err != nil:
 			return zero, w.errOf(err)
-		case got[0].err != nil:
+		case it.err != nil:
 			continue // a poison message
 		}
-		w.read(got[0])
-		return got[0].v, nil
+		w.read(it)
+		return it.v, nil
 	}
 }
 
@@ -206,15 +195,14 @@ func (w *Watcher[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
 			return handle.Delivery[T]{}, err
 		}
 	} else {
-		var one [1]item[T]
-		got, err := w.q.take(ctx.Done(), one[:0], 1)
+		var err error
+		it, err = w.q.Take(ctx.Done())
 		switch {
-		case errors.Is(err, errDone):
+		case errors.Is(err, queue.ErrDone):
 			return handle.Delivery[T]{}, ctx.Err()
 		case err != nil:
 			return handle.Delivery[T]{}, w.errOf(err)
 		}
-		it = got[0]
 		if it.err == nil {
 			w.read(it)
 		}
@@ -293,18 +281,20 @@ func (w *Watcher[T]) takeDurable(ctx context.Context, poison bool) (item[T], err
 // ctx ends.
 func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, poison bool) (item[T], error) {
 	d := w.d
-	var one [1]item[T]
 	for {
-		got, err := w.q.take(done, one[:0], 1)
+		it, ok := w.held.take()
+		var err error
+		if !ok {
+			it, err = w.q.Take(done)
+		}
 		switch {
-		case errors.Is(err, errDone) && ctx.Err() == nil:
+		case errors.Is(err, queue.ErrDone) && ctx.Err() == nil:
 			return item[T]{}, errDone
-		case errors.Is(err, errDone):
+		case errors.Is(err, queue.ErrDone):
 			return item[T]{}, ctx.Err()
 		case err != nil:
 			return item[T]{}, w.errOf(err)
 		}
-		it := got[0]
 		if it.seq == 0 { // a prefix value: nothing to acknowledge
 			w.read(it)
 			return it, nil
@@ -314,7 +304,7 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 			continue
 		}
 		if err := d.oneAtATime(ctx, it.seq); err != nil {
-			w.q.giveBack(got)
+			w.held.giveBack(it, &w.handedBack)
 			return item[T]{}, err
 		}
 		switch err := d.keep.reserve(ctx, it.seq); {
@@ -325,7 +315,7 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 			w.handedBack.Add(1)
 			return item[T]{}, ErrClosed
 		case err != nil:
-			w.q.giveBack(got)
+			w.held.giveBack(it, &w.handedBack)
 			return item[T]{}, err
 		}
 		if it.seq <= d.redeliverTo.Load() {

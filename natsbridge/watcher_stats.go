@@ -73,8 +73,11 @@ func (w *Watcher[T]) Stats() WatcherStats {
 		HandedBack: w.handedBack.Load(),
 	}
 	if w.q != nil {
-		added, queued := w.q.counts()
-		s.Delivered, s.Queued = added-w.prefix, queued
+		added, queued := w.q.Counts() // the prefix, pinned, is not added
+		s.Delivered, s.Queued = added, queued
+		if w.d != nil {
+			s.Queued += w.held.len()
+		}
 	} else {
 		s.Queued = len(w.ch)
 	}

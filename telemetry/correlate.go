@@ -37,5 +37,14 @@ func Correlator[T any, K comparable](m metric.Meter, name string, c *correlate.C
 	)
 	r.Counter("herald.correlate.evicted", "{key}", "Observations forgotten to keep the cache at its size.", s.With(),
 		func(x *snap) uint64 { return x.Evicted })
+	const held = "Results the spam filter refused, by herald.correlate.report: carried (counted in a later recorded result of their key), summarized (reported in a summary)."
+	r.Counters("herald.correlate.skipped.reported", "{result}", held, s, "herald.correlate.report",
+		instrument.Count[snap]{Attr: "carried", Read: func(x *snap) uint64 { return x.Carried }},
+		instrument.Count[snap]{Attr: "summarized", Read: func(x *snap) uint64 { return x.Summarized }},
+	)
+	r.Counter("herald.correlate.summaries", "{summary}", "Summaries reported: one per key and report.", s.With(),
+		func(x *snap) uint64 { return x.Summaries })
+	r.Gauge("herald.correlate.unreported", "{result}", "Refused results waiting to be reported: by a later result of their key, a Flush, or their key's eviction.", s.With(),
+		func(x *snap) int { return int(min(x.Unreported, 1<<62)) })
 	return r.Register(fmt.Sprintf("correlator %q", name), c.Stats)
 }

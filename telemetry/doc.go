@@ -4,11 +4,12 @@
 // one snapshot at each collection, and returns the metric.Registration
 // that ends it.
 //
-// This package registers the core's components (Broadcaster, Correlator)
+// This package registers the core's components (Broadcaster, Correlator,
+// a handle.Pool)
 // and needs nothing but the core and the OpenTelemetry metric API: a
 // program that imports it compiles nothing of NATS or Kubernetes, and its
 // go.mod gains no nats-io or k8s.io requirement. natsbridge's publishers,
-// watchers, mirrors and topics are registered by the package
+// watchers, mirrors, topics and group members are registered by the package
 // telemetry/natstelemetry, Kubernetes' event broadcasters by
 // telemetry/k8stelemetry: only their users compile them.
 //
@@ -21,7 +22,8 @@
 //		return err
 //	}
 //	defer reg.Unregister()
-//	// natsbridge: natstelemetry.Publisher(meter, "checkout", topic, pub), Watcher, Mirror, Topic
+//	// handlers: telemetry.Pool(meter, "billing", pool)
+//	// natsbridge: natstelemetry.Publisher(meter, "checkout", topic, pub), Watcher, Mirror, Topic, Member
 //	// Kubernetes: k8stelemetry.EventBroadcaster(meter, eb), k8stelemetry.Events(meter, eb)
 //
 // # Names
@@ -31,7 +33,9 @@
 // names: messaging.destination.name is what values flow through (the
 // name given to a Broadcaster or a Correlator; a topic's own name for
 // everything on a topic), and messaging.client.id is the name given to one
-// client of a topic (a publisher, a watcher, a mirror). A meter takes each
+// client of a topic (a publisher, a watcher, a mirror) or of a source (a
+// Pool); a group member is named by its group
+// (messaging.consumer.group.name) and its own name. A meter takes each
 // component under its names once: a second registration under the same
 // names, which would report every count twice (the SDK sums two callbacks
 // observing the same point), is refused with an error until the first is
@@ -76,10 +80,33 @@
 //	             herald.nats.topic.dropped             {message} reason gap, poisoned
 //	             herald.nats.topic.restarts            {restart}
 //	             herald.nats.topic.live                {instance} up-down
+//	natstelemetry.Member (messaging.consumer.group.name, messaging.client.id the member's)
+//	             herald.nats.member.partitions         {partition} gauge
+//	             herald.nats.member.members            {member}  gauge, live members counted last
+//	             herald.nats.member.rebalances         {rebalance}
+//	             herald.nats.member.handovers          {partition}
+//	             herald.nats.member.handover.duration  s         gauge, the last hand-over
+//	             herald.nats.member.redelivered        {message}
+//	             herald.nats.member.handed_back        {message}
+//	             herald.nats.member.dropped            {message} reason gap, poisoned
+//	Pool         herald.handle.received                {value}
+//	             herald.handle.fates                   {value}   herald.handle.fate handled, dead_lettered, abandoned
+//	             herald.handle.poisoned                {value}
+//	             herald.handle.mixed                   {value}   a key that does not refine the partition key
+//	             herald.handle.held                    {value}   up-down, herald.handle.state in_flight, waiting, backoff
+//	             herald.handle.retries                 {attempt}
+//	             herald.handle.panics                  {call}    error.type=panic
+//	             herald.handle.keys                    {key}     up-down
+//	             herald.handle.paused                  {pause}   gauge, 1 while reading is paused
+//	             herald.handle.pauses                  {pause}
+//	             herald.handle.blocked.age             s         gauge, the key held up the longest
 //	Correlator   herald.correlate.results              {result}  herald.correlate.key new, repeat
 //	             herald.correlate.combined, .skipped   {result}
 //	             herald.correlate.panics               {call}    herald.correlate.operation correlate, stored
 //	             herald.correlate.evicted              {key}
+//	             herald.correlate.skipped.reported     {result}  herald.correlate.report carried, summarized
+//	             herald.correlate.summaries            {summary}
+//	             herald.correlate.unreported           {result}  gauge
 //	k8stelemetry.EventBroadcaster, k8stelemetry.Events (herald.events.api core/v1, events.k8s.io/v1)
 //	             herald.events.recorded                {event}
 //	             herald.events.outcomes                {event}   created, patched, spam_skipped | series_observed

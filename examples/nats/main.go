@@ -15,12 +15,17 @@
 // position: midway billing's reading replica is killed (SIGKILL) and
 // shipping's is stopped cleanly, the standbys take over, and the table
 // shows every event handled at least once, the redeliveries counted,
-// nothing lost. Last, a trace across two processes, and the metrics of
+// nothing lost. Then a trace across two processes, and the metrics of
 // each: the orders service publishes a few orders, each inside a span of
 // OpenTelemetry's, and a fulfilment process handles each in a span that
 // is its child, the trace context carried in the message's headers; each
 // process reads its Publisher's or Watcher's metrics through the
 // telemetry module. Spans and metrics stay in memory: no collector.
+// Last, replicas that share the work: a packing service of three
+// replicas reads a topic of six partitions as a consumer group, one
+// replica is killed mid-stream and a fourth joins; the table shows which
+// partitions each read, what came again, and that each order's events
+// were handled in order.
 package main
 
 import (
@@ -72,6 +77,9 @@ func main() {
 	}
 	if spec := os.Getenv(consumerEnv); spec != "" {
 		os.Exit(consumerMain(spec, os.Stdout))
+	}
+	if spec := os.Getenv(memberEnv); spec != "" {
+		os.Exit(memberMain(spec, os.Stdin, os.Stdout))
 	}
 	var c config
 	flag.StringVar(&c.server, "server", "", "URL of an existing NATS server with JetStream (default: start one in this process)")
@@ -156,7 +164,13 @@ func run(ctx context.Context, out io.Writer, c config) error {
 			return err
 		}
 	}
-	return traces(ctx, out, topic, consumerSpec{Server: serverURL, Creds: c.creds, Topic: name}, last+1)
+	if err := traces(ctx, out, topic, consumerSpec{Server: serverURL, Creds: c.creds, Topic: name}, last+1); err != nil {
+		return err
+	}
+	if c.events < 2 {
+		return nil
+	}
+	return packing(ctx, out, js, memberSpec{Server: serverURL, Creds: c.creds, Topic: name + ".packing"}, c.events)
 }
 
 // check refuses a negative number of events or retention, naming the flag.

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(consumerEnv); spec != "" {
 		os.Exit(consumerMain(spec, os.Stdout))
 	}
+	if spec := os.Getenv(memberEnv); spec != "" {
+		os.Exit(memberMain(spec, os.Stdin, os.Stdout))
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -63,6 +66,25 @@ func TestRun(t *testing.T) {
 	}
 	checkServices(t, out.String(), 300)
 	checkTrace(t, out.String())
+	checkPacking(t, out.String(), 300)
+}
+
+// checkPacking checks the packing service's summary: every event handled
+// at least once, those handled twice within the redelivered counts, each
+// order's events in order, and the replica added handling its share.
+func checkPacking(t *testing.T, out string, n int) {
+	t.Helper()
+	m := regexp.MustCompile(`every one of (\d+) events handled at least once: yes; (\d+) handled twice \(the live replicas' redelivered count: (\d+)\)`).FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.Itoa(n) || atoi(t, m[2]) > atoi(t, m[3]) {
+		t.Errorf("packing's summary %q: want all %d handled, those twice within the redelivered count:\n%s", m, n, out)
+	}
+	if !strings.Contains(out, "each of 30 orders' events handled in order: yes") {
+		t.Errorf("output lacks the orders handled in order:\n%s", out)
+	}
+	m = regexp.MustCompile(`p4 +joined after the kill +(\d) (\d) +(\d+) `).FindStringSubmatch(out)
+	if m == nil || atoi(t, m[3]) == 0 {
+		t.Errorf("the replica added: %q; want two partitions and events handled:\n%s", m, out)
+	}
 }
 
 // checkServices checks the services' summary: billing was handed every

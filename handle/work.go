@@ -1,0 +1,303 @@
+package handle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/heraldgo/herald/internal/wait"
+)
+
+// errExhausted is the failure of a value whose source delivered it
+// MaxAttempts times before (its readers died in its handler): it is
+// dead-lettered without a handler.
+var errExhausted = errors.New("handle: the value was handled Options.MaxAttempts times before, across its source's deliveries (a reader died in its handler): not handled again")
+
+// maxRun is how many values of one key a worker handles in a row before
+// it lets the key queue again behind the other ready keys.
+const maxRun = 64
+
+// work is a worker goroutine: it handles the head of one ready lane at a
+// time, until Shutdown. It goes on with the same lane while that lane has
+// values (up to maxRun in a row), which spares the ready queue and a
+// wake-up per value.
+func (p *Pool[T, K]) work() {
+	var (
+		l   *lane[T, K]
+		e   entry[T]
+		err error
+		run int
+		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
+	)
+	for {
+		p.mu.Lock()
+		if l != nil {
+			var final bool
+			if l, final = p.finishLocked(l, e, err, run < maxRun); final && p.acks != nil {
+				// Marked done before anything else: the source may wait
+				// for it to acknowledge, or to hand its position over.
+				p.mu.Unlock()
+				p.done(e)
+				p.mu.Lock()
+			}
+			if l == nil {
+				run = 0
+			}
+		}
+		if l == nil {
+			if l = p.nextReadyLocked(); l == nil {
+				p.mu.Unlock()
+				return
+			}
+		}
+		e = p.startLocked(l)
+		run++
+		p.mu.Unlock()
+		if e.before >= p.o.MaxAttempts {
+			err = errExhausted // failed that often before: not handled again
+		} else {
+			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
+			err = p.call(ctx, e.v)
+		}
+	}
+}
+
+// spinTries is how many times a worker that found no ready lane yields
+// and looks again before it parks; one worker at a time does.
+const spinTries = 16
+
+// nextReadyLocked waits for a ready lane and takes it; it returns nil once
+// the Pool is stopped. Before it parks, one worker at a time yields and
+// looks again a few times: with short handlers, the next value comes
+// sooner than a parked worker wakes.
+func (p *Pool[T, K]) nextReadyLocked() *lane[T, K] {
+	if !p.stopped && p.ready.Len() == 0 && p.spinning == 0 {
+		p.spinning++
+		for range spinTries {
+			p.mu.Unlock()
+			runtime.Gosched()
+			p.mu.Lock()
+			if p.stopped || p.ready.Len() > 0 {
+				break
+			}
+		}
+		p.spinning--
+	}
+	for !p.stopped && p.ready.Len() == 0 {
+		c := p.workers.ParkLocked()
+		p.mu.Unlock()
+		select {
+		case <-c:
+		case <-p.g.Stopping().Done():
+		}
+		p.mu.Lock()
+		p.workers.UnparkLocked()
+	}
+	if p.stopped {
+		return nil
+	}
+	l := p.ready.Pop()
+	if p.ready.Len() > 0 {
+		wait.Signal(p.workers.WakeLocked()) // the hand-off rule: work left for another
+	}
+	return l
+}
+
+// startLocked begins an attempt of l's head, and returns it.
+func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
+	e := l.vals.Peek()
+	l.running = true
+	if l.tries == 0 {
+		// The supervisor's clock, not time.Now: a clock read costs as
+		// much as the rest of a value's way through the Pool (see
+		// BenchmarkEmptyHandler), and this one is right to a tick.
+		l.first = p.clock()
+		l.last = l.first
+		p.busy.push(l)
+	} else {
+		p.stats.Retries++
+		l.last = time.Now()
+	}
+	p.stats.Waiting--
+	p.stats.InFlight++
+	return e
+}
+
+// call runs the handler, turning a panic into an error.
+func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handle: handler panicked: %v", r)
+			p.mu.Lock()
+			p.stats.Panics++
+			p.mu.Unlock()
+			if n, due := p.logPanic.Add(time.Now(), 1); due {
+				p.o.Logger.Warn("handle: handler panicked (handled as a failure)", slog.String("panic", fmt.Sprintf("%T", r)), slog.Uint64("count", n))
+			}
+		}
+	}()
+	return p.fn(ctx, v)
+}
+
+// finishLocked gives the head e of lane l its fate after an attempt that
+// returned err: handled, a retry after a wait, or a dead letter (stored
+// with the lock released). It returns the lane the worker goes on with
+// (l again, if it holds more values and more allows it), and reports
+// whether e's fate is final, to be marked done in its source.
+func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) (*lane[T, K], bool) {
+	if err != errExhausted {
+		l.tries++
+	}
+	attempts := e.before + l.tries
+	switch {
+	case err == nil:
+		return p.popLocked(l, e, &p.stats.Handled, more), true
+	case p.stopped:
+		p.popLocked(l, e, &p.stats.Abandoned, false)
+		return nil, false
+	case !errors.Is(err, ErrPermanent) && attempts < p.o.MaxAttempts:
+		p.waitRetryLocked(l)
+		return nil, false
+	}
+	f := Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
+	p.mu.Unlock()
+	stored := p.giveUp(l.key, e, f)
+	p.mu.Lock()
+	switch {
+	case stored:
+		return p.popLocked(l, e, &p.stats.DeadLettered, more), true
+	case p.stopped:
+		p.popLocked(l, e, &p.stats.Abandoned, false)
+	default:
+		l.tries-- // the dead letter is tried again after a wait
+		p.waitRetryLocked(l)
+	}
+	return nil, false
+}
+
+// waitRetryLocked makes l's head, just failed, wait out its retry.
+func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
+	l.running = false
+	p.stats.InFlight--
+	p.stats.Backoff++
+	l.retryAt = time.Now().Add(p.backoff(max(l.tries, 1)))
+	if p.retry.push(l) {
+		wait.Signal(p.wakeSup) // the earliest retry changed
+	}
+}
+
+// popLocked removes l's head e, now fated (counted in *count), and
+// releases the lane: to the caller if it holds more values and more is
+// set, to the ready queue if it holds more, to the free list otherwise.
+// It returns the lane if the caller goes on with it, nil otherwise.
+func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bool) *lane[T, K] {
+	l.vals.Pop()
+	l.running, l.tries = false, 0
+	p.busy.remove(l)
+	p.stats.InFlight--
+	*count++
+	p.fateLocked(e.ord)
+	switch {
+	case l.vals.Len() > 0 && more:
+		return l
+	case l.vals.Len() > 0:
+		p.readyLocked(l)
+		return nil
+	}
+	if p.key == nil {
+		p.free = append(p.free, l)
+		return nil
+	}
+	// The key's lane stays, idle, for its next value: a key seen again
+	// soon costs no map write. Idle lanes are swept once they are many.
+	p.idle++
+	if p.idle > max(idleLanes, p.o.QueueLength) {
+		p.sweepIdleLocked()
+	}
+	return nil
+}
+
+// idleLanes is how many idle lanes a Pool keeps, at least, before it
+// sweeps them: at most one sweep of the map per that many values.
+const idleLanes = 1024
+
+// sweepIdleLocked frees the lanes that hold no value.
+func (p *Pool[T, K]) sweepIdleLocked() {
+	var zero K
+	for k, l := range p.keys {
+		if l.vals.Len() == 0 && !l.running {
+			delete(p.keys, k)
+			l.key = zero
+			if len(p.free) < idleLanes {
+				p.free = append(p.free, l)
+			}
+		}
+	}
+	p.idle = 0
+}
+
+// fateLocked records that the value of order ord has its fate: the reader
+// may have room, and Flush may return.
+func (p *Pool[T, K]) fateLocked(ord uint64) {
+	p.floor.Advance(p.ords.fate(ord))
+	wait.Signal(p.reader.WakeLocked())
+}
+
+// done tells an AckSource that e has its fate (nothing for the zero
+// entry).
+func (p *Pool[T, K]) done(e entry[T]) {
+	if p.acks != nil && e.seq != 0 {
+		p.acks.Done(e.seq)
+	}
+}
+
+// giveUp hands a dead letter to the source, if it keeps them, or to the
+// Pool's dead-letter broadcaster, and reports whether it is stored. A
+// failure to store it is logged; the caller tries again later.
+func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
+	if n, due := p.logDead.Add(time.Now(), 1); due {
+		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
+			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))
+	}
+	ctx := p.g.Aborting()
+	if p.sink != nil && e.seq != 0 {
+		err := p.sink.DeadLetter(ctx, e.seq, f)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, ErrNoDeadLetterSink) {
+			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
+			return false
+		}
+	}
+	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
+		return false
+	}
+	// Stored once it is in the watcher's queue: a value published but
+	// still waiting for room there is lost when Shutdown runs out of time.
+	return p.dead.Flush(ctx) == nil
+}
+
+// errorType names an error by its Go type: its text may quote the value.
+func errorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// pause waits before the next of tries to store a dead letter, and
+// reports false if the Pool's Shutdown ran out of time meanwhile.
+func (p *Pool[T, K]) pause(try int) bool {
+	t := time.NewTimer(p.backoff(try))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.g.Aborting().Done():
+		return false
+	}
+}
