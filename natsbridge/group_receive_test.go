@@ -84,3 +84,44 @@ func TestMemberReceiveSkipsAWaitingPartition(t *testing.T) {
 		m.Done(d.Seq)
 	}
 }
+
+// TestMemberStatsNeverGoBack: a member's counters sum its partitions'
+// watchers; they are cumulative (telemetry exports them as counters), so a
+// partition the member loses and takes back later keeps what its first
+// watcher counted.
+func TestMemberStatsNeverGoBack(t *testing.T) {
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := testCtx(t)
+	pt := newPartitioned(t, js, "part.mono", 2)
+	join := func(name string) *natsbridge.Member[Order] {
+		m, err := pt.Join(ctx, "ship", natsbridge.GroupOptions{Member: name, Takeover: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
+		return m
+	}
+	a := join("a")
+	eventually(t, "a reads both partitions", func() bool { return len(a.Stats().Partitions) == 2 })
+	for i := range 2 {
+		if _, err := js.Publish(ctx, pt.Topic(i).Name(), []byte("not json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "a counts both poison messages", func() bool { return a.Stats().Poisoned == 2 })
+	b := join("b")
+	eventually(t, "b takes a partition", func() bool { return len(b.Stats().Partitions) == 1 })
+	d, err := b.Receive(ctx) // the poison message of b's partition: done, so a will not read it again
+	if err != nil || d.Err == nil {
+		t.Fatalf("b.Receive = %+v, %v; want the poison message", d, err)
+	}
+	b.Done(d.Seq)
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a reads both partitions again", func() bool { return len(a.Stats().Partitions) == 2 })
+	if got := a.Stats().Poisoned; got < 2 {
+		t.Errorf("a.Stats().Poisoned = %d after it took a partition back, was 2: a cumulative count went back", got)
+	}
+}
