@@ -42,6 +42,9 @@ func (p *Pool[T, K]) work() {
 				p.mu.Unlock()
 				p.done(e)
 				p.mu.Lock()
+				if p.stopped {
+					l = nil // Shutdown abandoned the values behind e meanwhile
+				}
 			}
 			if l == nil {
 				run = 0
