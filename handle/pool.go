@@ -90,7 +90,8 @@ type entry[T any] struct {
 }
 
 // lane is one key's values, in order; only its head is handled, by one
-// worker at a time. A lane exists while it holds a value.
+// worker at a time. A keyed lane stays in the map, idle, after its last
+// value, until sweepIdleLocked frees it.
 type lane[T any, K comparable] struct {
 	key     K
 	vals    ring.Ring[entry[T]]
