@@ -104,6 +104,9 @@ type lane[T any, K comparable] struct {
 	tries       int
 	first, last time.Time
 	logged      time.Time
+	// dead is the head's dead letter when storing it failed: it is stored
+	// again after a wait, and the head is not handled again.
+	dead *Failure
 	// prev and next link the lane in the Pool's busy list while its head
 	// has begun; inBusy says whether it is there.
 	prev, next *lane[T, K]
@@ -365,7 +368,7 @@ func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
 	} else {
 		l = &lane[T, K]{vals: ring.New[entry[T]](0), heapIdx: -1}
 	}
-	l.key = k
+	l.key, l.dead = k, nil
 	if p.key != nil {
 		p.keys[k] = l
 	}
