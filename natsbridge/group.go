@@ -92,8 +92,11 @@ type Member[T any] struct {
 	leaving map[int]*Watcher[T] // partitions it stopped, handing them over
 	since   map[int]time.Time   // when each leaving partition was stopped
 	stats   MemberStats         // Partitions and the sums are filled in by Stats
-	last    map[int]*Watcher[T] // every watcher made, for the sums of Stats
-	next    int                 // the partition Receive looks at first
+	// last is each partition's latest watcher, and gone the sums of the
+	// counters of the watchers before them: Stats adds them up.
+	last    map[int]*Watcher[T]
+	gone    MemberStats
+	next    int // the partition Receive looks at first
 	stopped bool
 }
 
@@ -294,6 +297,9 @@ func (m *Member[T]) install(started map[int]*Watcher[T], stopped int) (changed b
 	done := m.stopped
 	if !done {
 		for i, w := range started {
+			if old := m.last[i]; old != nil {
+				m.gone.addWatcher(old.Stats()) // handed over: its counts are final
+			}
 			m.readers[i], m.last[i] = w, w
 		}
 		if changed = stopped+len(started) > 0; changed {

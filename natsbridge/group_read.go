@@ -150,14 +150,19 @@ func (m *Member[T]) Stats() MemberStats {
 		s.Partitions = append(s.Partitions, i)
 	}
 	slices.Sort(s.Partitions)
+	s.Redelivered, s.HandedBack, s.Gaps, s.Poisoned = m.gone.Redelivered, m.gone.HandedBack, m.gone.Gaps, m.gone.Poisoned
 	for _, w := range m.last {
-		ws := w.Stats()
-		s.Redelivered += ws.Redelivered
-		s.HandedBack += ws.HandedBack
-		s.Gaps += ws.Gaps
-		s.Poisoned += ws.Poisoned
+		s.addWatcher(w.Stats())
 	}
 	return s
+}
+
+// addWatcher adds the counters of a partition's watcher to s.
+func (s *MemberStats) addWatcher(ws WatcherStats) {
+	s.Redelivered += ws.Redelivered
+	s.HandedBack += ws.HandedBack
+	s.Gaps += ws.Gaps
+	s.Poisoned += ws.Poisoned
 }
 
 // Stop ends the member: it leaves the group (the others take its

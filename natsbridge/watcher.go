@@ -274,6 +274,7 @@ func (w *Watcher[T]) halt(ctx context.Context) error {
 		if w.d != nil {
 			w.d.keep.closeReads()
 			w.discard()
+			w.held.stop(&w.handedBack) // a reader's value given back after this is counted
 		}
 		if w.q != nil {
 			w.q.Close()
