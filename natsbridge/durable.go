@@ -140,6 +140,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
 	next := "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + o.Durable
 	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
+	d.keep.unpin = func(ctx context.Context) error { return t.stream.UnpinConsumer(ctx, o.Durable, durableGroup) }
 	return info.AckFloor.Stream + 1, d, nil
 }
 

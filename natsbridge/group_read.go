@@ -38,7 +38,7 @@ func (m *Member[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
 		m.mu.Unlock()
 		for j := range ws {
 			k := (start + j) % len(ws)
-			d, err := ws[k].tryReceive(ctx)
+			d, err := ws[k].tryReceive()
 			if err != nil {
 				if ctx.Err() != nil {
 					return handle.Delivery[T]{}, ctx.Err()
@@ -94,6 +94,9 @@ func (m *Member[T]) watcherOf(seq uint64) (*Watcher[T], uint64) {
 func (m *Member[T]) Done(seq uint64) {
 	if w, s := m.watcherOf(seq); w != nil {
 		w.Done(s)
+		// A partition whose next value waits for the values out to be
+		// done (after a death, one at a time) may go on now.
+		wait.Signal(m.notify)
 	}
 }
 

@@ -126,6 +126,7 @@ func (t *Topic[T]) watch(ctx context.Context, o WatchOptions, prefix []T, notify
 	w.notify = notify
 	w.f = newFeed(t, "watcher", start, w, d)
 	if d != nil {
+		d.keep.notify = notify
 		d.keep.start()
 	}
 	err = w.f.open(ctx)
