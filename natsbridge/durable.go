@@ -71,7 +71,11 @@ type durable struct {
 	finishOnce sync.Once
 	finished   chan struct{} // closed once the position is handed over
 	timer      *time.Timer   // the bound on the hand-over after Stop
-	timerMu    sync.Mutex    // guards timer
+	// patient is set for a group member's partition moving to another
+	// member: the hand-over waits for the handlers, without the bound
+	// (see Member), until arm sets it.
+	patient atomic.Bool
+	timerMu sync.Mutex // guards timer
 }
 
 // validDurable checks a durable name: ASCII letters, digits, '-' and '_'.

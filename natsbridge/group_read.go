@@ -171,7 +171,8 @@ func (s *MemberStats) addWatcher(ws WatcherStats) {
 // Stop ends the member: it leaves the group (the others take its
 // partitions over at once, once it has handed them over), and stops its
 // watchers, each handing its partition over once the values it handed out
-// are done (see Watcher.Stop). It is idempotent.
+// are done, or after the takeover time (see Watcher.Stop), a partition
+// that was moving to another member too. It is idempotent.
 func (m *Member[T]) Stop() { m.halt() }
 
 func (m *Member[T]) halt() []*Watcher[T] {
@@ -197,6 +198,7 @@ func (m *Member[T]) halt() []*Watcher[T] {
 	m.mu.Unlock()
 	for _, w := range all {
 		w.Stop()
+		w.d.arm(w) // a partition moving already: bounded now too
 	}
 	return all
 }
