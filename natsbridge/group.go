@@ -105,7 +105,10 @@ type Member[T any] struct {
 
 // MemberStats is a snapshot of a member's counters.
 type MemberStats struct {
-	// Partitions are the partitions the member reads now; Members how many
+	// Partitions are the partitions assigned to the member: it reads
+	// them, or waits for their last owner to hand them over (which then
+	// lists them too, until its handlers are done: the group has settled
+	// once each partition is listed by one member). Members is how many
 	// live members it counted last.
 	Partitions []int
 	Members    int
