@@ -59,9 +59,11 @@
 // # Goroutines and shutdown
 //
 // New starts a reader, a supervisor (retries and slow keys) and
-// Options.Workers workers; none per value or per key, and a key's state is
-// forgotten once it holds no value. Shutdown stops reading, lets the
-// handlers in flight finish within its ctx, abandons the rest (a durable
-// source hands it back to the server at once), and stops the source.
-// Flush returns once every value received before it has its fate.
+// Options.Workers workers; none per value or per key. A key that holds no
+// value keeps its small state, idle, until idle keys outnumber
+// max(1024, Options.QueueLength); then every idle key's state is freed.
+// Shutdown stops reading, lets the handlers in flight finish within its
+// ctx, abandons the rest (a durable source hands it back to the server at
+// once), and stops the source. Flush returns once every value received
+// before it has its fate.
 package handle

@@ -90,7 +90,8 @@ type entry[T any] struct {
 }
 
 // lane is one key's values, in order; only its head is handled, by one
-// worker at a time. A lane exists while it holds a value.
+// worker at a time. A keyed lane stays in the map, idle, after its last
+// value, until sweepIdleLocked frees it.
 type lane[T any, K comparable] struct {
 	key     K
 	vals    ring.Ring[entry[T]]
@@ -103,6 +104,9 @@ type lane[T any, K comparable] struct {
 	tries       int
 	first, last time.Time
 	logged      time.Time
+	// dead is the head's dead letter when storing it failed: it is stored
+	// again after a wait, and the head is not handled again.
+	dead *Failure
 	// prev and next link the lane in the Pool's busy list while its head
 	// has begun; inBusy says whether it is there.
 	prev, next *lane[T, K]
@@ -364,7 +368,7 @@ func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
 	} else {
 		l = &lane[T, K]{vals: ring.New[entry[T]](0), heapIdx: -1}
 	}
-	l.key = k
+	l.key, l.dead = k, nil
 	if p.key != nil {
 		p.keys[k] = l
 	}

@@ -42,6 +42,9 @@ func (p *Pool[T, K]) work() {
 				p.mu.Unlock()
 				p.done(e)
 				p.mu.Lock()
+				if p.stopped {
+					l = nil // Shutdown abandoned the values behind e meanwhile
+				}
 			}
 			if l == nil {
 				run = 0
@@ -56,8 +59,8 @@ func (p *Pool[T, K]) work() {
 		e = p.startLocked(l)
 		run++
 		p.mu.Unlock()
-		if e.before >= p.o.MaxAttempts {
-			err = errExhausted // failed that often before: not handled again
+		if l.dead != nil || e.before >= p.o.MaxAttempts {
+			err = errExhausted // a dead letter stored again, or failed that often before: not handled again
 		} else {
 			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
 			err = p.call(ctx, e.v)
@@ -110,14 +113,18 @@ func (p *Pool[T, K]) nextReadyLocked() *lane[T, K] {
 func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
 	e := l.vals.Peek()
 	l.running = true
-	if l.tries == 0 {
+	switch {
+	case l.dead != nil:
+		// Its dead letter stored again: no attempt, and it is in the busy
+		// list already.
+	case l.tries == 0:
 		// The supervisor's clock, not time.Now: a clock read costs as
 		// much as the rest of a value's way through the Pool (see
 		// BenchmarkEmptyHandler), and this one is right to a tick.
 		l.first = p.clock()
 		l.last = l.first
 		p.busy.push(l)
-	} else {
+	default:
 		p.stats.Retries++
 		l.last = time.Now()
 	}
@@ -148,6 +155,15 @@ func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
 // (l again, if it holds more values and more allows it), and reports
 // whether e's fate is final, to be marked done in its source.
 func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) (*lane[T, K], bool) {
+	var f Failure
+	if l.dead != nil { // its dead letter, stored again
+		f, l.dead = *l.dead, nil
+		if p.stopped {
+			p.popLocked(l, e, &p.stats.Abandoned, false)
+			return nil, false
+		}
+		return p.storeDeadLocked(l, e, f, more)
+	}
 	if err != errExhausted {
 		l.tries++
 	}
@@ -162,7 +178,14 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 		p.waitRetryLocked(l)
 		return nil, false
 	}
-	f := Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
+	f = Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
+	return p.storeDeadLocked(l, e, f, more)
+}
+
+// storeDeadLocked gives up on the head e of lane l, failed as f: it
+// stores its dead letter (with the lock released), or, if that fails,
+// has it stored again after a wait. It returns as finishLocked does.
+func (p *Pool[T, K]) storeDeadLocked(l *lane[T, K], e entry[T], f Failure, more bool) (*lane[T, K], bool) {
 	p.mu.Unlock()
 	stored := p.giveUp(l.key, e, f)
 	p.mu.Lock()
@@ -172,7 +195,7 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 	case p.stopped:
 		p.popLocked(l, e, &p.stats.Abandoned, false)
 	default:
-		l.tries-- // the dead letter is tried again after a wait
+		l.dead = &f // stored again after a wait; not handled again
 		p.waitRetryLocked(l)
 	}
 	return nil, false
@@ -195,7 +218,7 @@ func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
 // It returns the lane if the caller goes on with it, nil otherwise.
 func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bool) *lane[T, K] {
 	l.vals.Pop()
-	l.running, l.tries = false, 0
+	l.running, l.tries, l.dead = false, 0, nil
 	p.busy.remove(l)
 	p.stats.InFlight--
 	*count++

@@ -143,9 +143,11 @@
 // partitions that hold none of their earlier values, out of order. To
 // change it, make a new topic and move readers over once the old one is
 // drained. A rebalance costs each partition that moves one hand-over:
-// its old owner's handlers finish what they hold (the longest handler
-// time, at most), then the new owner reads on; a member that dies costs
-// the takeover time, and the values it had not finished come again.
+// its old owner's handlers finish what they hold (up to the Pool's
+// Window of values, however long their handlers take: a stuck handler
+// holds its partition where it is), then the new owner reads on; a
+// member that dies costs the takeover time, and the values it had not
+// finished come again.
 //
 // # Why not JetStream's ordered consumer
 //

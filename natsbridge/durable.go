@@ -71,7 +71,11 @@ type durable struct {
 	finishOnce sync.Once
 	finished   chan struct{} // closed once the position is handed over
 	timer      *time.Timer   // the bound on the hand-over after Stop
-	timerMu    sync.Mutex    // guards timer
+	// patient is set for a group member's partition moving to another
+	// member: the hand-over waits for the handlers, without the bound
+	// (see Member), until arm sets it.
+	patient atomic.Bool
+	timerMu sync.Mutex // guards timer
 }
 
 // validDurable checks a durable name: ASCII letters, digits, '-' and '_'.
@@ -99,23 +103,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	}
 	cons, err := t.stream.Consumer(ctx, o.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cfg := jetstream.ConsumerConfig{
-			Durable:        o.Durable,
-			Description:    "herald durable watcher of " + t.name,
-			DeliverPolicy:  jetstream.DeliverNewPolicy,
-			AckPolicy:      jetstream.AckAllPolicy,
-			AckWait:        durableAckWait,
-			MaxDeliver:     -1,
-			MaxAckPending:  -1,
-			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{durableGroup},
-			PinnedTTL:      takeover,
-			Metadata:       map[string]string{metaTopic: t.name},
-		}
-		if o.From > 0 {
-			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, o.From
-		}
-		cons, err = t.stream.CreateConsumer(ctx, cfg)
+		cons, err = t.stream.CreateConsumer(ctx, t.durableConfig(o, takeover))
 		if errors.Is(err, jetstream.ErrConsumerExists) {
 			cons, err = t.stream.Consumer(ctx, o.Durable) // made meanwhile, by another process
 		}
@@ -140,7 +128,30 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
 	next := "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + o.Durable
 	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
+	d.keep.unpin = func(ctx context.Context) error { return t.stream.UnpinConsumer(ctx, o.Durable, durableGroup) }
 	return info.AckFloor.Stream + 1, d, nil
+}
+
+// durableConfig returns the configuration of the durable consumer that
+// holds the position o.Durable, made at o.From with the takeover time.
+func (t *Topic[T]) durableConfig(o WatchOptions, takeover time.Duration) jetstream.ConsumerConfig {
+	cfg := jetstream.ConsumerConfig{
+		Durable:        o.Durable,
+		Description:    "herald durable watcher of " + t.name,
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		AckPolicy:      jetstream.AckAllPolicy,
+		AckWait:        durableAckWait,
+		MaxDeliver:     -1,
+		MaxAckPending:  -1,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{durableGroup},
+		PinnedTTL:      takeover,
+		Metadata:       map[string]string{metaTopic: t.name},
+	}
+	if o.From > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, o.From
+	}
+	return cfg
 }
 
 // durablesBucket names the key-value bucket that holds the records of a

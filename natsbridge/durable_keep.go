@@ -74,7 +74,14 @@ type keeper struct {
 	fenced   atomic.Bool
 	wake     chan struct{} // capacity 1: the application needs more
 	pin      atomic.Pointer[string]
-	gate     atomic.Pointer[chan struct{}] // see gateAt
+	// unpin makes the consumer forget its pin, so that the next reader to
+	// ask is served: a reader whose lease ran out gives its turn up so.
+	unpin func(context.Context) error
+	// notify, if not nil, is signalled when a value may be handed out
+	// that could not be before: the reservation grew, or the gate opened
+	// (a group member's readers, which do not wait: see tryReceive).
+	notify chan struct{}
+	gate   atomic.Pointer[chan struct{}] // see gateAt
 
 	mu  sync.Mutex // guards rev, last, lastAt: the record's writes
 	rev uint64     // the revision this reader last wrote; 0 before it owns the record
@@ -83,6 +90,9 @@ type keeper struct {
 	last   uint64
 	lastAt time.Time
 	owned  bool
+	// unpinDue is set while this reader, fenced because its lease ran
+	// out, has not yet given its turn up (see unpin).
+	unpinDue bool
 	// before is the highest sequence the record said was handed out when
 	// this reader took it over: release never writes less.
 	before uint64
@@ -236,6 +246,7 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	}
 	k.reserved.Advance(rec.Handed)
 	k.soft.Store(rec.Handed)
+	k.signal()
 }
 
 // reserve returns once this reader may hand out the value at seq, or
@@ -245,8 +256,12 @@ func (k *keeper) reserve(ctx context.Context, seq uint64) error {
 	if g := k.gate.Load(); g != nil {
 		select {
 		case <-*g:
-		case <-ctx.Done():
-			return ctx.Err()
+		default:
+			select {
+			case <-*g:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	if seq > k.soft.Load() {
@@ -265,10 +280,13 @@ func (k *keeper) reserve(ctx context.Context, seq uint64) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, wait.ErrEnded) && k.fenced.Load() && !k.isClosed():
-		return errFenced
-	case errors.Is(err, wait.ErrEnded):
+	case errors.Is(err, wait.ErrEnded) && k.isClosed():
 		return ErrClosed
+	case errors.Is(err, wait.ErrEnded):
+		// Fenced, and perhaps the owner again since (activate): either
+		// way the value comes again, to the owner or after the rewind
+		// that taking the position over makes.
+		return errFenced
 	}
 	return err
 }
@@ -315,6 +333,15 @@ func (k *keeper) extend() {
 	k.until, k.renewed = until, now
 	k.reserved.Advance(target)
 	k.soft.Store(target - size/2)
+	k.signal()
+}
+
+// signal tells a reader that does not wait that a value may be handed
+// out now.
+func (k *keeper) signal() {
+	if k.notify != nil {
+		wait.Signal(k.notify)
+	}
 }
 
 // fenceLocked stops this reader handing out values: another owns the

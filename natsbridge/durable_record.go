@@ -97,6 +97,10 @@ func (k *keeper) lease(now time.Time) {
 	if g := k.gate.Load(); g != nil && !now.Before(k.gateAt) {
 		close(*g)
 		k.gate.Store(nil)
+		k.signal()
+	}
+	if k.unpinDue {
+		k.giveTurnUpLocked()
 	}
 	if !k.owned || k.closed {
 		return
@@ -116,7 +120,29 @@ func (k *keeper) lease(now time.Time) {
 	}
 	if !now.Before(k.until.Add(-k.takeover / 4)) {
 		k.fenceLocked("lease not renewed in time (its record out of reach)")
+		k.unpinDue = true
+		k.giveTurnUpLocked()
 	}
+}
+
+// giveTurnUpLocked stops renewing the pin and asks the consumer to forget
+// it, so that the next reader to ask, this one or another, is served,
+// and takes the record over once it is in reach again; tried again at
+// each lease check until the server answers.
+func (k *keeper) giveTurnUpLocked() {
+	k.setPin("")
+	if k.unpin == nil {
+		k.unpinDue = false
+		return
+	}
+	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+	defer cancel()
+	err := k.unpin(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		k.log.warn("natsbridge: durable position not unpinned after its lease ran out: retrying", errAttr(err))
+		return
+	}
+	k.unpinDue = false
 }
 
 // release writes that this reader, which stopped handing out values,

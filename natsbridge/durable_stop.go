@@ -27,13 +27,24 @@ func (d *durable) afterStop(w interface{ finish() }, log *slog.Logger) {
 		log.Warn("natsbridge: durable position not saved at Stop: the values after it come again", slog.Uint64("seq", floor), errAttr(err))
 	}
 	cancel()
-	d.timerMu.Lock()
-	d.timer = time.AfterFunc(d.takeover, w.finish)
-	d.timerMu.Unlock()
+	if !d.patient.Load() {
+		d.arm(w)
+	}
 	// The last value may have been done meanwhile, before the timer was
 	// set: nothing else would hand over then.
 	if n, _ := d.acks.outstanding(); n == 0 {
 		w.finish()
+	}
+}
+
+// arm bounds the hand-over of the stopped watcher w by the takeover time,
+// once: a patient hand-over (a partition moving to another member of the
+// group) is bounded so when its member stops.
+func (d *durable) arm(w interface{ finish() }) {
+	d.timerMu.Lock()
+	defer d.timerMu.Unlock()
+	if d.timer == nil {
+		d.timer = time.AfterFunc(d.takeover, w.finish)
 	}
 }
 

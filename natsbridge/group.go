@@ -33,11 +33,14 @@ import (
 // its partitions to the others, and nothing else moves (sticky).
 //
 // A member that loses a partition stops its watcher: it hands back what it
-// had not handed to its handlers, lets them finish what they hold,
+// had not handed to its handlers, lets them finish what they hold, however
+// long that takes (a slow handler delays the hand-over: the partition stays
+// this member's meanwhile, and its Pool's Stats.Blocked names the key),
 // acknowledges it, and unpins itself; only then does the server give the
 // partition to the member that gained it, which waits for it as a standby.
 // So a key's values are never handled by two members at once, nor out of
-// order, in a rebalance. A member that dies loses its partitions when its
+// order, in a rebalance. Only when the member stops (Stop, Shutdown) is
+// the hand-over bounded: by the takeover time, or Shutdown's ctx. A member that dies loses its partitions when its
 // pins expire (the takeover time); the new owner waits out the dead one's
 // lease (see the record in durable_keep.go), so that even a reader that
 // lost its turn without knowing it stops before the new one starts.
@@ -92,14 +95,20 @@ type Member[T any] struct {
 	leaving map[int]*Watcher[T] // partitions it stopped, handing them over
 	since   map[int]time.Time   // when each leaving partition was stopped
 	stats   MemberStats         // Partitions and the sums are filled in by Stats
-	last    map[int]*Watcher[T] // every watcher made, for the sums of Stats
-	next    int                 // the partition Receive looks at first
+	// last is each partition's latest watcher, and gone the sums of the
+	// counters of the watchers before them: Stats adds them up.
+	last    map[int]*Watcher[T]
+	gone    MemberStats
+	next    int // the partition Receive looks at first
 	stopped bool
 }
 
 // MemberStats is a snapshot of a member's counters.
 type MemberStats struct {
-	// Partitions are the partitions the member reads now; Members how many
+	// Partitions are the partitions assigned to the member: it reads
+	// them, or waits for their last owner to hand them over (which then
+	// lists them too, until its handlers are done: the group has settled
+	// once each partition is listed by one member). Members is how many
 	// live members it counted last.
 	Partitions []int
 	Members    int
@@ -240,7 +249,10 @@ func (m *Member[T]) rebalance(ctx context.Context) {
 	live[m.name] = m.claimed() // live, as it is running, and its own word is the latest
 	stop, start := m.plan(len(live), assign(live, len(m.pt.parts), m.name))
 	for _, w := range stop {
-		w.Stop() // hands the partition over once its handlers are done
+		// It hands the partition over once its handlers are done, however
+		// long they take: until then the partition stays this member's.
+		w.d.patient.Store(true)
+		w.Stop()
 	}
 	started := map[int]*Watcher[T]{}
 	for _, i := range start {
@@ -294,6 +306,9 @@ func (m *Member[T]) install(started map[int]*Watcher[T], stopped int) (changed b
 	done := m.stopped
 	if !done {
 		for i, w := range started {
+			if old := m.last[i]; old != nil {
+				m.gone.addWatcher(old.Stats()) // handed over: its counts are final
+			}
 			m.readers[i], m.last[i] = w, w
 		}
 		if changed = stopped+len(started) > 0; changed {

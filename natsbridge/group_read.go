@@ -38,7 +38,7 @@ func (m *Member[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
 		m.mu.Unlock()
 		for j := range ws {
 			k := (start + j) % len(ws)
-			d, err := ws[k].tryReceive(ctx)
+			d, err := ws[k].tryReceive()
 			if err != nil {
 				if ctx.Err() != nil {
 					return handle.Delivery[T]{}, ctx.Err()
@@ -94,6 +94,9 @@ func (m *Member[T]) watcherOf(seq uint64) (*Watcher[T], uint64) {
 func (m *Member[T]) Done(seq uint64) {
 	if w, s := m.watcherOf(seq); w != nil {
 		w.Done(s)
+		// A partition whose next value waits for the values out to be
+		// done (after a death, one at a time) may go on now.
+		wait.Signal(m.notify)
 	}
 }
 
@@ -150,20 +153,26 @@ func (m *Member[T]) Stats() MemberStats {
 		s.Partitions = append(s.Partitions, i)
 	}
 	slices.Sort(s.Partitions)
+	s.Redelivered, s.HandedBack, s.Gaps, s.Poisoned = m.gone.Redelivered, m.gone.HandedBack, m.gone.Gaps, m.gone.Poisoned
 	for _, w := range m.last {
-		ws := w.Stats()
-		s.Redelivered += ws.Redelivered
-		s.HandedBack += ws.HandedBack
-		s.Gaps += ws.Gaps
-		s.Poisoned += ws.Poisoned
+		s.addWatcher(w.Stats())
 	}
 	return s
+}
+
+// addWatcher adds the counters of a partition's watcher to s.
+func (s *MemberStats) addWatcher(ws WatcherStats) {
+	s.Redelivered += ws.Redelivered
+	s.HandedBack += ws.HandedBack
+	s.Gaps += ws.Gaps
+	s.Poisoned += ws.Poisoned
 }
 
 // Stop ends the member: it leaves the group (the others take its
 // partitions over at once, once it has handed them over), and stops its
 // watchers, each handing its partition over once the values it handed out
-// are done (see Watcher.Stop). It is idempotent.
+// are done, or after the takeover time (see Watcher.Stop), a partition
+// that was moving to another member too. It is idempotent.
 func (m *Member[T]) Stop() { m.halt() }
 
 func (m *Member[T]) halt() []*Watcher[T] {
@@ -189,6 +198,7 @@ func (m *Member[T]) halt() []*Watcher[T] {
 	m.mu.Unlock()
 	for _, w := range all {
 		w.Stop()
+		w.d.arm(w) // a partition moving already: bounded now too
 	}
 	return all
 }

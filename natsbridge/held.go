@@ -28,8 +28,8 @@ func (h *held[T]) take() (item[T], bool) {
 	return it, ok
 }
 
-// giveBack holds it for the next reader; once the watcher stopped, it
-// counts it in handedBack instead.
+// giveBack holds it for the next reader; once the watcher stopped (see
+// stop), it counts it in handedBack instead.
 func (h *held[T]) giveBack(it item[T], handedBack *atomic.Uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -40,15 +40,24 @@ func (h *held[T]) giveBack(it item[T], handedBack *atomic.Uint64) {
 	h.it, h.ok = it, true
 }
 
-// discard counts the value held, if any, in handedBack, and every value
-// given back from now on.
+// discard counts the value held, if any, in handedBack, and holds it no
+// more. The watcher reads on: a value given back later is held again.
 func (h *held[T]) discard(handedBack *atomic.Uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ok {
 		handedBack.Add(1)
 	}
-	h.it, h.ok, h.discarded = item[T]{}, false, true
+	h.it, h.ok = item[T]{}, false
+}
+
+// stop is discard for a watcher that stopped: every value given back from
+// now on is counted in handedBack, since no reader takes it.
+func (h *held[T]) stop(handedBack *atomic.Uint64) {
+	h.discard(handedBack)
+	h.mu.Lock()
+	h.discarded = true
+	h.mu.Unlock()
 }
 
 // len returns 1 if a value is held, 0 if not.

@@ -126,6 +126,7 @@ func (t *Topic[T]) watch(ctx context.Context, o WatchOptions, prefix []T, notify
 	w.notify = notify
 	w.f = newFeed(t, "watcher", start, w, d)
 	if d != nil {
+		d.keep.notify = notify
 		d.keep.start()
 	}
 	err = w.f.open(ctx)
@@ -274,6 +275,7 @@ func (w *Watcher[T]) halt(ctx context.Context) error {
 		if w.d != nil {
 			w.d.keep.closeReads()
 			w.discard()
+			w.held.stop(&w.handedBack) // a reader's value given back after this is counted
 		}
 		if w.q != nil {
 			w.q.Close()

@@ -154,13 +154,20 @@ func (w *Watcher[T]) nextDurable(ctx context.Context) (T, error) {
 	return it.v, nil
 }
 
-// tryReceive is Receive without waiting for a value: it returns errDone
-// at once if none is queued (a group member's, which reads several).
-func (w *Watcher[T]) tryReceive(ctx context.Context) (handle.Delivery[T], error) {
+// tryReceive is Receive without waiting (a group member's, which reads
+// several): it returns errDone at once if no value is queued, or if the
+// next may not be handed out yet (its reservation, the lease of a reader
+// before, or the one-at-a-time hand-out after a death): the value waits
+// in front of the queue, and the watcher's notify is signalled when the
+// wait is over.
+func (w *Watcher[T]) tryReceive() (handle.Delivery[T], error) {
 	w.d.readMu.Lock()
-	it, err := w.takeDurableDone(closedDone, ctx, true)
+	it, err := w.takeDurableDone(closedDone, endedCtx, true)
 	w.d.readMu.Unlock()
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return handle.Delivery[T]{}, errDone
+	case err != nil:
 		return handle.Delivery[T]{}, err
 	}
 	return w.delivery(it), nil
@@ -168,6 +175,13 @@ func (w *Watcher[T]) tryReceive(ctx context.Context) (handle.Delivery[T], error)
 
 // closedDone is a closed channel: a wait on it ends at once.
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// endedCtx is a context that has ended: a wait under it ends at once.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // Receive is Next for a handle.Pool (a Watcher is a handle.AckSource):
 // it returns the next value with its stream sequence (0 for a prefix
@@ -335,6 +349,11 @@ func (d *durable) oneAtATime(ctx context.Context, seq uint64) error {
 		return nil
 	}
 	if _, idle := d.acks.outstanding(); idle != nil {
+		select {
+		case <-idle:
+			return nil
+		default:
+		}
 		select {
 		case <-idle:
 		case <-ctx.Done():

@@ -16,6 +16,33 @@ type child struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Scanner
+	// done, if a goroutine reads out, is closed once it has read it all:
+	// Wait, which closes out, waits for it.
+	done chan struct{}
+}
+
+// stop asks the child to stop (its stdin closed) and waits for it to
+// report and exit; a child killed already has nothing to stop.
+func (c *child) stop() error {
+	if c.cmd.ProcessState != nil {
+		return nil // killed
+	}
+	if err := c.stdin.Close(); err != nil {
+		return err
+	}
+	<-c.done
+	return c.cmd.Wait()
+}
+
+// kill ends the child at once (SIGKILL) if it is still running.
+func (c *child) kill() {
+	if c.cmd.ProcessState == nil {
+		_ = c.cmd.Process.Kill()
+		if c.done != nil {
+			<-c.done
+		}
+		_ = c.cmd.Wait()
+	}
 }
 
 // startChild starts this program again in role, with the environment
@@ -52,12 +79,4 @@ func startChild(ctx context.Context, role, env string, spec any) (*child, string
 		return nil, "", fmt.Errorf("%s ended before it was ready", role)
 	}
 	return c, c.out.Text(), nil
-}
-
-// kill ends the child with SIGKILL, unless it has ended already.
-func (c *child) kill() {
-	if c.cmd.ProcessState == nil {
-		_ = c.cmd.Process.Kill()
-		_ = c.cmd.Wait()
-	}
 }

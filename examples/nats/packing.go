@@ -48,7 +48,6 @@ type member struct {
 	parts   []int      // as it last said
 	settled []int      // once the group settled, at the end
 	report  memberReport
-	done    chan struct{}
 }
 
 // packing runs the last part with n events, on a partitioned topic
@@ -255,7 +254,8 @@ func startMember(ctx context.Context, s memberSpec, name string) (*member, error
 		c.kill()
 		return nil, fmt.Errorf("member %s: %q", name, ready)
 	}
-	m := &member{child: c, name: name, fate: "throughout", done: make(chan struct{})}
+	m := &member{child: c, name: name, fate: "throughout"}
+	c.done = make(chan struct{})
 	go m.follow(c.out)
 	return m, nil
 }
@@ -282,27 +282,6 @@ func (m *member) follow(lines *bufio.Scanner) {
 			m.report = r
 			m.mu.Unlock()
 		}
-	}
-}
-
-// stop asks a live member to shut down and waits for its report.
-func (m *member) stop() error {
-	if m.cmd.ProcessState != nil {
-		return nil // killed
-	}
-	if err := m.stdin.Close(); err != nil {
-		return err
-	}
-	<-m.done
-	return m.cmd.Wait()
-}
-
-// kill ends the member at once (SIGKILL) if it is still running.
-func (m *member) kill() {
-	if m.cmd.ProcessState == nil {
-		_ = m.cmd.Process.Kill()
-		<-m.done
-		_ = m.cmd.Wait()
 	}
 }
 

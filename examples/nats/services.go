@@ -68,7 +68,6 @@ type replica struct {
 	skipped     []int      // billing: the events its ledger said were charged
 	first       time.Time  // when it handled its first event
 	redelivered uint64     // from its report, once it stopped
-	done        chan struct{}
 }
 
 // fleet is the running replicas, by service, in the order they started.
@@ -304,7 +303,8 @@ func startReplica(ctx context.Context, s replicaSpec) (*replica, error) {
 		c.kill()
 		return nil, fmt.Errorf("replica %s/%d: %q", s.Service, s.Replica, ready)
 	}
-	r := &replica{child: c, spec: s, done: make(chan struct{})}
+	r := &replica{child: c, spec: s}
+	c.done = make(chan struct{})
 	go r.follow(c.out)
 	return r, nil
 }
@@ -380,25 +380,6 @@ func (r *replica) waitCharging(ctx context.Context, n int) error {
 			return fmt.Errorf("billing did not begin to charge event %d: %w", n, ctx.Err())
 		case <-time.After(20 * time.Millisecond): // polling what the replica said
 		}
-	}
-}
-
-// stop asks the replica to stop its watcher (a clean Stop) and waits for
-// its report.
-func (r *replica) stop() error {
-	if err := r.stdin.Close(); err != nil {
-		return err
-	}
-	<-r.done
-	return r.cmd.Wait()
-}
-
-// kill ends the replica process at once (SIGKILL) if it is still running.
-func (r *replica) kill() {
-	if r.cmd.ProcessState == nil {
-		_ = r.cmd.Process.Kill()
-		<-r.done
-		_ = r.cmd.Wait()
 	}
 }
 

@@ -63,7 +63,10 @@ func run() error {
 	}
 	defer w.Stop()
 
-	p := orders.Publisher(natsbridge.PublisherOptions{})
+	p, err := orders.Publisher(natsbridge.PublisherOptions{})
+	if err != nil {
+		return err
+	}
 	if err := p.Publish(ctx, Order{ID: 1}); err != nil {
 		return err
 	}
