@@ -199,21 +199,25 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
-// memberOrder describes the first value each member began, of each key,
-// after it had begun a later value of that key (a retry begins the same
-// value again: that is in order).
+// memberOrder describes, per member and key, the first value the member
+// began for the first time (no member had begun it before) after it had
+// begun a later value of that key: a key handled out of order. A value
+// begun again (a retry, or a redelivery: at least once, counted in
+// Redelivered) is not out of order.
 func memberOrder(runs []hrun, key func(id int) string) []string {
 	type mk struct{ member, key string }
 	last := map[mk]int{}
+	begun := map[int]bool{}
 	var out []string
 	bad := map[mk]bool{}
-	for _, r := range runs { // in the order each member recorded them
+	for _, r := range slices.SortedStableFunc(slices.Values(runs), func(a, b hrun) int { return cmp.Compare(a.start, b.start) }) {
 		k := mk{r.member, key(r.id)}
-		if r.id < last[k] && !bad[k] {
-			out = append(out, fmt.Sprintf("member %s began key %s's value %d after value %d", r.member, k.key, r.id, last[k]))
+		if r.id < last[k] && !begun[r.id] && !bad[k] {
+			out = append(out, fmt.Sprintf("member %s began key %s's value %d, for the first time, after value %d", r.member, k.key, r.id, last[k]))
 			bad[k] = true
 		}
 		last[k] = max(last[k], r.id)
+		begun[r.id] = true
 	}
 	return out
 }
@@ -1086,9 +1090,14 @@ func heldBy(tr *htrace, member string, from int) map[int]int {
 }
 
 // steadyPublisher publishes orders first..last with keys spread over
-// keys, pausing briefly every 100 values (a steady stream while members
+// keys, pausing 10ms every 100 values (a steady stream while members
 // come and go), and reports its end on the channel it returns.
 func steadyPublisher(ctx context.Context, pt *natsbridge.Partitioned[Order], first, last, keys int) <-chan error {
+	return pacedPublisher(ctx, pt, first, last, keys, 10*time.Millisecond)
+}
+
+// pacedPublisher is steadyPublisher pausing pause every 100 values.
+func pacedPublisher(ctx context.Context, pt *natsbridge.Partitioned[Order], first, last, keys int, pause time.Duration) <-chan error {
 	done := make(chan error, 1)
 	pub, err := pt.Publisher(natsbridge.PublisherOptions{})
 	if err != nil {
@@ -1102,7 +1111,7 @@ func steadyPublisher(ctx context.Context, pt *natsbridge.Partitioned[Order], fir
 				return
 			}
 			if i%100 == 0 {
-				time.Sleep(10 * time.Millisecond) // the load's shape, not a synchronisation
+				time.Sleep(pause) // the load's shape, not a synchronisation
 			}
 		}
 		done <- pub.Shutdown(ctx)
@@ -1458,4 +1467,162 @@ func TestDeadLetterNotStoredHandlerNotRunAgain(t *testing.T) {
 		t.Errorf("the handler ran %d times, want MaxAttempts (3): storing the dead letter failed, and the Pool handled the value again each time (Stats %+v)", got, st)
 	}
 	checkConservedPool(t, st)
+}
+
+// TestGroupRecordsLeaderKilled: on a 3-node cluster, two member processes
+// share three partitions (every stream with three replicas) while values
+// are published; the leader of the bucket that holds the group's
+// membership and the partitions' records (leases) is killed, and no
+// write to it is answered until a new leader is elected, longer than the
+// takeover time. The group goes on: every value is handled, no key by
+// two members at once nor back in time, the values handled twice are
+// counted, and the group settles again with each partition read by one
+// member.
+func TestGroupRecordsLeaderKilled(t *testing.T) {
+	t.Parallel() // it waits on processes and elections, not on the CPU
+	c := natstest.StartCluster(t, 3, natstest.Options{})
+	_, js := dial(t, c.URL())
+	const name, keys, n = "attack.records", 60, 3000
+	pt, err := natsbridge.NewPartitioned(testCtx(t), js, name, natsbridge.JSON[Order](), attackKey,
+		natsbridge.PartitionOptions{Partitions: 3, Topic: natsbridge.TopicOptions{Logger: quiet, Replicas: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
+	tr := newTrace()
+	conf := func(member string) procConf {
+		return procConf{URL: c.URL(), Topic: name, Member: member, Takeover: 2 * time.Second, Workers: 8, Pace: time.Millisecond}
+	}
+	ms := []*procMember{startProcMember(t, tr, conf("a")), startProcMember(t, tr, conf("b"))}
+	eventually(t, "a and b share three partitions", func() bool { return settledOn(ms, 3) })
+	published := pacedPublisher(testCtx(t), pt, 1, n, keys, 100*time.Millisecond)
+	eventually(t, "a tenth handled", func() bool { return len(tr.handledOK()) >= n/10 })
+	bucket := "KV_herald_" + strings.ReplaceAll(name, ".", "_")
+	leader := c.StreamLeader(js, bucket)
+	var led []int // the partitions whose stream the killed server led too
+	for i := range pt.Partitions() {
+		if c.StreamLeader(js, pt.Topic(i).Stream()) == leader {
+			led = append(led, i)
+		}
+	}
+	leader.Kill()
+	killed := time.Now()
+	c.WaitStreamLeader(js, bucket, leader)
+	elected := time.Since(killed)
+	leader.Restart()
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the records' leader led partitions %v too; elected after %v", led, elected.Round(time.Millisecond))
+	waitHandled(t, tr, ms, n, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	eventually(t, "a and b share three partitions again", func() bool { return settledOn(ms, 3) })
+	live := map[string]procStats{}
+	for _, m := range ms {
+		live[m.name] = m.stop(t)
+	}
+	checkStreamsIntact(t, js, pt, n)
+	checkGroupRun(t, tr, n, keys, live)
+	logFault(t, "group records' leader killed (it led partitions %v too): elected after %v; a: %+v; b: %+v", led, elected.Round(time.Millisecond), live["a"].Member, live["b"].Member)
+}
+
+// waitHandled waits until every value of 1..n is handled, failing the
+// test after within with what the members say: the values missing, by
+// partition, and each member's partitions and counters.
+func waitHandled(t *testing.T, tr *htrace, ms []*procMember, n int, within time.Duration, partOf func(id int) int) {
+	t.Helper()
+	missing := func() []int {
+		ok := tr.handledOK()
+		var out []int
+		for id := 1; id <= n; id++ {
+			if ok[id] == 0 {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(within)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // a bounded wait for what must happen
+	}
+	m := missing()
+	if len(m) == 0 {
+		return
+	}
+	for _, pm := range ms {
+		pm.send(t, "stats")
+	}
+	time.Sleep(200 * time.Millisecond) // the members' answers, for the failure message
+	var state []string
+	for _, pm := range ms {
+		st, _ := pm.lastStats()
+		state = append(state, fmt.Sprintf("%s reads %v, member %+v, Pool %+v", pm.name, pm.partitions(), st.Member, st.Pool))
+	}
+	by := map[int]int{}
+	for _, id := range m {
+		by[partOf(id)]++
+	}
+	t.Fatalf("%d values not handled %v after the fault (first %v; by partition %v); %s", len(m), within, m[:min(len(m), 10)], by, strings.Join(state, "; "))
+}
+
+// TestGroupServerDownLongerThanTakeover: two member processes share three
+// partitions on one server while values are published; the server is
+// killed, stays down for twice the takeover time, and is started again
+// (same store). The members' leases ran out meanwhile (no write could
+// renew them); once the server is back the group goes on: every value is
+// handled, each key in order and by one member at a time, every fate
+// counted.
+func TestGroupServerDownLongerThanTakeover(t *testing.T) {
+	t.Parallel() // it waits on processes and a restart, not on the CPU
+	srv := natstest.StartServer(t, natstest.Options{})
+	_, js := dial(t, srv.URL())
+	const name, keys, n = "attack.restart", 60, 2000
+	const takeover = 2 * time.Second
+	pt, err := natsbridge.NewPartitioned(testCtx(t), js, name, natsbridge.JSON[Order](), attackKey,
+		natsbridge.PartitionOptions{Partitions: 3, Topic: natsbridge.TopicOptions{Logger: quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
+	tr := newTrace()
+	conf := func(member string) procConf {
+		return procConf{URL: srv.URL(), Topic: name, Member: member, Takeover: takeover, Workers: 8, Pace: time.Millisecond}
+	}
+	ms := []*procMember{startProcMember(t, tr, conf("a")), startProcMember(t, tr, conf("b"))}
+	eventually(t, "a and b share three partitions", func() bool { return settledOn(ms, 3) })
+	publishOrders(t, pt, 1, n/2, keys)
+	eventually(t, "a tenth handled", func() bool { return len(tr.handledOK()) >= n/10 })
+	srv.Kill()
+	time.Sleep(2 * takeover) // the fault: the server down this long
+	srv.Restart()
+	publishOrders(t, pt, n/2+1, n, keys)
+	waitHandled(t, tr, ms, n, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	eventually(t, "a and b share three partitions again", func() bool { return settledOn(ms, 3) })
+	live := map[string]procStats{}
+	for _, m := range ms {
+		live[m.name] = m.stop(t)
+	}
+	checkStreamsIntact(t, js, pt, n)
+	checkGroupRun(t, tr, n, keys, live)
+}
+
+// checkStreamsIntact fails unless the partitions' streams hold n values
+// in all, each at sequences 1 to its count, none deleted: so that a gap a
+// watcher counts (a value the stream no longer held) is none.
+func checkStreamsIntact(t *testing.T, js jetstream.JetStream, pt *natsbridge.Partitioned[Order], n int) {
+	t.Helper()
+	total := uint64(0)
+	for i := range pt.Partitions() {
+		s, err := js.Stream(testCtx(t), pt.Topic(i).Stream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.CachedInfo().State
+		if st.Msgs > 0 && (st.FirstSeq != 1 || st.LastSeq != st.Msgs || st.NumDeleted != 0) {
+			t.Errorf("partition %d's stream holds %d values at %d..%d, %d deleted: not every value from 1 on", i, st.Msgs, st.FirstSeq, st.LastSeq, st.NumDeleted)
+		}
+		total += st.Msgs
+	}
+	if total != uint64(n) {
+		t.Errorf("the partitions' streams hold %d values, want %d", total, n)
+	}
 }
