@@ -937,6 +937,14 @@ type procMember struct {
 // startProcMember starts a member process and waits for its "ready".
 func startProcMember(t *testing.T, tr *htrace, c procConf) *procMember {
 	t.Helper()
+	return startProcMemberAs(t, tr, c, c.Member)
+}
+
+// startProcMemberAs is startProcMember for a member whose handlers tr
+// records as label's: a process that joins under the name of one that
+// died.
+func startProcMemberAs(t *testing.T, tr *htrace, c procConf, label string) *procMember {
+	t.Helper()
 	b, _ := json.Marshal(c)
 	cmd := exec.CommandContext(testCtx(t), os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), procRoleEnv+"="+string(b))
@@ -952,7 +960,7 @@ func startProcMember(t *testing.T, tr *htrace, c procConf) *procMember {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pm := &procMember{name: c.Member, cmd: cmd, in: stdin, done: make(chan struct{}), tr: tr}
+	pm := &procMember{name: label, cmd: cmd, in: stdin, done: make(chan struct{}), tr: tr}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -1624,5 +1632,124 @@ func checkStreamsIntact(t *testing.T, js jetstream.JetStream, pt *natsbridge.Par
 	}
 	if total != uint64(n) {
 		t.Errorf("the partitions' streams hold %d values, want %d", total, n)
+	}
+}
+
+// TestGroupMemberRejoinsUnderItsName: members a and b (processes) share
+// four partitions while values are published; b, with a handler in each
+// of its partitions in flight, is killed (SIGKILL) and started again
+// under its name at once, within the takeover time. The doc: it finds
+// its partitions as it left them, without a rebalance; the values in its
+// handlers come again to it.
+func TestGroupMemberRejoinsUnderItsName(t *testing.T) {
+	t.Parallel() // it waits on processes and takeovers, not on the CPU
+	srv := natstest.StartServer(t, natstest.Options{})
+	_, js := dial(t, srv.URL())
+	const name, keys, n, holdFrom = "attack.rejoin", 60, 2000, 300
+	pt, err := natsbridge.NewPartitioned(testCtx(t), js, name, natsbridge.JSON[Order](), attackKey,
+		natsbridge.PartitionOptions{Partitions: 4, Topic: natsbridge.TopicOptions{Logger: quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
+	tr := newTrace()
+	conf := func(member string, hold int) procConf {
+		return procConf{URL: srv.URL(), Topic: name, Member: member, Takeover: 2 * time.Second, Workers: 8, Pace: time.Millisecond, HoldFrom: hold}
+	}
+	a := startProcMember(t, tr, conf("a", 0))
+	b := startProcMember(t, tr, conf("b", holdFrom))
+	eventually(t, "a and b share four partitions", func() bool { return settledOn([]*procMember{a, b}, 4) })
+	aParts, bParts := a.partitions(), b.partitions()
+	a.send(t, "stats")
+	eventually(t, "a reports its stats", func() bool { _, ok := a.lastStats(); return ok })
+	before, _ := a.lastStats()
+	published := steadyPublisher(testCtx(t), pt, 1, n, keys)
+	var held map[int]int
+	eventually(t, "b holds a handler in each of its partitions", func() bool {
+		held = heldBy(tr, "b", holdFrom)
+		return len(held) == len(bParts)
+	})
+	b.kill()
+	b2 := startProcMemberAs(t, tr, conf("b", 0), "b again")
+	ms := []*procMember{a, b2}
+	eventually(t, "b, again, reads its partitions", func() bool { return slices.Equal(b2.partitions(), bParts) })
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	waitHandled(t, tr, ms, n, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	if got := a.partitions(); !slices.Equal(got, aParts) {
+		t.Errorf("a reads %v, read %v before b came back: a rebalance", got, aParts)
+	}
+	ok := map[int]bool{}
+	for _, e := range tr.snapshot() {
+		if !e.start && e.ok && e.member == b2.name {
+			ok[e.id] = true
+		}
+	}
+	for p, id := range held {
+		if !ok[id] {
+			t.Errorf("value %d (partition %d), in b's handler when it was killed, was not handled by b when it came back", id, p)
+		}
+	}
+	live := map[string]procStats{}
+	for _, m := range ms {
+		live[m.name] = m.stop(t)
+	}
+	if st := live["a"]; st.Member.Rebalances != before.Member.Rebalances {
+		t.Errorf("a rebalanced %d times while b came back under its name, want none", st.Member.Rebalances-before.Member.Rebalances)
+	}
+	checkStreamsIntact(t, js, pt, n)
+	checkGroupRun(t, tr, n, keys, live)
+}
+
+// TestGroupCleanChurnHandlesEachValueOnce: members a and b (processes)
+// read six partitions while values are published; members c and d join
+// and leave cleanly, one after the other, each once it has handled
+// values. Clean hand-overs repeat nothing: every value is handled exactly
+// once, each key in order and by one member at a time.
+func TestGroupCleanChurnHandlesEachValueOnce(t *testing.T) {
+	t.Parallel() // it waits on processes and hand-overs, not on the CPU
+	srv := natstest.StartServer(t, natstest.Options{})
+	_, js := dial(t, srv.URL())
+	const name, keys, n = "attack.cleanchurn", 60, 4000
+	pt, err := natsbridge.NewPartitioned(testCtx(t), js, name, natsbridge.JSON[Order](), attackKey,
+		natsbridge.PartitionOptions{Partitions: 6, Topic: natsbridge.TopicOptions{Logger: quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
+	tr := newTrace()
+	conf := func(member string) procConf {
+		return procConf{URL: srv.URL(), Topic: name, Member: member, Takeover: 2 * time.Second, Workers: 8, Pace: time.Millisecond}
+	}
+	a, b := startProcMember(t, tr, conf("a")), startProcMember(t, tr, conf("b"))
+	eventually(t, "a and b share six partitions", func() bool { return settledOn([]*procMember{a, b}, 6) })
+	published := pacedPublisher(testCtx(t), pt, 1, n, keys, 50*time.Millisecond)
+	live := map[string]procStats{}
+	for _, name := range []string{"c", "d"} {
+		m := startProcMember(t, tr, conf(name))
+		eventually(t, name+" handles values", func() bool { return tr.okBy(name) >= 50 })
+		live[name] = m.stop(t)
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	ms := []*procMember{a, b}
+	waitHandled(t, tr, ms, n, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	for _, m := range ms {
+		live[m.name] = m.stop(t)
+	}
+	checkGroupRun(t, tr, n, keys, live)
+	twice := 0
+	for id, k := range tr.handledOK() {
+		if k != 1 {
+			twice++
+			if twice <= 5 {
+				t.Errorf("value %d handled %d times, want once: every hand-over was clean", id, k)
+			}
+		}
+	}
+	if twice > 0 {
+		t.Errorf("%d values handled more than once", twice)
 	}
 }
