@@ -1753,3 +1753,67 @@ func TestGroupCleanChurnHandlesEachValueOnce(t *testing.T) {
 		t.Errorf("%d values handled more than once", twice)
 	}
 }
+
+// TestGroupMemberCountersNeverGoBack: member x (a process) reads four
+// partitions and is killed (SIGKILL) with a handler in flight in each;
+// member a then takes the four over, and counts in Redelivered the
+// values that came to it again. Member c joins, takes its share, and
+// leaves cleanly: its partitions come back to a. MemberStats are
+// counters: a's Redelivered (and HandedBack, Gaps) never go down, and
+// still count what came to a again before c joined.
+func TestGroupMemberCountersNeverGoBack(t *testing.T) {
+	t.Parallel() // it waits on processes and takeovers, not on the CPU
+	srv := natstest.StartServer(t, natstest.Options{})
+	_, js := dial(t, srv.URL())
+	const name, keys, n = "attack.counters", 40, 400
+	pt, err := natsbridge.NewPartitioned(testCtx(t), js, name, natsbridge.JSON[Order](), attackKey,
+		natsbridge.PartitionOptions{Partitions: 4, Topic: natsbridge.TopicOptions{Logger: quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
+	tr := newTrace()
+	conf := func(member string, hold int) procConf {
+		return procConf{URL: srv.URL(), Topic: name, Member: member, Takeover: 2 * time.Second, Workers: 8, Pace: time.Millisecond, HoldFrom: hold}
+	}
+	x := startProcMember(t, tr, conf("x", 1))
+	eventually(t, "x reads four partitions", func() bool { return len(x.partitions()) == 4 })
+	publishOrders(t, pt, 1, n, keys)
+	eventually(t, "x holds a handler in each partition", func() bool { return len(heldBy(tr, "x", 1)) == 4 })
+	x.kill()
+	a := startProcMember(t, tr, conf("a", 0))
+	waitHandled(t, tr, []*procMember{a}, n, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	stats := func() procStats {
+		t.Helper()
+		a.mu.Lock()
+		k := len(a.stats)
+		a.mu.Unlock()
+		a.send(t, "stats")
+		eventually(t, "a reports its stats", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.stats) > k })
+		st, _ := a.lastStats()
+		return st
+	}
+	first := stats()
+	if first.Member.Redelivered < 4 {
+		t.Fatalf("a's Redelivered %d after taking over from x, want at least the 4 values in x's handlers", first.Member.Redelivered)
+	}
+	c := startProcMember(t, tr, conf("c", 0))
+	eventually(t, "a and c share the four partitions", func() bool { return settledOn([]*procMember{a, c}, 4) })
+	publishOrders(t, pt, n+1, n+100, keys)
+	waitHandled(t, tr, []*procMember{a, c}, n+100, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	c.stop(t)
+	eventually(t, "a reads the four partitions again", func() bool { return len(a.partitions()) == 4 })
+	publishOrders(t, pt, n+101, n+200, keys)
+	waitHandled(t, tr, []*procMember{a}, n+200, 30*time.Second, func(id int) int { return pt.Partition(keyOfID(keys)(id)) })
+	last := stats()
+	if last.Member.Redelivered < first.Member.Redelivered || last.Member.HandedBack < first.Member.HandedBack || last.Member.Gaps < first.Member.Gaps {
+		t.Errorf("a's counters went back: Redelivered %d → %d, HandedBack %d → %d, Gaps %d → %d, once partitions it had handed over came back to it",
+			first.Member.Redelivered, last.Member.Redelivered, first.Member.HandedBack, last.Member.HandedBack, first.Member.Gaps, last.Member.Gaps)
+	}
+	t.Logf("a's Redelivered %d → %d", first.Member.Redelivered, last.Member.Redelivered)
+	live := map[string]procStats{"a": a.stop(t)}
+	again := deliveredAgain(tr.runs())
+	if r := live["a"].Member.Redelivered; r < uint64(again["a"]) {
+		t.Errorf("a was handed %d values a second time, and counts %d redelivered", again["a"], r)
+	}
+}
