@@ -809,6 +809,13 @@ type procConf struct {
 	Pace time.Duration
 	// Window is the Pool's Options.Window (0: the default).
 	Window int
+	// Fail lists IDs whose handler always fails; RetryMin and
+	// MaxAttempts are the Pool's options (0: the defaults); DeadLetters,
+	// if set, names the dead-letter topic of the group.
+	Fail        []int
+	RetryMin    time.Duration
+	MaxAttempts int
+	DeadLetters string
 }
 
 // procStats is what a member process reports: its Pool's and its
@@ -852,7 +859,16 @@ func playProcMember(conf string) int {
 		return fail(err)
 	}
 	defer pt.Shutdown(ctx)
-	m, err := pt.Join(ctx, "ship", natsbridge.GroupOptions{Member: c.Member, Takeover: c.Takeover})
+	g := natsbridge.GroupOptions{Member: c.Member, Takeover: c.Takeover}
+	if c.DeadLetters != "" {
+		dlq, err := natsbridge.NewTopic(ctx, js, c.DeadLetters, natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{Logger: quiet})
+		if err != nil {
+			return fail(err)
+		}
+		defer dlq.Shutdown(ctx)
+		g.DeadLetters = dlq
+	}
+	m, err := pt.Join(ctx, "ship", g)
 	if err != nil {
 		return fail(err)
 	}
@@ -873,9 +889,13 @@ func playProcMember(conf string) int {
 			<-release
 		}
 		time.Sleep(c.Pace) // the handler's work
+		if slices.Contains(c.Fail, o.ID) {
+			say("end %d %d %v %d\n", o.ID, seq, false, time.Now().UnixNano())
+			return errors.New("card declined")
+		}
 		say("end %d %d %v %d\n", o.ID, seq, true, time.Now().UnixNano())
 		return nil
-	}, handle.Options{Workers: c.Workers, Window: c.Window, Logger: quiet})
+	}, handle.Options{Workers: c.Workers, Window: c.Window, RetryMin: c.RetryMin, MaxAttempts: c.MaxAttempts, Logger: quiet})
 	stats := func(took time.Duration, err error) {
 		st := procStats{Pool: p.Stats(), Member: m.Stats(), Took: took}
 		if err != nil {
@@ -1815,5 +1835,62 @@ func TestGroupMemberCountersNeverGoBack(t *testing.T) {
 	again := deliveredAgain(tr.runs())
 	if r := live["a"].Member.Redelivered; r < uint64(again["a"]) {
 		t.Errorf("a was handed %d values a second time, and counts %d redelivered", again["a"], r)
+	}
+}
+
+// TestGroupRetryAttemptsSurviveKill: a value whose handler always fails
+// waits out its retries (MaxAttempts 4) in member a, which is killed
+// (SIGKILL) after two attempts; member b takes the partition over and
+// handles the value again. MaxAttempts is "how many times a value is
+// handled, across its source's deliveries, before it is dead-lettered":
+// the value is handled 4 times in all, and its dead letter says so.
+func TestGroupRetryAttemptsSurviveKill(t *testing.T) {
+	t.Parallel() // it waits on processes and takeovers, not on the CPU
+	srv := natstest.StartServer(t, natstest.Options{})
+	_, js := dial(t, srv.URL())
+	const name, dead, keys, n, failing, attempts = "attack.retrykill", "attack.retrykilldead", 10, 100, 10, 4
+	pt, err := natsbridge.NewPartitioned(testCtx(t), js, name, natsbridge.JSON[Order](), attackKey,
+		natsbridge.PartitionOptions{Partitions: 1, Topic: natsbridge.TopicOptions{Logger: quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
+	dlq := newTopicOf(t, js, dead, natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	tr := newTrace()
+	conf := func(member string) procConf {
+		return procConf{URL: srv.URL(), Topic: name, Member: member, Takeover: 2 * time.Second, Workers: 4,
+			Fail: []int{failing}, RetryMin: 400 * time.Millisecond, MaxAttempts: attempts, DeadLetters: dead}
+	}
+	a := startProcMember(t, tr, conf("a"))
+	eventually(t, "a reads the partition", func() bool { return len(a.partitions()) == 1 })
+	b := startProcMember(t, tr, conf("b"))
+	publishOrders(t, pt, 1, n, keys)
+	runsOf := func(member string) int {
+		k := 0
+		for _, r := range tr.runs() {
+			if r.id == failing && (member == "" || r.member == member) && r.end < 1<<62 {
+				k++
+			}
+		}
+		return k
+	}
+	eventually(t, "a failed the value twice", func() bool { return runsOf("a") == 2 })
+	a.kill()
+	eventually(t, "the value dead-lettered", func() bool {
+		info, err := js.Stream(testCtx(t), dlq.Stream())
+		return err == nil && info.CachedInfo().State.Msgs > 0
+	})
+	b.stop(t)
+	dw := watchTopic(t, dlq, natsbridge.WatchOptions{From: 1})
+	d, err := dw.Next(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := runsOf("")
+	if total != attempts {
+		t.Errorf("value %d was handled %d times in all (a %d, b %d), want MaxAttempts (%d): the attempts before a's death were not counted", failing, total, runsOf("a"), runsOf("b"), attempts)
+	}
+	if d.Attempts != total {
+		t.Errorf("its dead letter says %d attempts; it was handled %d times", d.Attempts, total)
 	}
 }
