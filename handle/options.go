@@ -39,7 +39,12 @@ type Options struct {
 	Workers int
 	// MaxAttempts is how many times a value is handled, across its
 	// source's deliveries, before it is dead-lettered. Zero means
-	// DefaultMaxAttempts; 1 means no retry.
+	// DefaultMaxAttempts; 1 means no retry. Across deliveries, a source
+	// counts what it knows (a durable natsbridge watcher: one attempt for
+	// each reader that died with the value first unfinished, before it
+	// moved its position on): retries a process made before it died may
+	// count as one, so a value can be handled more than MaxAttempts times
+	// in all, at most MaxAttempts in each process.
 	MaxAttempts int
 	// RetryMin and RetryMax bound the wait before a failed value is
 	// handled again: about RetryMin before the first retry, twice as long

@@ -145,15 +145,16 @@ type entryOrZero[T any] struct {
 // natsbridge watcher), ends that wait at once: the values without a fate
 // go back to the server now, not after a takeover time.
 func (p *Pool[T, K]) stopSource() {
-	if s, ok := p.src.(interface{ Stop() }); ok {
-		s.Stop()
-	}
 	if s, ok := p.src.(interface {
 		Shutdown(context.Context) error
 	}); ok {
 		now, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = s.Shutdown(now)
+		_ = s.Shutdown(now) // it stops the source too, bounded
+		return
+	}
+	if s, ok := p.src.(interface{ Stop() }); ok {
+		s.Stop()
 	}
 }
 

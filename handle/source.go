@@ -19,8 +19,10 @@ type Source[T any] interface {
 // A Pool reads it with Receive, and calls Done for each value once it is
 // handled or dead-lettered, in any order; a value that has no fate when
 // the Pool shuts down is never marked done, so that the source hands it
-// out again (to the next reader of a durable position). Values come out of
-// Receive in increasing Seq.
+// out again (to the next reader of a durable position). A Seq names its
+// value to the source, unique among the values out at once; Seqs need not
+// increase (a natsbridge group member's carry their partition in their
+// high bits).
 type AckSource[T any] interface {
 	Source[T]
 	Receive(ctx context.Context) (Delivery[T], error)

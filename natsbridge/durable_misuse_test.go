@@ -233,7 +233,6 @@ func TestPoolShutdownWithHandlerIgnoringCtx(t *testing.T) {
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "misuse.ignore", natsbridge.TopicOptions{})
 	wa := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
-	wb := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var gotA, gotB []int
@@ -247,14 +246,16 @@ func TestPoolShutdownWithHandlerIgnoringCtx(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}, handle.Options{Logger: quiet})
+	publishAll(t, topic, 1, 20)
+	eventually(t, "A holds 5 in its handler", func() bool { st := pa.Stats(); return st.Handled == 4 && st.InFlight == 1 })
+	// B stands by: made once A reads, so that A is the reader.
+	wb := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
 	pb := handle.New(wb, one, func(ctx context.Context, o Order) error {
 		mu.Lock()
 		gotB = append(gotB, o.ID)
 		mu.Unlock()
 		return nil
 	}, handle.Options{Logger: quiet})
-	publishAll(t, topic, 1, 20)
-	eventually(t, "A holds 5 in its handler", func() bool { st := pa.Stats(); return st.Handled == 4 && st.InFlight == 1 })
 	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := pa.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {

@@ -27,10 +27,10 @@ func TestDurableOneActiveReader(t *testing.T) {
 	a := newTopic(t, js1, "durable.orders", natsbridge.TopicOptions{})
 	b := newTopic(t, js2, "durable.orders", natsbridge.TopicOptions{})
 	opts := natsbridge.WatchOptions{Durable: "billing"}
-	first := watch(t, a, opts)
-	second := watch(t, b, opts)
+	w1, w2 := watch(t, a, opts), watch(t, b, opts)
 	publishAll(t, a, 1, 100)
-	got := ids(take(t, first, 60))
+	first, second, v := firstToRead(t, w1, w2)
+	got := append([]int{v.ID}, ids(take(t, first, 59))...)
 	first.Done(first.Seq()) // Next's last value is done: the next Next, or Done, says so
 	first.Stop()
 	got = append(got, ids(take(t, second, 40))...)

@@ -173,13 +173,14 @@ func (s *MemberStats) addWatcher(ws WatcherStats) {
 // watchers, each handing its partition over once the values it handed out
 // are done, or after the takeover time (see Watcher.Stop), a partition
 // that was moving to another member too. It is idempotent.
-func (m *Member[T]) Stop() { m.halt() }
+func (m *Member[T]) Stop() { m.halt(context.Background()) }
 
-func (m *Member[T]) halt() []*Watcher[T] {
+// halt is Stop, its server calls bounded by end too (see endCtx).
+func (m *Member[T]) halt(end context.Context) []*Watcher[T] {
 	var all []*Watcher[T]
 	m.stopOnce.Do(func() {
-		_ = m.g.Shutdown(context.Background())
-		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+		_ = m.g.Shutdown(end)
+		ctx, cancel := context.WithTimeout(end, deleteTimeout)
 		_ = m.kv.Delete(ctx, m.key)
 		cancel()
 		m.mu.Lock()
@@ -197,7 +198,7 @@ func (m *Member[T]) halt() []*Watcher[T] {
 	}
 	m.mu.Unlock()
 	for _, w := range all {
-		w.Stop()
+		_ = w.halt(end)
 		w.d.arm(w) // a partition moving already: bounded now too
 	}
 	return all
@@ -209,9 +210,11 @@ func (m *Member[T]) shutdown(ctx context.Context) error { return m.Shutdown(ctx)
 // bounded by ctx (see Watcher.Shutdown). It panics on a nil ctx.
 func (m *Member[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
+	end, cancel := endCtx(ctx)
+	defer cancel()
 	var first error
-	for _, w := range m.halt() {
-		if err := w.Shutdown(ctx); err != nil && first == nil {
+	for _, w := range m.halt(end) {
+		if err := w.shutdownWithin(ctx, end); err != nil && first == nil {
 			first = err
 		}
 	}

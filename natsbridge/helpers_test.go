@@ -181,6 +181,31 @@ func take(t testing.TB, w *natsbridge.Watcher[Order], n int) []Order {
 	return got
 }
 
+// firstToRead returns, of two watchers of one durable position, the one
+// that hands out a value first, the other, and that value: whichever asked
+// the server first reads, which the order of their Watch calls does not
+// decide on a busy machine.
+func firstToRead(t testing.TB, a, b *natsbridge.Watcher[Order]) (active, standby *natsbridge.Watcher[Order], v Order) {
+	t.Helper()
+	for testCtx(t).Err() == nil {
+		for _, w := range []*natsbridge.Watcher[Order]{a, b} {
+			short, cancel := context.WithTimeout(testCtx(t), 50*time.Millisecond)
+			v, err := w.Next(short)
+			cancel()
+			switch {
+			case err == nil && w == a:
+				return a, b, v
+			case err == nil:
+				return b, a, v
+			case !errors.Is(err, context.DeadlineExceeded):
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Fatal("neither watcher of the durable position read")
+	return nil, nil, v
+}
+
 // durableRecord reads a durable position's record from the topic's bucket
 // (see the package doc, "Durable watchers").
 func durableRecord(t testing.TB, js jetstream.JetStream, topic, durable string) durableRec {

@@ -161,6 +161,8 @@ func (pt *Partitioned[T]) Topic(i int) *Topic[T] { return pt.parts[i] }
 // members), as Topic.Shutdown does for each partition. See Topic.Shutdown.
 func (pt *Partitioned[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
+	ctx, cancel := withEnd(ctx)
+	defer cancel()
 	var first error
 	for _, t := range pt.parts {
 		if err := t.Shutdown(ctx); err != nil && first == nil {

@@ -268,6 +268,8 @@ func (t *Topic[T]) Stats() TopicStats {
 // the server (see Delete).
 func (t *Topic[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
+	ctx, cancel := withEnd(ctx)
+	defer cancel()
 	t.mu.Lock()
 	t.closed = true
 	all := make([]owned, 0, len(t.owned))

@@ -251,17 +251,24 @@ func (w *Watcher[T]) Stop() { w.halt(context.Background()) }
 // there. It panics on a nil ctx.
 func (w *Watcher[T]) Shutdown(ctx context.Context) error {
 	mustContext(ctx)
-	err := w.halt(ctx)
-	if w.d == nil {
-		return err
-	}
-	select {
-	case <-w.d.finished:
-	case <-ctx.Done():
-		w.finish()
-		if err == nil {
-			err = ctx.Err()
+	end, cancel := endCtx(ctx)
+	defer cancel()
+	return w.shutdownWithin(ctx, end)
+}
+
+// shutdownWithin is Shutdown, its server calls bounded by end (see
+// endCtx).
+func (w *Watcher[T]) shutdownWithin(ctx, end context.Context) error {
+	err := w.halt(end)
+	if w.d != nil {
+		select {
+		case <-w.d.finished:
+		case <-ctx.Done():
+			w.finishWithin(end)
 		}
+	}
+	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		err = ctx.Err() // end's grace ran out after ctx: ctx's error
 	}
 	return err
 }
@@ -291,7 +298,7 @@ func (w *Watcher[T]) halt(ctx context.Context) error {
 			// Until its hand-over, which Topic.Shutdown waits for (see
 			// finish), the topic keeps it, no longer live.
 			w.t.retire(w)
-			w.d.afterStop(w, w.f.log)
+			w.d.afterStop(ctx, w, w.f.log)
 		}
 	})
 	<-w.halted
