@@ -172,7 +172,7 @@ func TestClusterManyPublishersLeaderKilled(t *testing.T) {
 // streamOrderOrders is streamOrder keeping whole orders.
 func streamOrderOrders(t testing.TB, js jetstream.JetStream, stream string) []Order {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := faultCtx(t)
 	var out []Order
 	codec := natsbridge.JSON[Order]()
 	next, last := uint64(1), uint64(0)

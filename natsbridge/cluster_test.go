@@ -182,7 +182,7 @@ func (r *reader) longestStall(from time.Time) time.Duration {
 // killed a moment ago.
 func streamOrder(t testing.TB, js jetstream.JetStream, stream string) []int {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := faultCtx(t)
 	var out []int
 	codec := natsbridge.JSON[Order]()
 	next, last := uint64(1), uint64(0)
@@ -266,7 +266,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	_, adminJS := dial(t, c.URL())
 	topic := clusterTopic(t, pubJS, "cluster.orders")
 	subTopic := clusterTopic(t, subJS, "cluster.orders")
-	ctx := testCtx(t)
+	ctx := faultCtx(t)
 	watch := func(o natsbridge.WatchOptions) *reader {
 		w, err := subTopic.Watch(ctx, o)
 		if err != nil {
@@ -382,7 +382,7 @@ func TestClusterQuorumLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	ctx := testCtx(t)
+	ctx := faultCtx(t)
 	_, subJS := dial(t, c.URL())
 	w, err := clusterTopic(t, subJS, "quorum.orders").Watch(ctx, natsbridge.WatchOptions{Full: broadcast.Block})
 	if err != nil {
@@ -484,7 +484,7 @@ func TestClusterDurable(t *testing.T) {
 	_, pubJS := dial(t, c.URL())
 	_, adminJS := dial(t, c.URL())
 	topic := clusterTopic(t, pubJS, "cluster.durable")
-	ctx := testCtx(t)
+	ctx := faultCtx(t)
 	var readers []*reader
 	for range 2 {
 		_, js := dial(t, c.URL())

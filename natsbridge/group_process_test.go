@@ -66,7 +66,7 @@ func groupScenario(t *testing.T, url string, c *natstest.Cluster) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pt.Shutdown(context.Background()) })
-	ctx := testCtx(t)
+	ctx := faultCtx(t)
 	env := []string{topicEnv + "=" + name}
 	var members []*memberFollower
 	for _, m := range []string{"a", "b", "c"} {

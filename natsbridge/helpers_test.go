@@ -154,6 +154,11 @@ func watchTopic[T any](t testing.TB, topic *natsbridge.Topic[T], o natsbridge.Wa
 // failsafe minute.
 func testCtx(t testing.TB) context.Context { return boundedCtx(t, time.Minute) }
 
+// faultCtx is the failsafe bound of a whole fault scenario on a cluster
+// (publishing through elections of 5 to 9 s each, on a machine whose
+// cores the cluster shares with the build of other packages).
+func faultCtx(t testing.TB) context.Context { return boundedCtx(t, 4*time.Minute) }
+
 // boundedCtx is a failsafe bound for a call the test expects to return
 // promptly; hitting it is the failure being reported, never a timing
 // assertion on a call that is supposed to wait.
