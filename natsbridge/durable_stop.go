@@ -3,7 +3,6 @@ package natsbridge
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -77,21 +76,10 @@ func endCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 		return end, func() {}
 	}
 	end, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var grace *time.Timer
-	var mu sync.Mutex
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		grace = time.AfterFunc(handOverGrace, cancel)
-	})
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(handOverGrace, cancel) })
 	return end, func() {
 		stop()
-		mu.Lock()
-		if grace != nil {
-			grace.Stop()
-		}
-		mu.Unlock()
-		cancel()
+		cancel() // a grace timer still running cancels it again, to no effect
 	}
 }
 

@@ -92,6 +92,10 @@ type Member[T any] struct {
 
 	mu      sync.Mutex          // guards the fields below
 	readers map[int]*Watcher[T] // the partitions it reads
+	// parts and ws are readers in partition order, for Receive: made anew
+	// (never changed in place) whenever readers changes (sortLocked).
+	parts   []int
+	ws      []*Watcher[T]
 	leaving map[int]*Watcher[T] // partitions it stopped, handing them over
 	since   map[int]time.Time   // when each leaving partition was stopped
 	stats   MemberStats         // Partitions and the sums are filled in by Stats
@@ -290,12 +294,27 @@ func (m *Member[T]) plan(live int, mine []int) (stop []*Watcher[T], start []int)
 			stop = append(stop, w)
 		}
 	}
+	m.sortLocked()
 	for _, i := range mine {
 		if m.readers[i] == nil && m.leaving[i] == nil {
 			start = append(start, i)
 		}
 	}
 	return stop, start
+}
+
+// sortLocked makes parts and ws anew from readers.
+func (m *Member[T]) sortLocked() {
+	parts := make([]int, 0, len(m.readers))
+	for i := range m.readers {
+		parts = append(parts, i)
+	}
+	slices.Sort(parts)
+	ws := make([]*Watcher[T], len(parts))
+	for j, i := range parts {
+		ws[j] = m.readers[i]
+	}
+	m.parts, m.ws = parts, ws
 }
 
 // install makes the watchers started this member's readers, and counts a
@@ -311,6 +330,7 @@ func (m *Member[T]) install(started map[int]*Watcher[T], stopped int) (changed b
 			}
 			m.readers[i], m.last[i] = w, w
 		}
+		m.sortLocked()
 		if changed = stopped+len(started) > 0; changed {
 			m.stats.Rebalances++
 		}

@@ -25,15 +25,7 @@ func (m *Member[T]) Receive(ctx context.Context) (handle.Delivery[T], error) {
 			m.mu.Unlock()
 			return handle.Delivery[T]{}, ErrClosed
 		}
-		parts := make([]int, 0, len(m.readers))
-		for i := range m.readers {
-			parts = append(parts, i)
-		}
-		slices.Sort(parts)
-		ws := make([]*Watcher[T], len(parts))
-		for j, i := range parts {
-			ws[j] = m.readers[i]
-		}
+		parts, ws := m.parts, m.ws
 		start := m.next
 		m.mu.Unlock()
 		for j := range ws {
@@ -189,6 +181,7 @@ func (m *Member[T]) halt(end context.Context) []*Watcher[T] {
 			m.leaving[i], m.since[i] = w, time.Now()
 		}
 		clear(m.readers)
+		m.sortLocked()
 		m.mu.Unlock()
 		wait.Signal(m.notify)
 	})

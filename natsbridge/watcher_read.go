@@ -162,7 +162,7 @@ func (w *Watcher[T]) nextDurable(ctx context.Context) (T, error) {
 // wait is over.
 func (w *Watcher[T]) tryReceive() (handle.Delivery[T], error) {
 	w.d.readMu.Lock()
-	it, err := w.takeDurableDone(closedDone, endedCtx, true)
+	it, err := w.takeDurableDone(endedCtx.Done(), endedCtx, true)
 	w.d.readMu.Unlock()
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -172,9 +172,6 @@ func (w *Watcher[T]) tryReceive() (handle.Delivery[T], error) {
 	}
 	return w.delivery(it), nil
 }
-
-// closedDone is a closed channel: a wait on it ends at once.
-var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // endedCtx is a context that has ended: a wait under it ends at once.
 var endedCtx = func() context.Context {

@@ -7,6 +7,8 @@ require (
 	golang.org/x/tools v0.52.1-0.20261106145633-d407941a339a
 )
 
+require go.uber.org/goleak v1.3.0
+
 require (
 	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	golang.org/x/sync v0.24.0 // indirect
