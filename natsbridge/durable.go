@@ -68,6 +68,13 @@ type durable struct {
 	redeliverTo atomic.Uint64
 	redelivered atomic.Uint64
 
+	// staleFrom and staleBefore: a value queued before the last reset
+	// (of an epoch before staleBefore) at or after the feed's position
+	// then (staleFrom) comes again after it; the reader drops it (see
+	// stale).
+	staleFrom   atomic.Uint64
+	staleBefore atomic.Uint64
+
 	finishOnce sync.Once
 	finished   chan struct{} // closed once the position is handed over
 	timer      *time.Timer   // the bound on the hand-over after Stop
@@ -225,4 +232,12 @@ func (t *Topic[T]) DeleteDurable(ctx context.Context, name string) error {
 		return fmt.Errorf("natsbridge: topic %q: delete durable %q's record: %w", t.name, name, err)
 	}
 	return nil
+}
+
+// stale reports whether a value taken from the watcher's queue, at seq
+// and of epoch, comes again after a reset that rewound the feed (see
+// feed.reset): it is not to be handed out, or it would be twice, and out
+// of order.
+func (d *durable) stale(seq, epoch uint64) bool {
+	return seq >= d.staleFrom.Load() && epoch < d.staleBefore.Load()
 }

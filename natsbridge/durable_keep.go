@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/heraldgo/herald/natsbridge/internal/lifecycle"
 	"github.com/heraldgo/herald/natsbridge/internal/wait"
@@ -59,7 +58,7 @@ var errFenced = errors.New("natsbridge: another reader took the durable position
 type keeper struct {
 	kv       jetstream.KeyValue
 	key      string
-	me       string // this reader's identity in the record
+	me       string // this reader's name in the record, new at each takeover; "" before the first
 	nc       *nats.Conn
 	next     string // the subject of the consumer's pull requests
 	takeover time.Duration
@@ -114,7 +113,7 @@ type keeper struct {
 
 func newKeeper(kv jetstream.KeyValue, key string, nc *nats.Conn, next string, takeover time.Duration, a *acks, log *limitedLog) *keeper {
 	return &keeper{
-		kv: kv, key: key, me: nuid.Next(), nc: nc, next: next, takeover: takeover,
+		kv: kv, key: key, nc: nc, next: next, takeover: takeover,
 		acks: a, log: log, wake: make(chan struct{}, 1), g: lifecycle.New(),
 	}
 }
@@ -183,70 +182,6 @@ func (k *keeper) ping() {
 	if err == nil && msg.Header.Get("Status") == "423" {
 		k.setPin("")
 	}
-}
-
-// activate makes this reader the owner of the position's record. It
-// reports whether another reader owned the record since this one last
-// did, and returns the highest sequence a reader may have handed out
-// before: values up to it that come again count as redelivered. This
-// reader may hand those out too, without a write.
-func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, others bool, err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for range 8 { // a reader writing meanwhile moves the revision: read again
-		rec, rev, err := k.read(ctx)
-		if err != nil {
-			return 0, false, err
-		}
-		if k.owned && rev == k.rev {
-			return rec.Handed, false, nil // still this reader's
-		}
-		prev := rec
-		now := time.Now()
-		rec.takenOver(floor, k.me, now.Add(k.takeover))
-		rev, err = k.write(ctx, rec, rev)
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			continue
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		k.ownLocked(prev, rec, rev, now)
-		return rec.Handed, true, nil
-	}
-	return 0, false, errors.New("natsbridge: the durable position's record keeps changing")
-}
-
-// ownLocked makes this reader the owner of the record rec, at revision
-// rev, that it wrote over prev at now.
-func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
-	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
-	k.floor, k.deaths = rec.Floor, rec.Deaths
-	k.until, k.renewed = time.Unix(0, rec.Until), now
-	if held := time.Unix(0, prev.Until); prev.Owner != "" && prev.Until != 0 && held.After(now) {
-		// The reader before may still hand out values until its lease
-		// ends: hand out nothing before then.
-		g := make(chan struct{})
-		k.gate.Store(&g)
-		k.gateAt = held
-	}
-	if prev.Owner != "" {
-		// The reader before died with values in its hands: one of them
-		// may kill this reader too. Up to what that reader handed out,
-		// hand values out one at a time, each acknowledged (and
-		// confirmed) before the next, so that if one kills this reader
-		// the position stands right before it, and the next reader
-		// counts the death against it.
-		k.acks.eagerTo(rec.Handed)
-	}
-	k.last, k.lastAt = rec.Handed, now
-	k.fenced.Store(false)
-	if !k.closed {
-		k.reserved.Reopen()
-	}
-	k.reserved.Advance(rec.Handed)
-	k.soft.Store(rec.Handed)
-	k.signal()
 }
 
 // reserve returns once this reader may hand out the value at seq, or
@@ -319,11 +254,11 @@ func (k *keeper) extend() {
 	target := want + size
 	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
 	until := now.Add(k.takeover)
+	defer cancel()
 	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
-	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
-		k.fenceLocked("taken over by another reader")
+		k.refusedLocked(ctx)
 		return
 	case err != nil:
 		k.log.warn("natsbridge: durable record not written: retrying", errAttr(err))

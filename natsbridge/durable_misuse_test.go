@@ -105,12 +105,13 @@ func TestDurableStopWhileHandlerRuns(t *testing.T) {
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "misuse.stoprun", natsbridge.TopicOptions{})
 	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 3 * time.Second})
-	standby := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
 	publishAll(t, topic, 1, 10)
 	o, err := w.Next(testCtx(t))
 	if err != nil || o.ID != 1 {
 		t.Fatalf("Next = %v, %v", o, err)
 	}
+	// The standby after w is active.
+	standby := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
 	w.Stop() // from "another goroutine": the handler of 1 runs on
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -148,8 +148,10 @@ func (f *feed[T]) handleDurable(md delivery, msg jetstream.Msg) error {
 // described by md, the first under that pin. It takes over the position's
 // record (see keeper.activate) and its acknowledged position. If another
 // reader held the position meanwhile, what this one still held is handed
-// back and it reads again from the acknowledged position; if anything was
-// delivered beyond that position, the consumer goes back to it (reset),
+// back and it reads again from the acknowledged position; if this reader
+// was fenced and no other held the position, it reads again from the
+// first value it held back; if anything was delivered beyond where it
+// reads on, the consumer goes back to its acknowledged position (reset),
 // so that the values after it come again, in order.
 func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) error {
 	d := f.durable
@@ -159,14 +161,15 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	if err != nil {
 		return err
 	}
-	handed, others, err := d.keep.activate(ctx, info.AckFloor.Stream)
+	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
 	if err != nil {
 		return err
 	}
 	d.pin = pin
 	d.keep.setPin(pin)
 	floor := info.AckFloor.Stream
-	if others {
+	switch how {
+	case tookOver:
 		// Another reader held the position since this one last did: what
 		// this one holds may be read by the other, or come again. Read
 		// on from the acknowledged position; the values after it that
@@ -179,7 +182,9 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 				break
 			}
 		}
-	} else {
+	case resumed:
+		return f.resume(cons, floor)
+	default:
 		// Values up to the floor another reader read: this one neither
 		// reads them nor counts them as gaps.
 		f.skipTo(floor)
@@ -190,10 +195,32 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	return f.reset(cons)
 }
 
+// resume makes a reader that was fenced, and that resumed the record (see
+// keeper.activate), read on at the position whose floor is floor. Fenced,
+// it handed out every value it took up to its reservation, and none after
+// it; no other reader handed out any. What it handed out stays with its
+// application; from the first value it did not hand out (past its
+// reservation, held back in its queue, or not yet read), the values come
+// again, after a reset.
+func (f *feed[T]) resume(cons jetstream.Consumer, floor uint64) error {
+	d := f.durable
+	from := min(d.keep.reserved.Load()+1, f.next.Load())
+	if first := f.dest.discard(); first != 0 {
+		from = min(from, first)
+	}
+	f.rewind(max(from, floor+1))
+	if err := f.reset(cons); err != nil {
+		return err
+	}
+	d.keep.unfence()
+	return nil
+}
+
 // reset puts the consumer back at its acknowledged position, once the
 // values done are acknowledged (the server confirming it), so that only
 // what was not done comes again; deliveries this reader gets that were
-// made before it are dropped.
+// made before it are dropped, and so are the values its queue held from
+// before it at or after the feed's position (see durable.stale).
 func (f *feed[T]) reset(jetstream.Consumer) error {
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
 	defer cancel()
@@ -206,6 +233,8 @@ func (f *feed[T]) reset(jetstream.Consumer) error {
 	d := f.durable
 	d.syncing = true
 	d.acks.newEpoch()
+	d.staleFrom.Store(f.next.Load())
+	d.staleBefore.Store(d.acks.epoch.Load())
 	return nil
 }
 

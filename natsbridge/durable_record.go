@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // The record beside a durable position, in the topic's bucket: who owns
 // the position, how far any reader may have handed values out, the lease
-// of its owner, and the deaths of the readers before it (see keeper).
+// of its owner, and the deaths of the readers before it (see keeper); and
+// how a reader becomes its owner (activate).
 
 // record is what the topic's bucket keeps of a durable position.
 type record struct {
@@ -52,6 +54,135 @@ func (r *record) takenOver(floor uint64, me string, until time.Time) {
 		r.Floor, r.Deaths = floor, 0
 	}
 	r.Owner, r.Until = me, until.UnixNano()
+}
+
+// How a reader became active (keeper.activate).
+type activation int
+
+const (
+	// stillOwned: the record is this reader's, as it last wrote it.
+	stillOwned activation = iota
+	// resumed: this reader, fenced (its lease ran out with the record out
+	// of reach, or a write's answer was lost), owns the record again,
+	// which no other reader wrote since: none handed a value out. It
+	// stays fenced until its feed has put aside what it held back
+	// (unfence).
+	resumed
+	// tookOver: another reader may have handed values out since this one
+	// last owned the record.
+	tookOver
+)
+
+// activate makes this reader the owner of the position's record. It
+// says how (see activation), and returns the highest sequence a reader
+// may have handed out before: values up to it that come again count as
+// redelivered if another reader owned the record. This reader may hand
+// those out too, without a write.
+func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how activation, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for range 8 { // a reader writing meanwhile moves the revision: read again
+		rec, rev, err := k.read(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		if k.owned && rev == k.rev {
+			if k.fenced.Load() {
+				return rec.Handed, resumed, nil // its feed failed before it unfenced
+			}
+			return rec.Handed, stillOwned, nil // still this reader's
+		}
+		now := time.Now()
+		if k.me != "" && rec.Owner == k.me {
+			how, err := k.resumeLocked(ctx, rec, rev, now)
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			return rec.Handed, how, err
+		}
+		prev := rec
+		// This ownership's name: a new one, and this reader's only once
+		// written, so that a write whose answer was lost is not taken
+		// for this reader's own.
+		me := nuid.Next()
+		rec.takenOver(floor, me, now.Add(k.takeover))
+		rev, err = k.write(ctx, rec, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		k.me = me
+		k.ownLocked(prev, rec, rev, now)
+		return rec.Handed, tookOver, nil
+	}
+	return 0, 0, errors.New("natsbridge: the durable position's record keeps changing")
+}
+
+// resumeLocked makes this reader the owner again of rec, at revision rev,
+// which names it as its owner: every write checks the revision, and only
+// this reader writes its name (see activate), so it wrote every revision
+// since it took the record over, and no other reader handed a value out.
+func (k *keeper) resumeLocked(ctx context.Context, rec record, rev uint64, now time.Time) (activation, error) {
+	rec.Until = now.Add(k.takeover).UnixNano()
+	rev, err := k.write(ctx, rec, rev)
+	if err != nil {
+		return 0, err
+	}
+	k.rev, k.owned, k.unpinDue = rev, true, false
+	k.until, k.renewed = time.Unix(0, rec.Until), now
+	if k.fenced.Load() {
+		return resumed, nil
+	}
+	return stillOwned, nil
+}
+
+// unfence lets a reader that resumed (see activate) hand out values
+// again, if it still owns the record.
+func (k *keeper) unfence() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.owned {
+		return
+	}
+	k.fenced.Store(false)
+	if !k.closed {
+		k.reserved.Reopen()
+	}
+	k.signal()
+}
+
+// ownLocked makes this reader the owner of the record rec, at revision
+// rev, that it wrote over prev at now.
+func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
+	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
+	k.floor, k.deaths = rec.Floor, rec.Deaths
+	k.until, k.renewed = time.Unix(0, rec.Until), now
+	if held := time.Unix(0, prev.Until); prev.Owner != "" && prev.Until != 0 && held.After(now) {
+		// The reader before may still hand out values until its lease
+		// ends: hand out nothing before then.
+		g := make(chan struct{})
+		k.gate.Store(&g)
+		k.gateAt = held
+	}
+	if prev.Owner != "" {
+		// The reader before died with values in its hands: one of them
+		// may kill this reader too. Up to what that reader handed out,
+		// hand values out one at a time, each acknowledged (and
+		// confirmed) before the next, so that if one kills this reader
+		// the position stands right before it, and the next reader
+		// counts the death against it.
+		k.acks.eagerTo(rec.Handed)
+	}
+	k.last, k.lastAt = rec.Handed, now
+	k.fenced.Store(false)
+	if !k.closed {
+		k.reserved.Reopen()
+	}
+	k.reserved.Advance(rec.Handed)
+	k.soft.Store(rec.Handed)
+	k.signal()
 }
 
 // read returns the record and its revision, a zero record and revision 0
@@ -109,12 +240,14 @@ func (k *keeper) lease(now time.Time) {
 		until := now.Add(k.takeover)
 		ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
 		rev, err := k.write(ctx, record{Owner: k.me, Handed: k.reserved.Load(), Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
-		cancel()
 		switch {
 		case err == nil:
 			k.rev, k.until, k.renewed = rev, until, now
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
-			k.fenceLocked("taken over by another reader")
+			k.refusedLocked(ctx)
+		}
+		cancel()
+		if !k.owned {
 			return
 		}
 	}
@@ -123,6 +256,24 @@ func (k *keeper) lease(now time.Time) {
 		k.unpinDue = true
 		k.giveTurnUpLocked()
 	}
+}
+
+// refusedLocked follows a write of the record refused for its revision
+// (or because the record is gone): another reader took the position over,
+// and this one is fenced; unless the record is still this reader's (a
+// write of its own landed and its answer was lost): it writes again on
+// the revision it reads. A record out of reach leaves it as it is, to the
+// lease.
+func (k *keeper) refusedLocked(ctx context.Context) {
+	rec, rev, err := k.read(ctx)
+	switch {
+	case err != nil:
+		return
+	case rev != 0 && rec.Owner == k.me:
+		k.rev = rev
+		return
+	}
+	k.fenceLocked("taken over by another reader")
 }
 
 // giveTurnUpLocked stops renewing the pin and asks the consumer to forget

@@ -99,8 +99,9 @@ type dest[T any] interface {
 	ended(ctx context.Context, err error)
 	// discard gives back what the destination holds and its application
 	// has not taken (a durable watcher whose position another reader held
-	// meanwhile).
-	discard()
+	// meanwhile, or that was fenced), and returns the lowest sequence of
+	// it, 0 if none.
+	discard() uint64
 	// exited is called as the feed goroutine exits.
 	exited()
 }

@@ -40,15 +40,19 @@ func (h *held[T]) giveBack(it item[T], handedBack *atomic.Uint64) {
 	h.it, h.ok = it, true
 }
 
-// discard counts the value held, if any, in handedBack, and holds it no
-// more. The watcher reads on: a value given back later is held again.
-func (h *held[T]) discard(handedBack *atomic.Uint64) {
+// discard counts the value held, if any, in handedBack, holds it no
+// more, and returns its sequence (0 if none). The watcher reads on: a
+// value given back later is held again.
+func (h *held[T]) discard(handedBack *atomic.Uint64) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var seq uint64
 	if h.ok {
 		handedBack.Add(1)
+		seq = h.it.seq
 	}
 	h.it, h.ok = item[T]{}, false
+	return seq
 }
 
 // stop is discard for a watcher that stopped: every value given back from

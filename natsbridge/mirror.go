@@ -83,8 +83,8 @@ func (m *mirror[T]) ended(ctx context.Context, _ error) {
 	_ = m.b.Shutdown(ctx)
 }
 
-func (m *mirror[T]) discard() {}
-func (m *mirror[T]) exited()  { m.t.forget(m) }
+func (m *mirror[T]) discard() uint64 { return 0 }
+func (m *mirror[T]) exited()         { m.t.forget(m) }
 
 // shutdown stops the mirror's feed, then its broadcaster. What an earlier
 // Shutdown of the broadcaster abandoned (its own context ended: the feed's

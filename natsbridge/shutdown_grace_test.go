@@ -18,7 +18,7 @@ import (
 func TestShutdownCancelledCtxRacesStopAndDone(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "attack.shutdown", natsbridge.TopicOptions{})
+	topic := newTopic(t, js, "grace.shutdown", natsbridge.TopicOptions{})
 	ctx := testCtx(t)
 	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 10 * time.Second})
 	publishAll(t, topic, 1, 10)
@@ -69,7 +69,7 @@ func TestShutdownCancelledCtxRacesStopAndDone(t *testing.T) {
 func TestShutdownCtxEndsMidHandOver(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
-	topic := newTopic(t, js, "attack.mid", natsbridge.TopicOptions{})
+	topic := newTopic(t, js, "grace.mid", natsbridge.TopicOptions{})
 	ctx := testCtx(t)
 	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 10 * time.Second})
 	publishAll(t, topic, 1, 3)
@@ -98,7 +98,7 @@ func TestMemberReceiveWhileOtherJoinsAndLeaves(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	ctx := testCtx(t)
-	pt := newPartitioned(t, js, "attack.churn", 4)
+	pt := newPartitioned(t, js, "grace.churn", 4)
 	m, err := pt.Join(ctx, "g", natsbridge.GroupOptions{Member: "a", Takeover: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

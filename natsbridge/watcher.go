@@ -212,15 +212,24 @@ func (w *Watcher[T]) done() <-chan struct{} { return nil }
 func (w *Watcher[T]) exited()               {}
 
 // discard gives back to the server, uncounted by the application, what
-// the watcher's queue holds: a durable watcher whose position another
-// reader held meanwhile reads again from its acknowledged position.
-func (w *Watcher[T]) discard() {
-	if w.q != nil {
-		w.handedBack.Add(uint64(len(w.q.Drain(nil))))
-	}
+// the watcher's queue holds, and returns the lowest sequence among it (0
+// if it held nothing): a durable watcher whose position another reader
+// held meanwhile, or that was fenced, reads again.
+func (w *Watcher[T]) discard() uint64 {
+	var first uint64
 	if w.d != nil {
-		w.held.discard(&w.handedBack)
+		first = w.held.discard(&w.handedBack)
 	}
+	if w.q != nil {
+		its := w.q.Drain(nil)
+		w.handedBack.Add(uint64(len(its)))
+		for _, it := range its {
+			if it.seq != 0 && (first == 0 || it.seq < first) {
+				first = it.seq
+			}
+		}
+	}
+	return first
 }
 
 func (w *Watcher[T]) shutdown(ctx context.Context) error { return w.Shutdown(ctx) }

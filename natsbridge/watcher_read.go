@@ -310,17 +310,9 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 			w.read(it)
 			return it, nil
 		}
-		if it.err != nil && !poison {
-			d.acks.hand(it.seq, it.msg, it.epoch, true) // passed over, and so done
-			continue
-		}
-		if err := d.oneAtATime(ctx, it.seq); err != nil {
-			w.held.giveBack(it, &w.handedBack)
-			return item[T]{}, err
-		}
-		switch err := d.keep.reserve(ctx, it.seq); {
+		switch err := d.admit(ctx, it.seq, it.epoch); {
 		case errors.Is(err, errFenced):
-			w.handedBack.Add(1) // the reader that took the position over gets it
+			w.handedBack.Add(1) // another reader gets it, or this one after a rewind
 			continue
 		case errors.Is(err, ErrClosed):
 			w.handedBack.Add(1)
@@ -329,6 +321,10 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 			w.held.giveBack(it, &w.handedBack)
 			return item[T]{}, err
 		}
+		if it.err != nil && !poison {
+			d.acks.hand(it.seq, it.msg, it.epoch, true) // passed over, and so done
+			continue
+		}
 		if it.seq <= d.redeliverTo.Load() {
 			d.redelivered.Add(1)
 		}
@@ -336,6 +332,24 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 		w.read(it)
 		return it, nil
 	}
+}
+
+// admit returns once the value at seq, of epoch, may be handed out (see
+// oneAtATime and keeper.reserve), or errFenced, ErrClosed, ctx.Err(). A
+// value that comes again after a reset that rewound the feed (see
+// durable.stale) is fenced: it was taken from the queue before the
+// reset, and its reservation may have come after it.
+func (d *durable) admit(ctx context.Context, seq, epoch uint64) error {
+	if err := d.oneAtATime(ctx, seq); err != nil {
+		return err
+	}
+	if err := d.keep.reserve(ctx, seq); err != nil {
+		return err
+	}
+	if d.stale(seq, epoch) {
+		return errFenced
+	}
+	return nil
 }
 
 // oneAtATime waits, for a value at seq in the eager range (after a reader
