@@ -73,6 +73,9 @@ type durable struct {
 	// again after it; the reader drops it (see stale).
 	rewound atomic.Pointer[rewind]
 
+	// ending is set once Stop has stopped the feed: from then on, the
+	// last value done hands the position over (see afterStop).
+	ending     atomic.Bool
 	finishOnce sync.Once
 	finished   chan struct{} // closed once the position is handed over
 	timer      *time.Timer   // the bound on the hand-over after Stop
