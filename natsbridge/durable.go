@@ -68,13 +68,14 @@ type durable struct {
 	redeliverTo atomic.Uint64
 	redelivered atomic.Uint64
 
-	// staleFrom and staleBefore: a value queued before the last reset
-	// (of an epoch before staleBefore) at or after the feed's position
-	// then (staleFrom) comes again after it; the reader drops it (see
-	// stale).
-	staleFrom   atomic.Uint64
-	staleBefore atomic.Uint64
+	// rewound says where the feed was last rewound, and the epoch that
+	// began then: a value queued before, at or after that position, comes
+	// again after it; the reader drops it (see stale).
+	rewound atomic.Pointer[rewind]
 
+	// ending is set once Stop has stopped the feed: from then on, the
+	// last value done hands the position over (see afterStop).
+	ending     atomic.Bool
 	finishOnce sync.Once
 	finished   chan struct{} // closed once the position is handed over
 	timer      *time.Timer   // the bound on the hand-over after Stop
@@ -234,10 +235,16 @@ func (t *Topic[T]) DeleteDurable(ctx context.Context, name string) error {
 	return nil
 }
 
+// A rewind is where the feed was rewound (from: the values from it on
+// come again) and the epoch of the consumer's deliveries that began with
+// the reset that followed.
+type rewind struct{ from, epoch uint64 }
+
 // stale reports whether a value taken from the watcher's queue, at seq
-// and of epoch, comes again after a reset that rewound the feed (see
-// feed.reset): it is not to be handed out, or it would be twice, and out
-// of order.
+// and of epoch, comes again after the last rewind of the feed (see
+// feed.rewindTo): it is not to be handed out, or it would be twice, and
+// out of order.
 func (d *durable) stale(seq, epoch uint64) bool {
-	return seq >= d.staleFrom.Load() && epoch < d.staleBefore.Load()
+	r := d.rewound.Load()
+	return r != nil && seq >= r.from && epoch < r.epoch
 }

@@ -2,12 +2,14 @@ package natsbridge_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestDurableFencedReaderReadsOnInOrder: a durable reader whose record
@@ -144,5 +146,76 @@ func TestDurableRecordWriteAnswerLost(t *testing.T) {
 	}
 	if st := w.Stats(); st.Redelivered != 0 || st.HandedBack != 0 {
 		t.Errorf("Stats %+v: want nothing redelivered or handed back", st)
+	}
+}
+
+// TestDurableValueMidTakeAcrossResets: a value the application took from
+// the queue just before its reader took the position over and rewound
+// (here: held at the gate of a previous reader's lease) is not handed out
+// from that old copy once it comes again, even after a later reset that
+// does not rewind (a new pin, the record still this reader's): each value
+// is handed out once, in order.
+func TestDurableValueMidTakeAcrossResets(t *testing.T) {
+	t.Parallel() // it waits out a lease, not on the CPU
+	s := startServer(t, embedded.Options{})
+	_, js := connect(t, s)
+	ctx := testCtx(t)
+	topic := newTopic(t, js, "durable.midtake", natsbridge.TopicOptions{Logger: quiet})
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herald_" + topic.Stream(), History: 1, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record of another reader, as a reader that died leaves it.
+	claim := func(owner string, until time.Time) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"owner": owner, "handed": 0, "until": until.UnixNano()})
+		if _, err := kv.Put(ctx, "d", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("gone", time.Now().Add(12*time.Second)) // its lease runs on: value 1 waits at the gate
+	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 30 * time.Second})
+	publishAll(t, topic, 1, 10)
+	got := make(chan int, 64)
+	go func() {
+		for {
+			d, err := w.Receive(ctx)
+			if err != nil {
+				return
+			}
+			got <- d.Value.ID
+			w.Done(d.Seq)
+		}
+	}()
+	eventually(t, "value 1 taken, waiting at the gate", func() bool { return w.Stats().Queued == 9 })
+	stream, err := js.Stream(ctx, topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another reader writes the record: at its next pin, this one takes
+	// the position over again and rewinds to 1.
+	claim("gone-too", time.Now().Add(-time.Second))
+	if err := stream.UnpinConsumer(ctx, "d", "herald"); err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, topic, 11, 11)
+	eventually(t, "1..11 queued again", func() bool { st := w.Stats(); return st.HandedBack >= 9 && st.Queued == 11 })
+	// A new pin, the record this reader's: a reset that does not rewind.
+	if err := stream.UnpinConsumer(ctx, "d", "herald"); err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, topic, 12, 12)
+	eventually(t, "12 queued", func() bool { return w.Stats().Queued == 12 })
+	var ids []int
+	for len(ids) < 12 {
+		select {
+		case id := <-got:
+			ids = append(ids, id)
+		case <-ctx.Done():
+			t.Fatalf("handed out %v; Stats %+v", ids, w.Stats())
+		}
+	}
+	if !slices.Equal(ids, span(1, 12)) {
+		t.Errorf("handed out %v; want 1..12 once each, in order (Stats %+v)", ids, w.Stats())
 	}
 }

@@ -56,14 +56,18 @@ var errFenced = errors.New("natsbridge: another reader took the durable position
 // release; the application's goroutines call reserve; the keeper's
 // goroutine renews the pin, extends the reservation and flushes acks.
 type keeper struct {
-	kv       jetstream.KeyValue
-	key      string
-	me       string // this reader's name in the record, new at each takeover; "" before the first
-	nc       *nats.Conn
-	next     string // the subject of the consumer's pull requests
-	takeover time.Duration
-	acks     *acks
-	log      *limitedLog
+	kv  jetstream.KeyValue
+	key string
+	me  string // this reader's name in the record, new at each takeover; "" before the first
+	// pending is the name a takeover wrote whose answer did not come
+	// (see activate), and pendingPrev the record it wrote over.
+	pending     string
+	pendingPrev record
+	nc          *nats.Conn
+	next        string // the subject of the consumer's pull requests
+	takeover    time.Duration
+	acks        *acks
+	log         *limitedLog
 
 	// reserved is the highest sequence this reader may hand out; soft
 	// the sequence past which the keeper extends it ahead of need.

@@ -176,6 +176,7 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 		// another reader may have handed out count as redelivered.
 		f.dest.discard()
 		f.rewind(floor + 1)
+		f.rewound = true
 		for {
 			r := d.redeliverTo.Load()
 			if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
@@ -209,6 +210,7 @@ func (f *feed[T]) resume(cons jetstream.Consumer, floor uint64) error {
 		from = min(from, first)
 	}
 	f.rewind(max(from, floor+1))
+	f.rewound = true
 	if err := f.reset(cons); err != nil {
 		return err
 	}
@@ -219,8 +221,9 @@ func (f *feed[T]) resume(cons jetstream.Consumer, floor uint64) error {
 // reset puts the consumer back at its acknowledged position, once the
 // values done are acknowledged (the server confirming it), so that only
 // what was not done comes again; deliveries this reader gets that were
-// made before it are dropped, and so are the values its queue held from
-// before it at or after the feed's position (see durable.stale).
+// made before it are dropped. After a rewind of the feed, the values its
+// queue held from before it, at or after the feed's position, are dropped
+// too (see durable.stale).
 func (f *feed[T]) reset(jetstream.Consumer) error {
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
 	defer cancel()
@@ -233,8 +236,10 @@ func (f *feed[T]) reset(jetstream.Consumer) error {
 	d := f.durable
 	d.syncing = true
 	d.acks.newEpoch()
-	d.staleFrom.Store(f.next.Load())
-	d.staleBefore.Store(d.acks.epoch.Load())
+	if f.rewound {
+		d.rewound.Store(&rewind{from: f.next.Load(), epoch: d.acks.epoch.Load()})
+		f.rewound = false
+	}
 	return nil
 }
 

@@ -93,19 +93,25 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how
 			return rec.Handed, stillOwned, nil // still this reader's
 		}
 		now := time.Now()
-		if k.me != "" && rec.Owner == k.me {
+		switch {
+		case k.me != "" && rec.Owner == k.me:
 			how, err := k.resumeLocked(ctx, rec, rev, now)
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				continue
 			}
 			return rec.Handed, how, err
+		case k.pending != "" && rec.Owner == k.pending:
+			// This reader's takeover landed, its answer lost.
+			k.me, k.pending = k.pending, ""
+			k.ownLocked(k.pendingPrev, rec, rev, now)
+			return rec.Handed, tookOver, nil
 		}
 		prev := rec
-		// This ownership's name: a new one, and this reader's only once
-		// written, so that a write whose answer was lost is not taken
-		// for this reader's own.
-		me := nuid.Next()
-		rec.takenOver(floor, me, now.Add(k.takeover))
+		// This ownership's name: a new one, and this reader's once
+		// written (pending until then), so that a record naming it was
+		// written by this reader alone.
+		k.pending, k.pendingPrev = nuid.Next(), prev
+		rec.takenOver(floor, k.pending, now.Add(k.takeover))
 		rev, err = k.write(ctx, rec, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue
@@ -113,7 +119,7 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how
 		if err != nil {
 			return 0, 0, err
 		}
-		k.me = me
+		k.me, k.pending = k.pending, ""
 		k.ownLocked(prev, rec, rev, now)
 		return rec.Handed, tookOver, nil
 	}

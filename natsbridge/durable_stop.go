@@ -24,6 +24,7 @@ type finisher interface {
 // no value is outstanding, and otherwise when the last is done (doneSeq)
 // or after the takeover time, whichever comes first.
 func (d *durable) afterStop(end context.Context, w finisher, log *slog.Logger) {
+	d.ending.Store(true)
 	if n, _ := d.acks.outstanding(); n == 0 {
 		w.finishWithin(end)
 		return

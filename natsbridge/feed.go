@@ -68,6 +68,9 @@ type feed[T any] struct {
 	// tail is the last run of sequences settle counted as gaps, which pos
 	// passes once the value before it is handled.
 	tail atomic.Pointer[span]
+	// rewound is set when a durable feed rewinds next (see
+	// feed.activate), until the reset after it: the goroutine's own.
+	rewound bool
 
 	// quiet is closed once the goroutine hands nothing more to out.
 	quiet     chan struct{}

@@ -268,9 +268,10 @@ func (w *Watcher[T]) Done(seq uint64) {
 }
 
 // doneSeq marks seq done on a durable watcher, and hands the position over
-// if the watcher was stopped and this was the last value outstanding.
+// if the watcher was stopped (its feed exited: see afterStop) and this was
+// the last value outstanding.
 func (w *Watcher[T]) doneSeq(seq uint64) {
-	if w.d.acks.done(seq) && w.stopped.Load() {
+	if w.d.acks.done(seq) && w.d.ending.Load() {
 		if n, _ := w.d.acks.outstanding(); n == 0 {
 			w.finish()
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"golang.org/x/exp/apidiff"
+	"golang.org/x/mod/modfile"
 	"golang.org/x/tools/go/packages"
 )
 
@@ -37,16 +38,18 @@ type apiChange struct {
 func api(args []string) error {
 	fs := flag.NewFlagSet("api", flag.ExitOnError)
 	verbose := fs.Bool("v", false, "list every change, named or not")
+	buildFlags := fs.String("buildflags", "", "build flags of the go list that loads the packages, such as -race: the export data of a build with them is reused")
 	fs.Parse(args)
 	if fs.NArg() != 0 {
 		usage()
 	}
-	return checkAPI(os.Stdout, *verbose)
+	return checkAPI(os.Stdout, *verbose, strings.Fields(*buildFlags)...)
 }
 
 // checkAPI runs the check of api in the repository around the current
-// directory, writing its report to w.
-func checkAPI(w io.Writer, verbose bool) error {
+// directory, writing its report to w; go list loads the packages with
+// buildFlags.
+func checkAPI(w io.Writer, verbose bool, buildFlags ...string) error {
 	if err := toTop(); err != nil {
 		return err
 	}
@@ -62,11 +65,14 @@ func checkAPI(w io.Writer, verbose bool) error {
 	if err := extract(rev, old); err != nil {
 		return err
 	}
+	if err := alignWork(old); err != nil {
+		return err
+	}
 	r, err := load()
 	if err != nil {
 		return err
 	}
-	changes, err := moduleChanges(r, old, ".")
+	changes, err := moduleChanges(r, old, ".", buildFlags)
 	if err != nil {
 		return err
 	}
@@ -120,19 +126,83 @@ func extract(rev, dir string) error {
 	return untar.Wait()
 }
 
+// alignWork writes the go.work of the old tree at oldRoot as the
+// checkout's, in the current directory (the repository's root), so that
+// both trees select the same versions of their dependencies: the API
+// compared is herald's own, not that of a dependency another set of
+// modules selects another version of, and the old tree builds on the
+// dependencies the checkout built (another selection would build them all
+// again). A module the old tree lacks is used from the checkout.
+func alignWork(oldRoot string) error {
+	wf, err := parseWork()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no workspace: each module selects its own
+	}
+	if err != nil {
+		return err
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	inOld := func(dir string) bool {
+		_, err := os.Stat(filepath.Join(oldRoot, dir, "go.mod"))
+		return err == nil
+	}
+	var missing []string // the directories of the modules the old tree lacks
+	for _, u := range wf.Use {
+		if !inOld(u.Path) {
+			missing = append(missing, u.Path)
+		}
+	}
+	for _, dir := range missing {
+		if err := wf.DropUse(dir); err != nil {
+			return err
+		}
+		if err := wf.AddUse(filepath.Join(here, dir), ""); err != nil {
+			return err
+		}
+	}
+	type local struct{ path, version, dir string }
+	var moved []local // replacements by a directory the old tree lacks
+	for _, x := range wf.Replace {
+		if x.New.Version == "" && !inOld(x.New.Path) {
+			moved = append(moved, local{x.Old.Path, x.Old.Version, x.New.Path})
+		}
+	}
+	for _, x := range moved {
+		if err := wf.AddReplace(x.path, x.version, filepath.Join(here, x.dir), ""); err != nil {
+			return err
+		}
+	}
+	wf.Cleanup()
+	if err := os.WriteFile(filepath.Join(oldRoot, "go.work"), modfile.Format(wf.Syntax), 0o644); err != nil {
+		return err
+	}
+	sum, err := os.ReadFile("go.work.sum")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(oldRoot, "go.work.sum"), sum, 0o644)
+}
+
 // moduleChanges compares, module by module, the exported API of the tree
 // in oldRoot with that of the tree in newRoot, which holds the modules of
-// r. A module the old tree lacks is compared with an empty one.
-func moduleChanges(r *repo, oldRoot, newRoot string) ([]apiChange, error) {
+// r, each loaded with buildFlags. A module the old tree lacks is compared
+// with an empty one.
+func moduleChanges(r *repo, oldRoot, newRoot string, buildFlags []string) ([]apiChange, error) {
 	var all []apiChange
 	for _, m := range r.mods {
-		newMod, err := loadAPI(filepath.Join(newRoot, m.dir), m.path)
+		newMod, err := loadAPI(filepath.Join(newRoot, m.dir), m.path, buildFlags)
 		if err != nil {
 			return nil, err
 		}
 		oldMod := &apidiff.Module{Path: m.path}
 		if _, err := os.Stat(filepath.Join(oldRoot, m.dir, "go.mod")); err == nil {
-			if oldMod, err = loadAPI(filepath.Join(oldRoot, m.dir), m.path); err != nil {
+			if oldMod, err = loadAPI(filepath.Join(oldRoot, m.dir), m.path, buildFlags); err != nil {
 				return nil, fmt.Errorf("the baseline's %w", err)
 			}
 		}
@@ -144,13 +214,14 @@ func moduleChanges(r *repo, oldRoot, newRoot string) ([]apiChange, error) {
 }
 
 // loadAPI type-checks the packages of the module modPath in dir that a
-// user can import: not internal, not main, not a test.
-func loadAPI(dir, modPath string) (*apidiff.Module, error) {
+// user can import: not internal, not main, not a test. go list loads them
+// with buildFlags.
+func loadAPI(dir, modPath string, buildFlags []string) (*apidiff.Module, error) {
 	// Each tree is loaded as its own workspace: its go.work, not the
 	// GOWORK of the caller (go run with GOWORK=off, as .ci/run starts
 	// this tool, would leave the nested modules without the root).
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") })
-	cfg := &packages.Config{Mode: packages.LoadTypes, Dir: dir, Env: env}
+	cfg := &packages.Config{Mode: packages.LoadTypes, Dir: dir, Env: env, BuildFlags: buildFlags}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)

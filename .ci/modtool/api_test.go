@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
 // TestIdentOf: apidiff's messages become the identifiers an entry names,
@@ -140,5 +143,57 @@ func TestCheckAPI(t *testing.T) {
 	out.Reset()
 	if err := checkAPI(&out, false); err != nil {
 		t.Fatalf("checkAPI with every change named: %v\n%s", err, &out)
+	}
+}
+
+// TestAlignWork: the old tree's workspace becomes the checkout's, so that
+// both select the same versions: its own modules from the old tree, one it
+// lacks (added since the baseline) from the checkout, the checkout's go
+// line and go.work.sum.
+func TestAlignWork(t *testing.T) {
+	here, old := t.TempDir(), t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(name), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(data), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(here, "go.work"), "go 1.26.6\n\nuse (\n\t.\n\t./sub\n\t./added\n)\n\nreplace example.com/m/added v0.1.0 => ./added\n")
+	write(filepath.Join(here, "go.work.sum"), "example.com/dep v1.2.3 h1:x\n")
+	write(filepath.Join(old, "go.work"), "go 1.26.0\n\nuse (\n\t.\n\t./sub\n)\n")
+	for _, dir := range []string{".", "sub"} {
+		write(filepath.Join(old, dir, "go.mod"), "module example.com/m\n")
+	}
+	t.Chdir(here)
+	if err := alignWork(old); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(old, "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := modfile.ParseWork("go.work", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uses []string
+	for _, u := range wf.Use {
+		uses = append(uses, u.Path)
+	}
+	added := filepath.Join(here, "added")
+	if want := []string{".", "./sub", added}; !slices.Equal(uses, want) {
+		t.Errorf("the old tree's go.work uses %q, want %q", uses, want)
+	}
+	if wf.Go.Version != "1.26.6" {
+		t.Errorf("the old tree's go.work says go %s, want the checkout's 1.26.6", wf.Go.Version)
+	}
+	if len(wf.Replace) != 1 || wf.Replace[0].New.Path != added {
+		t.Errorf("the old tree's go.work replaces %+v, want example.com/m/added by %s", wf.Replace, added)
+	}
+	if sum, err := os.ReadFile(filepath.Join(old, "go.work.sum")); err != nil || string(sum) != "example.com/dep v1.2.3 h1:x\n" {
+		t.Errorf("the old tree's go.work.sum = %q, %v; want the checkout's", sum, err)
 	}
 }
