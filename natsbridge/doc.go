@@ -104,11 +104,11 @@
 // that come to it again in WatcherStats.Redelivered: every value handed
 // out twice, and at most the dead reader's reservation beyond them; the
 // values it had only fetched ahead are not counted. A reader whose record
-// another took over stops handing out at its reservation. So does one
-// that could not renew its lease (the record out of reach): it gives its
-// turn up, and if it gets it back with no other reader between, it reads
-// on from the first value it held back; what its handlers hold does not
-// come again.
+// another took over stops handing out at once. So does one that could not
+// renew its lease (the record out of reach), before the lease ends: it
+// gives its turn up, and if it gets it back with no other reader between,
+// it reads on from the first value it held back; what its handlers hold
+// does not come again.
 //
 // In a cluster, a change of the consumer's leader forgets whose turn it
 // is: the next value may go to another reader, which takes over from the

@@ -38,8 +38,8 @@ import (
 // that come to it again (they may have been handed out before; those
 // after it were only fetched ahead, and are not counted), and writes
 // itself in as the owner. The reader it replaced, if alive, finds out at
-// its next write (the revision moved) and stops handing out at its
-// reservation: it is fenced.
+// its next write (the revision moved) and stops handing out: it is
+// fenced. So is a reader whose lease is about to end unrenewed.
 
 const (
 	// minReservation is the least a reader reserves at a time.
@@ -63,11 +63,15 @@ type keeper struct {
 	// (see activate), and pendingPrev the record it wrote over.
 	pending     string
 	pendingPrev record
-	nc          *nats.Conn
-	next        string // the subject of the consumer's pull requests
-	takeover    time.Duration
-	acks        *acks
-	log         *limitedLog
+	// refused is the lowest value the reader refused to hand out while
+	// fenced (0: none), and resumeFrom where it reads on from once it
+	// resumes: see reserveFenced.
+	refused, resumeFrom uint64
+	nc                  *nats.Conn
+	next                string // the subject of the consumer's pull requests
+	takeover            time.Duration
+	acks                *acks
+	log                 *limitedLog
 
 	// reserved is the highest sequence this reader may hand out; soft
 	// the sequence past which the keeper extends it ahead of need.
@@ -172,12 +176,14 @@ func (k *keeper) run() {
 func (k *keeper) setPin(pin string) { k.pin.Store(&pin) }
 
 // ping renews this reader's pin with a pull request that can take no
-// message. An answer that the pin is not this reader's makes the reader
-// stand by... the feed learns it from the next message or its idle check.
-func (k *keeper) ping() {
+// message, and reports whether the server pins this reader (false also
+// if it could not tell). An answer that the pin is not this reader's makes
+// the reader stand by... the feed learns it from the next message or its
+// idle check.
+func (k *keeper) ping() bool {
 	p := k.pin.Load()
 	if p == nil || *p == "" {
-		return
+		return false
 	}
 	body := fmt.Sprintf(`{"batch":1,"max_bytes":1,"no_wait":true,"group":%q,"id":%q}`, durableGroup, *p)
 	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
@@ -185,12 +191,15 @@ func (k *keeper) ping() {
 	msg, err := k.nc.RequestWithContext(ctx, k.next, []byte(body))
 	if err == nil && msg.Header.Get("Status") == "423" {
 		k.setPin("")
+		return false
 	}
+	return err == nil
 }
 
 // reserve returns once this reader may hand out the value at seq, or
-// errFenced once another reader owns the position, or ErrClosed once the
-// watcher hands nothing more out, or ctx.Err().
+// errFenced while it is fenced (another reader owns the position, or its
+// lease ran out: see reserveFenced), or ErrClosed once the watcher hands
+// nothing more out, or ctx.Err().
 func (k *keeper) reserve(ctx context.Context, seq uint64) error {
 	if g := k.gate.Load(); g != nil {
 		select {
@@ -209,25 +218,65 @@ func (k *keeper) reserve(ctx context.Context, seq uint64) error {
 		}
 		wait.Signal(k.wake)
 	}
-	if seq <= k.reserved.Load() {
-		return nil
+	for {
+		if k.fenced.Load() {
+			if decided, err := k.reserveFenced(seq); decided {
+				return err
+			}
+			continue // unfenced meanwhile
+		}
+		if seq <= k.reserved.Load() {
+			return nil
+		}
+		err := k.reserved.Wait(ctx, seq)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, wait.ErrEnded) && k.isClosed():
+			return ErrClosed
+		case errors.Is(err, wait.ErrEnded):
+			continue // fenced
+		}
+		return err
 	}
-	if k.fenced.Load() {
-		return errFenced
-	}
-	err := k.reserved.Wait(ctx, seq)
+}
+
+// reserveFenced decides, for a fenced reader, whether it may hand out the
+// value at seq: not even within its reservation, so that it stops before
+// the lease it could not renew ends, or at once when another reader took
+// the position over; only a value below where it reads on from once it
+// resumes (see resumeAt), which it took before and which does not come
+// again. It keeps the lowest value it refused, for that resume. It
+// reports false if the reader is no longer fenced.
+func (k *keeper) reserveFenced(seq uint64) (decided bool, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, wait.ErrEnded) && k.isClosed():
-		return ErrClosed
-	case errors.Is(err, wait.ErrEnded):
-		// Fenced, and perhaps the owner again since (activate): either
-		// way the value comes again, to the owner or after the rewind
-		// that taking the position over makes.
-		return errFenced
+	case !k.fenced.Load():
+		return false, nil
+	case k.closed:
+		return true, ErrClosed
+	case seq < k.resumeFrom:
+		return true, nil
 	}
-	return err
+	if k.refused == 0 || seq < k.refused {
+		k.refused = seq
+	}
+	return true, errFenced
+}
+
+// resumeAt returns where a reader that resumed (see activate) reads on
+// from: from, or the lowest value it refused while fenced if that is
+// lower. Until it is unfenced, it hands out a value below that if asked
+// (see reserveFenced).
+func (k *keeper) resumeAt(from uint64) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.refused != 0 {
+		from = min(from, k.refused)
+	}
+	k.resumeFrom = from
+	return from
 }
 
 func (k *keeper) isClosed() bool {

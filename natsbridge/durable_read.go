@@ -197,19 +197,19 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 }
 
 // resume makes a reader that was fenced, and that resumed the record (see
-// keeper.activate), read on at the position whose floor is floor. Fenced,
-// it handed out every value it took up to its reservation, and none after
-// it; no other reader handed out any. What it handed out stays with its
-// application; from the first value it did not hand out (past its
-// reservation, held back in its queue, or not yet read), the values come
+// keeper.activate), read on at the position whose floor is floor. It
+// handed out the values it took before it was fenced, and none after;
+// no other reader handed out any. What it handed out stays with its
+// application; from the first value it did not hand out (refused while
+// fenced, held back in its queue, or not yet read), the values come
 // again, after a reset.
 func (f *feed[T]) resume(cons jetstream.Consumer, floor uint64) error {
 	d := f.durable
-	from := min(d.keep.reserved.Load()+1, f.next.Load())
+	from := f.next.Load()
 	if first := f.dest.discard(); first != 0 {
 		from = min(from, first)
 	}
-	f.rewind(max(from, floor+1))
+	f.rewind(max(d.keep.resumeAt(from), floor+1))
 	f.rewound = true
 	if err := f.reset(cons); err != nil {
 		return err
@@ -230,7 +230,8 @@ func (f *feed[T]) reset(jetstream.Consumer) error {
 	if _, err := f.durable.acks.finalAck(ctx); err != nil {
 		return err
 	}
-	if err := f.resetTo(ctx); err != nil {
+	at, err := f.resetTo(ctx)
+	if err != nil {
 		return err
 	}
 	d := f.durable
@@ -240,16 +241,24 @@ func (f *feed[T]) reset(jetstream.Consumer) error {
 		d.rewound.Store(&rewind{from: f.next.Load(), epoch: d.acks.epoch.Load()})
 		f.rewound = false
 	}
+	// The values before the one the consumer reads from now were
+	// acknowledged (by this reader's last ack, or another's meanwhile):
+	// done, neither handed out again nor gaps.
+	if at > 0 {
+		f.skipTo(at - 1)
+	}
 	return nil
 }
 
 // resetTo asks the server to put the consumer back at its acknowledged
-// position: the next value it delivers is the one after it.
-func (f *feed[T]) resetTo(ctx context.Context) error {
-	if _, err := f.t.js.ResetConsumer(ctx, f.t.streamID, f.durable.name); err != nil {
-		return fmt.Errorf("natsbridge: topic %q: reset durable %q: %w", f.t.name, f.durable.name, err)
+// position: it returns the sequence of the next value it delivers, the one
+// after it.
+func (f *feed[T]) resetTo(ctx context.Context) (uint64, error) {
+	r, err := f.t.js.ResetConsumer(ctx, f.t.streamID, f.durable.name)
+	if err != nil {
+		return 0, fmt.Errorf("natsbridge: topic %q: reset durable %q: %w", f.t.name, f.durable.name, err)
 	}
-	return nil
+	return r.ResetSeq, nil
 }
 
 // rewind makes seq the next sequence the feed takes, also if it took
@@ -295,7 +304,8 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 			// make them deliverable again, so that a standby gets them.
 			// The position's record says which of them may have been
 			// handed out (see activate).
-			return f.resetTo(ctx)
+			_, err := f.resetTo(ctx)
+			return err
 		}
 		return nil
 	}

@@ -153,6 +153,7 @@ func (k *keeper) unfence() {
 		return
 	}
 	k.fenced.Store(false)
+	k.refused, k.resumeFrom = 0, 0
 	if !k.closed {
 		k.reserved.Reopen()
 	}
@@ -183,6 +184,7 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	}
 	k.last, k.lastAt = rec.Handed, now
 	k.fenced.Store(false)
+	k.refused, k.resumeFrom = 0, 0 // the feed reads again from the floor
 	if !k.closed {
 		k.reserved.Reopen()
 	}
@@ -280,6 +282,14 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 		return
 	}
 	k.fenceLocked("taken over by another reader")
+	if k.ping() {
+		// The server still pins this reader: no reader took the position
+		// over, the record was written otherwise (by hand, a restore).
+		// Give the turn up, so that a reader, this one or another, takes
+		// the record over.
+		k.unpinDue = true
+		k.giveTurnUpLocked()
+	}
 }
 
 // giveTurnUpLocked stops renewing the pin and asks the consumer to forget

@@ -126,7 +126,7 @@ func (w *Watcher[T]) finishWithin(end context.Context) {
 		d.keep.stop()
 		d.keep.release(ctx, d.acks.top())
 		if d.pin != "" && w.t.js.Conn().IsConnected() {
-			_ = w.f.resetTo(ctx)
+			_, _ = w.f.resetTo(ctx)
 			_ = w.t.stream.UnpinConsumer(ctx, d.name, durableGroup)
 		}
 		close(d.finished)
