@@ -39,17 +39,37 @@ func api(args []string) error {
 	fs := flag.NewFlagSet("api", flag.ExitOnError)
 	verbose := fs.Bool("v", false, "list every change, named or not")
 	buildFlags := fs.String("buildflags", "", "build flags of the go list that loads the packages, such as -race: the export data of a build with them is reused")
+	plain := fs.String("plain", "", "the directories of the modules, comma-separated, loaded without -buildflags (a build without them compiled their dependencies)")
 	fs.Parse(args)
 	if fs.NArg() != 0 {
 		usage()
 	}
-	return checkAPI(os.Stdout, *verbose, strings.Fields(*buildFlags)...)
+	flags := apiFlags{build: strings.Fields(*buildFlags)}
+	if *plain != "" {
+		flags.plain = strings.Split(*plain, ",")
+	}
+	return checkAPI(os.Stdout, *verbose, flags)
+}
+
+// apiFlags are the build flags the API check loads packages with: build,
+// but for the modules in the directories plain.
+type apiFlags struct {
+	build []string
+	plain []string
+}
+
+// of returns the build flags of the module in dir.
+func (f apiFlags) of(dir string) []string {
+	if slices.Contains(f.plain, dir) {
+		return nil
+	}
+	return f.build
 }
 
 // checkAPI runs the check of api in the repository around the current
 // directory, writing its report to w; go list loads the packages with
-// buildFlags.
-func checkAPI(w io.Writer, verbose bool, buildFlags ...string) error {
+// flags.
+func checkAPI(w io.Writer, verbose bool, flags apiFlags) error {
 	if err := toTop(); err != nil {
 		return err
 	}
@@ -72,7 +92,7 @@ func checkAPI(w io.Writer, verbose bool, buildFlags ...string) error {
 	if err != nil {
 		return err
 	}
-	changes, err := moduleChanges(r, old, ".", buildFlags)
+	changes, err := moduleChanges(r, old, ".", flags)
 	if err != nil {
 		return err
 	}
@@ -191,11 +211,12 @@ func alignWork(oldRoot string) error {
 
 // moduleChanges compares, module by module, the exported API of the tree
 // in oldRoot with that of the tree in newRoot, which holds the modules of
-// r, each loaded with buildFlags. A module the old tree lacks is compared
+// r, each loaded with its flags. A module the old tree lacks is compared
 // with an empty one.
-func moduleChanges(r *repo, oldRoot, newRoot string, buildFlags []string) ([]apiChange, error) {
+func moduleChanges(r *repo, oldRoot, newRoot string, flags apiFlags) ([]apiChange, error) {
 	var all []apiChange
 	for _, m := range r.mods {
+		buildFlags := flags.of(m.dir)
 		newMod, err := loadAPI(filepath.Join(newRoot, m.dir), m.path, buildFlags)
 		if err != nil {
 			return nil, err

@@ -124,7 +124,7 @@ func TestCheckAPI(t *testing.T) {
 	t.Chdir(dir)
 
 	var out bytes.Buffer
-	err := checkAPI(&out, false)
+	err := checkAPI(&out, false, apiFlags{})
 	if err == nil {
 		t.Fatalf("checkAPI passed with p.S.M and sub/x unnamed:\n%s", &out)
 	}
@@ -141,7 +141,7 @@ func TestCheckAPI(t *testing.T) {
 
 	write("CHANGELOG.md", "# Changelog\n\n## [Unreleased]\n- `p.New` added.\n- `p.S.B`, `p.S.M` removed.\n- `sub/x`: a new package.\n")
 	out.Reset()
-	if err := checkAPI(&out, false); err != nil {
+	if err := checkAPI(&out, false, apiFlags{}); err != nil {
 		t.Fatalf("checkAPI with every change named: %v\n%s", err, &out)
 	}
 }
@@ -195,5 +195,17 @@ func TestAlignWork(t *testing.T) {
 	}
 	if sum, err := os.ReadFile(filepath.Join(old, "go.work.sum")); err != nil || string(sum) != "example.com/dep v1.2.3 h1:x\n" {
 		t.Errorf("the old tree's go.work.sum = %q, %v; want the checkout's", sum, err)
+	}
+}
+
+// TestAPIFlagsPlain: the modules named plain load without the build flags
+// (a build without them compiled their dependencies), the others with.
+func TestAPIFlagsPlain(t *testing.T) {
+	f := apiFlags{build: []string{"-race"}, plain: []string{"examples/kube-apiserver"}}
+	if got := f.of("examples/kube-apiserver"); got != nil {
+		t.Errorf("flags of a plain module = %q, want none", got)
+	}
+	if got := f.of("natsbridge"); !slices.Equal(got, []string{"-race"}) {
+		t.Errorf("flags of natsbridge = %q, want -race", got)
 	}
 }

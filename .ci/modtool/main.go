@@ -41,13 +41,14 @@
 //		module in DIR requires at their directories in the checkout,
 //		for an alternate go.mod file used with GOWORK=off (.ci/modfiles,
 //		.ci/tidy).
-//	modtool api [-v] [-buildflags FLAGS]
+//	modtool api [-v] [-buildflags FLAGS] [-plain DIRS]
 //		Checks that CHANGELOG.md's Unreleased section names every change
 //		to the exported API of every module since the revision in
 //		.ci/api-baseline (golang.org/x/exp/apidiff), and lists each one
 //		it does not name. Both trees load on the checkout's workspace
 //		(the dependency versions it selects); -buildflags (such as
-//		-race) makes go list reuse the export data of a build with them.
+//		-race) makes go list reuse the export data of a build with them,
+//		for every module but those in the directories -plain lists.
 //
 // What well-kept tools do is left to them: the module zips to
 // golang.org/x/mod/zip, copies of the checkout to git archive
