@@ -241,13 +241,25 @@ func (f *feed[T]) reset(jetstream.Consumer) error {
 		d.rewound.Store(&rewind{from: f.next.Load(), epoch: d.acks.epoch.Load()})
 		f.rewound = false
 	}
-	// The values before the one the consumer reads from now were
-	// acknowledged (by this reader's last ack, or another's meanwhile):
-	// done, neither handed out again nor gaps.
-	if at > 0 {
-		f.skipTo(at - 1)
-	}
+	f.skipAcknowledged(ctx, at)
 	return nil
+}
+
+// skipAcknowledged moves the feed past the values before at, the first
+// the consumer delivers after a reset: a reader acknowledged them (this
+// one with its last ack, or another meanwhile), so they are neither handed
+// out again nor gaps; but those the stream no longer holds (removed after
+// their delivery, before their ack: the server moves its ack floor past
+// them) are gaps.
+func (f *feed[T]) skipAcknowledged(ctx context.Context, at uint64) {
+	n := f.next.Load()
+	if at <= n {
+		return
+	}
+	if info, err := f.t.streamState(ctx); err == nil && info.State.FirstSeq > n {
+		f.countGaps(n, min(info.State.FirstSeq, at)-1)
+	}
+	f.skipTo(at - 1)
 }
 
 // resetTo asks the server to put the consumer back at its acknowledged
