@@ -172,25 +172,7 @@ func TestDurablePoolFencedRepeatedlyWhileValuesFlow(t *testing.T) {
 	publishAll(t, topic, 1, 10)
 	waitAll(t, log, 10, 20*time.Second, func() string { return fmt.Sprintf("%+v", w.Stats()) })
 	rw := newRecordWrites(t, js, topic)
-	published := make(chan struct{})
-	go func() {
-		defer close(published)
-		pub, err := topic.Publisher(natsbridge.PublisherOptions{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		for i := 11; i <= n; i++ {
-			if err := pub.Publish(ctx, Order{ID: i}); err != nil {
-				t.Error(err)
-				return
-			}
-			if i%10 == 0 {
-				time.Sleep(300 * time.Millisecond) // a steady stream, not a synchronisation
-			}
-		}
-		_ = pub.Shutdown(ctx)
-	}()
+	published := publishSteadily(t, ctx, topic, 11, n)
 	for round := range 6 {
 		back := w.Stats().HandedBack
 		rw.block()
@@ -283,25 +265,7 @@ func TestDurableFencedWithStandby(t *testing.T) {
 	b := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	rb := startFenceReader(t, ctx, b, 200*time.Millisecond, all)
 	rw := newRecordWrites(t, js, topic)
-	published := make(chan struct{})
-	go func() {
-		defer close(published)
-		pub, err := topic.Publisher(natsbridge.PublisherOptions{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		for i := 6; i <= n; i++ {
-			if err := pub.Publish(ctx, Order{ID: i}); err != nil {
-				t.Error(err)
-				return
-			}
-			if i%10 == 0 {
-				time.Sleep(300 * time.Millisecond) // a steady stream, not a synchronisation
-			}
-		}
-		_ = pub.Shutdown(ctx)
-	}()
+	published := publishSteadily(t, ctx, topic, 6, n)
 	stats := func() string { return fmt.Sprintf("a %+v; b %+v", a.Stats(), b.Stats()) }
 	for round := range 3 {
 		rw.block()
@@ -659,4 +623,29 @@ func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
 			len(after), after[0], after[len(after)-1], byB[0].id, byA[len(byA)-1].at.Sub(firstB), as, bs)
 	}
 	t.Logf("twice %d; a %d values %+v; b %d values %+v", twice, len(byA), as, len(byB), bs)
+}
+
+// publishSteadily publishes first..last in the background, ten values
+// every 300ms, and closes the channel it returns once done.
+func publishSteadily(t *testing.T, ctx context.Context, topic *natsbridge.Topic[Order], first, last int) <-chan struct{} {
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		pub, err := topic.Publisher(natsbridge.PublisherOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := first; i <= last; i++ {
+			if err := pub.Publish(ctx, Order{ID: i}); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%10 == 0 {
+				time.Sleep(300 * time.Millisecond) // a steady stream, not a synchronisation
+			}
+		}
+		_ = pub.Shutdown(ctx)
+	}()
+	return published
 }
