@@ -338,7 +338,7 @@ func (k *keeper) fenceLocked(why string) {
 	k.owned = false
 	k.fenced.Store(true)
 	k.reserved.End()
-	k.log.warn("natsbridge: durable position "+why+": this reader stops handing out", slog.Uint64("reserved", k.reserved.Load()))
+	k.log.change("natsbridge: durable position "+why+": this reader stops handing out", slog.Uint64("reserved", k.reserved.Load()))
 }
 
 // attemptsBefore returns how many readers died with the value at seq

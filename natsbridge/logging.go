@@ -46,6 +46,13 @@ func (g *limitedLog) warn(msg string, args ...any) {
 	g.l.Warn(msg, args...)
 }
 
+// change writes a line at once, never suppressed: for a change of state
+// that comes at most once per turn of a reader (a fence), which the lines
+// of a burst around it must not hide.
+func (g *limitedLog) change(msg string, args ...any) {
+	g.l.Warn(msg, args...)
+}
+
 // flush writes one line with the number of lines suppressed since the
 // last one written, and the message of the latest of them, if any was.
 func (g *limitedLog) flush() {
