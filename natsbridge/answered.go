@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// The calls Watch and Mirror make to the server with their caller's ctx.
+// The calls NewTopic, Watch and Mirror make to the server with their
+// caller's ctx.
 
 const (
 	// attemptTimeout bounds one attempt of such a call. In a cluster a

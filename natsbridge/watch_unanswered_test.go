@@ -10,11 +10,11 @@ import (
 	"github.com/heraldgo/herald/natsbridge/natstest"
 )
 
-// TestWatchRequestLostIsMadeAgain: a request Watch or Mirror makes that
-// the server never answers (here written into a connection then cut; in a
-// cluster, one sent to a node that died a moment ago) is made again: the
-// call returns well within a long ctx instead of waiting it out, and the
-// watcher reads the stream.
+// TestWatchRequestLostIsMadeAgain: a request NewTopic, Watch or Mirror
+// makes that the server never answers (here written into a connection
+// then cut; in a cluster, one sent to a node that died a moment ago) is
+// made again: the call returns well within a long ctx instead of waiting
+// it out, and a watcher reads the stream.
 func TestWatchRequestLostIsMadeAgain(t *testing.T) {
 	t.Parallel() // it waits out an attempt's timeout, not on the CPU
 	s := natstest.StartServer(t, natstest.Options{})
@@ -43,6 +43,13 @@ func TestWatchRequestLostIsMadeAgain(t *testing.T) {
 		name string
 		call func(ctx context.Context) error
 	}{
+		{"NewTopic", func(ctx context.Context) error {
+			other, err := natsbridge.NewTopic(ctx, js, "edge.unanswered.new", natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
+			if err == nil {
+				err = other.Shutdown(ctx)
+			}
+			return err
+		}},
 		{"Watch", func(ctx context.Context) error {
 			w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
 			return readsStream(ctx, w, err)
