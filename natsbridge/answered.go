@@ -3,6 +3,7 @@ package natsbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -26,13 +27,14 @@ const (
 
 // answered calls fn until it returns something other than the timeout of
 // its own attempt: each attempt bounded by attemptTimeout within ctx, a
-// back-off between them (50 ms doubling to 2 s), as long as ctx lasts
-// (attemptsWithoutDeadline attempts for a ctx without a deadline). fn must
-// be safe to call again after an attempt that timed out: it may have
-// taken effect on the server.
+// back-off between them, as long as ctx lasts (attemptsWithoutDeadline
+// attempts in all for a ctx without a deadline). fn must be safe to call
+// again after an attempt that timed out: it may have taken effect on the
+// server, or may yet (a request held in a connection's buffer while it
+// reconnects).
 func answered(ctx context.Context, fn func(context.Context) error) error {
 	_, bounded := ctx.Deadline()
-	wait := 50 * time.Millisecond
+	var b backoff
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := fn(actx)
@@ -41,13 +43,28 @@ func answered(ctx context.Context, fn func(context.Context) error) error {
 		if !unanswered || (!bounded && attempt >= attemptsWithoutDeadline) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
+		if !b.wait(ctx) {
+			return fmt.Errorf("%w (the last attempt: %w)", ctx.Err(), err)
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// backoff is the wait between two attempts of a call to the server:
+// 50 ms, doubling up to 2 s. Its zero value is ready to use.
+type backoff struct{ next time.Duration }
+
+// wait waits out the next pause, and reports false if ctx ended first.
+func (b *backoff) wait(ctx context.Context) bool {
+	if b.next == 0 {
+		b.next = 50 * time.Millisecond
+	}
+	t := time.NewTimer(b.next)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	b.next = min(2*b.next, 2*time.Second)
+	return true
 }

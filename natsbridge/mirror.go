@@ -53,7 +53,8 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	}
 	m := &mirror[T]{t: t, b: broadcast.New[T](o)}
 	m.f = newFeed(t, "mirror", info.State.LastSeq+1, m, nil)
-	err = answered(ctx, m.f.open)
+	name := consumerName()
+	err = answered(ctx, func(ctx context.Context) error { return m.f.open(ctx, name) })
 	if err == nil {
 		err = m.f.launch(func() error { return t.adopt(m) })
 	}

@@ -107,8 +107,8 @@ type TopicStats struct {
 // stream carries another Go type than T, and ErrNameConflict if the stream
 // exists with other subjects. ctx bounds the calls to the server; one the
 // server leaves unanswered (a node that died, a connection cut) is made
-// again after 5 s, as long as ctx lasts (three times for a ctx without a
-// deadline).
+// again after 5 s, as long as ctx lasts (three attempts in all for a ctx
+// without a deadline).
 //
 // Credentials and TLS come with the caller's connection; NewTopic never
 // logs them. It panics on a nil ctx.

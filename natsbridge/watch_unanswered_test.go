@@ -8,6 +8,7 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/natstest"
+	"github.com/nats-io/nats.go"
 )
 
 // TestWatchRequestLostIsMadeAgain: a request NewTopic, Watch or Mirror
@@ -67,27 +68,37 @@ func TestWatchRequestLostIsMadeAgain(t *testing.T) {
 		}},
 	}
 	for _, c := range calls {
-		relay.Hold()
-		sent := nc.Stats().OutMsgs
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		result := make(chan error, 1)
-		go func() { result <- c.call(ctx) }()
-		eventually(t, c.name+"'s first request written to the connection", func() bool {
-			n, err := nc.Buffered()
-			return nc.Stats().OutMsgs > sent && err == nil && n == 0
-		})
-		lost := time.Now()
-		relay.Cut()
-		relay.Release()
-		select {
-		case err := <-result:
-			if err != nil {
-				t.Fatalf("%s after its request was lost: %v", c.name, err)
-			}
-			t.Logf("%s returned %v after its request was lost", c.name, time.Since(lost).Round(time.Millisecond))
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s still waiting 30s after its request was lost (its ctx: 1 minute)", c.name)
+		lose(t, relay, nc, c.name, c.call)
+	}
+}
+
+// lose calls call with a long ctx, loses the first request it writes (the
+// relay holds it, then cuts the connection it was written to), and
+// checks that call returns, without an error, well before its ctx ends.
+func lose(t *testing.T, relay *natstest.Relay, nc *nats.Conn, name string, call func(ctx context.Context) error) {
+	t.Helper()
+	relay.Hold()
+	sent := nc.Stats().OutMsgs
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- call(ctx) }()
+	eventually(t, name+"'s first request written to the connection", func() bool {
+		n, err := nc.Buffered()
+		return nc.Stats().OutMsgs > sent && err == nil && n == 0
+	})
+	lost := time.Now()
+	relay.Cut()
+	relay.Release()
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatalf("%s after its request was lost: %v", name, err)
 		}
+		t.Logf("%s returned %v after its request was lost", name, time.Since(lost).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
 		cancel()
+		<-result
+		t.Fatalf("%s still waiting 30s after its request was lost (its ctx: 1 minute)", name)
 	}
 }
