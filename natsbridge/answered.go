@@ -25,6 +25,10 @@ const (
 	attemptsWithoutDeadline = 3
 )
 
+// errAttemptTimedOut is the cause of an attempt's ctx that ended on its
+// own bound, not its caller's: another attempt follows.
+var errAttemptTimedOut = errors.New("natsbridge: the attempt timed out")
+
 // answered calls fn until it returns something other than the timeout of
 // its own attempt: each attempt bounded by attemptTimeout within ctx, a
 // back-off between them, as long as ctx lasts (attemptsWithoutDeadline
@@ -36,7 +40,7 @@ func answered(ctx context.Context, fn func(context.Context) error) error {
 	_, bounded := ctx.Deadline()
 	var b backoff
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		actx, cancel := context.WithTimeoutCause(ctx, attemptTimeout, errAttemptTimedOut)
 		err := fn(actx)
 		unanswered := errors.Is(err, context.DeadlineExceeded) && actx.Err() != nil && ctx.Err() == nil
 		cancel()

@@ -61,10 +61,7 @@ func (f *feed[T]) open(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: %q", ErrStreamGone, f.t.streamID)
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			// The server may create it yet: delete it by name.
-			f.deleteNamed(name)
-		}
+		f.createFailed(ctx, name)
 		return fmt.Errorf("natsbridge: topic %q: create consumer: %w", f.t.name, err)
 	}
 	kept := false
@@ -110,7 +107,7 @@ func (f *feed[T]) reopen() error {
 	name := consumerName()
 	var b backoff
 	for {
-		ctx, cancel := context.WithTimeout(stopping, resumeTimeout)
+		ctx, cancel := context.WithTimeoutCause(stopping, resumeTimeout, errAttemptTimedOut)
 		_, err := f.t.streamState(ctx)
 		if err == nil {
 			err = f.open(ctx, name)
@@ -147,6 +144,30 @@ func (f *feed[T]) closeConsumer() {
 	if cons != nil && f.durable == nil { // a durable position stays on the server
 		f.deleteConsumer(cons)
 	}
+}
+
+// createFailed deletes the consumer name, whose create failed, if the
+// server may create it yet (ctx ended): before another attempt with the
+// same name (ctx ended on its attempt's bound), waiting for the answer;
+// once the caller gave up, without a wait.
+func (f *feed[T]) createFailed(ctx context.Context, name string) {
+	switch {
+	case ctx.Err() == nil:
+	case errors.Is(context.Cause(ctx), errAttemptTimedOut):
+		f.deleteNamed(name)
+	default:
+		f.dropNamed(name)
+	}
+}
+
+// dropNamed asks the server to delete the consumer name and waits for
+// nothing: for a caller whose ctx ended, which must not be kept. The
+// server may handle it before a create still on its way (it handles API
+// requests side by side); that consumer it drops after
+// inactiveThreshold.
+func (f *feed[T]) dropNamed(name string) {
+	nc := f.t.js.Conn()
+	_ = nc.PublishRequest("$JS.API.CONSUMER.DELETE."+f.t.streamID+"."+name, nc.NewRespInbox(), nil)
 }
 
 func (f *feed[T]) deleteConsumer(cons jetstream.Consumer) {

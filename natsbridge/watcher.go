@@ -101,8 +101,9 @@ type Watcher[T any] struct {
 // that died, a connection cut) is made again after 5 s, as long as ctx
 // lasts (three attempts in all for a ctx without a deadline). Watch
 // panics on a nil ctx. A Watch that fails once it has created its
-// consumer deletes it (the server drops it by itself after a few minutes
-// if it cannot be reached).
+// consumer, or may have, deletes it without waiting past ctx (the server
+// drops it by itself after a few minutes if it cannot be reached, or if
+// the request that creates it lands after Watch gave up).
 //
 // Watch starts one goroutine, the feed, which reads the stream until Stop
 // (or until the stream is deleted; see Err); a durable watcher's keeper is
