@@ -23,19 +23,23 @@ const (
 	// deleteTimeout bounds the deletion of a consumer when a feed stops
 	// (a Shutdown context that ends first cuts it shorter).
 	deleteTimeout = 2 * time.Second
-	// resumeTimeout bounds one attempt to create a consumer again. In a
-	// cluster the server may place the consumer on a node that died a
-	// moment ago (it takes a node killed without a word for alive for a
-	// while), and the request then waits for an answer that never comes:
-	// the next attempt, placed again, finds a live node.
+	// resumeTimeout bounds one attempt to create a consumer again (or
+	// another call the feed's goroutine makes): a request may go
+	// unanswered for good (see attemptTimeout), and the next attempt is
+	// answered.
 	resumeTimeout = 2 * time.Second
 )
 
-// open creates a consumer at f.next and starts reading it. The first open
-// runs in Watch or Mirror with the caller's ctx; later ones in the
-// goroutine, bounded by its Stopping. If it fails (or panics) once the
+// open creates a consumer at f.next named name (a durable watcher's is
+// its position's: name is not used) and starts reading it. The first
+// open runs in Watch or Mirror, each attempt bounded within the caller's
+// ctx (see answered); later ones in the goroutine, bounded by its
+// Stopping. The attempts of one sequence share a name, so that a request
+// that timed out but landed, or lands later (held in the connection's
+// buffer while it reconnects), makes no second consumer: creating a
+// consumer again as it is returns it. If it fails (or panics) once the
 // consumer exists, it deletes the consumer.
-func (f *feed[T]) open(ctx context.Context) error {
+func (f *feed[T]) open(ctx context.Context, name string) error {
 	if f.durable != nil {
 		cons, it, err := f.openDurable(ctx)
 		if err != nil {
@@ -43,7 +47,6 @@ func (f *feed[T]) open(ctx context.Context) error {
 		}
 		return f.reading(cons, it)
 	}
-	name := "herald_" + nuid.Next()
 	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		Name:              name,
 		Description:       "herald " + f.t.name,
@@ -58,10 +61,7 @@ func (f *feed[T]) open(ctx context.Context) error {
 		return fmt.Errorf("%w: %q", ErrStreamGone, f.t.streamID)
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			// The server may create it yet: delete it by name.
-			f.deleteNamed(name)
-		}
+		f.createFailed(ctx, name)
 		return fmt.Errorf("natsbridge: topic %q: create consumer: %w", f.t.name, err)
 	}
 	kept := false
@@ -104,12 +104,13 @@ func (f *feed[T]) reading(cons jetstream.Consumer, it jetstream.MessagesContext)
 // connection is closed).
 func (f *feed[T]) reopen() error {
 	stopping := f.g.Stopping()
-	wait := 50 * time.Millisecond
+	name := consumerName()
+	var b backoff
 	for {
-		ctx, cancel := context.WithTimeout(stopping, resumeTimeout)
+		ctx, cancel := context.WithTimeoutCause(stopping, resumeTimeout, errAttemptTimedOut)
 		_, err := f.t.streamState(ctx)
 		if err == nil {
-			err = f.open(ctx)
+			err = f.open(ctx, name)
 		}
 		cancel()
 		switch {
@@ -121,14 +122,14 @@ func (f *feed[T]) reopen() error {
 			return err
 		}
 		f.logRestart.warn("natsbridge: cannot resume yet", slog.Uint64("seq", f.next.Load()), errAttr(err))
-		select {
-		case <-time.After(wait):
-		case <-stopping.Done():
+		if !b.wait(stopping) {
 			return ErrClosed
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }
+
+// consumerName returns a new name for a feed's consumer.
+func consumerName() string { return "herald_" + nuid.Next() }
 
 // closeConsumer stops reading the current consumer and deletes it from the
 // server (which would otherwise drop it after inactiveThreshold).
@@ -143,6 +144,30 @@ func (f *feed[T]) closeConsumer() {
 	if cons != nil && f.durable == nil { // a durable position stays on the server
 		f.deleteConsumer(cons)
 	}
+}
+
+// createFailed deletes the consumer name, whose create failed, if the
+// server may create it yet (ctx ended): before another attempt with the
+// same name (ctx ended on its attempt's bound), waiting for the answer;
+// once the caller gave up, without a wait.
+func (f *feed[T]) createFailed(ctx context.Context, name string) {
+	switch {
+	case ctx.Err() == nil:
+	case errors.Is(context.Cause(ctx), errAttemptTimedOut):
+		f.deleteNamed(name)
+	default:
+		f.dropNamed(name)
+	}
+}
+
+// dropNamed asks the server to delete the consumer name and waits for
+// nothing: for a caller whose ctx ended, which must not be kept. The
+// server may handle it before a create still on its way (it handles API
+// requests side by side); that consumer it drops after
+// inactiveThreshold.
+func (f *feed[T]) dropNamed(name string) {
+	nc := f.t.js.Conn()
+	_ = nc.PublishRequest("$JS.API.CONSUMER.DELETE."+f.t.streamID+"."+name, nc.NewRespInbox(), nil)
 }
 
 func (f *feed[T]) deleteConsumer(cons jetstream.Consumer) {

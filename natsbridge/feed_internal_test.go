@@ -51,7 +51,7 @@ func TestOpenFailureDeletesConsumer(t *testing.T) {
 			panicked := true
 			func() {
 				defer func() { _ = recover() }()
-				err = f.open(ctx)
+				err = f.open(ctx, consumerName())
 				panicked = false
 			}()
 			if panicked != tc.panics || (!panicked && err == nil) {

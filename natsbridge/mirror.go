@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/heraldgo/herald/broadcast"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // mirror is what a Topic keeps of a Mirror: the feed and its broadcaster.
@@ -32,7 +33,8 @@ type mirror[T any] struct {
 //
 // Mirror returns ErrStreamGone if the stream was deleted, ErrClosed after
 // the topic's Shutdown has begun, and an error for an invalid o; ctx bounds
-// the calls to the server it makes. It panics on a nil ctx.
+// the calls to the server it makes, made again as Watch's are when the
+// server leaves one unanswered. It panics on a nil ctx.
 func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.Broadcaster[T], error) {
 	mustContext(ctx)
 	if err := checkMirrorOptions(o); err != nil {
@@ -41,13 +43,18 @@ func (t *Topic[T]) Mirror(ctx context.Context, o broadcast.Options) (*broadcast.
 	if t.isClosed() {
 		return nil, t.shutErr
 	}
-	info, err := t.streamState(ctx)
+	var info *jetstream.StreamInfo
+	err := answered(ctx, func(ctx context.Context) (err error) {
+		info, err = t.streamState(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	m := &mirror[T]{t: t, b: broadcast.New[T](o)}
 	m.f = newFeed(t, "mirror", info.State.LastSeq+1, m, nil)
-	err = m.f.open(ctx)
+	name := consumerName()
+	err = answered(ctx, func(ctx context.Context) error { return m.f.open(ctx, name) })
 	if err == nil {
 		err = m.f.launch(func() error { return t.adopt(m) })
 	}

@@ -105,7 +105,10 @@ type TopicStats struct {
 // digits, '-' and '_' (NATS wildcards, whitespace and empty tokens are
 // refused with ErrInvalidName). NewTopic returns ErrTypeMismatch if the
 // stream carries another Go type than T, and ErrNameConflict if the stream
-// exists with other subjects. ctx bounds the calls to the server.
+// exists with other subjects. ctx bounds the calls to the server; one the
+// server leaves unanswered (a node that died, a connection cut) is made
+// again after 5 s, as long as ctx lasts (three attempts in all for a ctx
+// without a deadline).
 //
 // Credentials and TLS come with the caller's connection; NewTopic never
 // logs them. It panics on a nil ctx.
@@ -134,7 +137,12 @@ func openTopic[T any](ctx context.Context, t *Topic[T], o TopicOptions, meta map
 	for k, v := range meta {
 		cfg.Metadata[k] = v
 	}
-	s, asked, err := t.openStream(ctx, o, cfg)
+	var s jetstream.Stream
+	var asked bool
+	err := answered(ctx, func(ctx context.Context) (err error) {
+		s, asked, err = t.openStream(ctx, o, cfg)
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, ErrTypeMismatch) || errors.Is(err, ErrNameConflict) || errors.Is(err, ErrConfigDiffers) {
 			return nil, err

@@ -96,10 +96,14 @@ type Watcher[T any] struct {
 //
 // Watch returns ErrBadStart for an o.From beyond the stream's end,
 // ErrStreamGone if the stream was deleted, ErrClosed after the topic's
-// Shutdown has begun, and an error for an invalid o. ctx bounds the calls to
-// the server Watch makes; Watch panics on a nil ctx. A Watch that fails once
-// it has created its consumer deletes it (the server drops it by itself after
-// a few minutes if it cannot be reached).
+// Shutdown has begun, and an error for an invalid o. ctx bounds the calls
+// to the server Watch makes; one the server leaves unanswered (a node
+// that died, a connection cut) is made again after 5 s, as long as ctx
+// lasts (three attempts in all for a ctx without a deadline). Watch
+// panics on a nil ctx. A Watch that fails once it has created its
+// consumer, or may have, deletes it without waiting past ctx (the server
+// drops it by itself after a few minutes if it cannot be reached, or if
+// the request that creates it lands after Watch gave up).
 //
 // Watch starts one goroutine, the feed, which reads the stream until Stop
 // (or until the stream is deleted; see Err); a durable watcher's keeper is
@@ -118,7 +122,12 @@ func (t *Topic[T]) watch(ctx context.Context, o WatchOptions, prefix []T, notify
 	if t.isClosed() {
 		return nil, t.shutErr
 	}
-	start, d, err := t.watchStart(ctx, o)
+	var start uint64
+	var d *durable
+	err := answered(ctx, func(ctx context.Context) (err error) {
+		start, d, err = t.watchStart(ctx, o)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +138,8 @@ func (t *Topic[T]) watch(ctx context.Context, o WatchOptions, prefix []T, notify
 		d.keep.notify = notify
 		d.keep.start()
 	}
-	err = w.f.open(ctx)
+	name := consumerName()
+	err = answered(ctx, func(ctx context.Context) error { return w.f.open(ctx, name) })
 	if err == nil {
 		err = w.f.launch(func() error { return t.adopt(w) })
 	}

@@ -236,13 +236,22 @@ func servicesReport(out io.Writer, reps fleet, first, last int) error {
 	entries, once := ledgerCount(reps["billing"][0].spec.Ledger)
 	fmt.Fprintf(out, "\nbilling was handed all %d events at least once, %d of them twice (its redelivered count: %d): those its\n"+
 		"killed replica had begun and not yet had acknowledged (the count adds those it may have begun: what it had\n"+
-		"reserved, about twice what it handed out in its last 100ms). %d charge was cut short by the kill and begun again;\n"+
+		"reserved, about twice what it handed out in its last 100ms). %s cut short by the kill and begun again;\n"+
 		"%d events already charged were skipped, the ledger knowing their sequence: it holds %d charges, %d events\n"+
 		"charged once each.\n"+
 		"shipping handled %d of %d, %d twice: a clean Stop acknowledges what was handled, and the standby went on\n"+
 		"from there at once.\n",
-		b.distinct, b.twice, b.redelivered, b.again, b.skipped, entries, once, s.distinct, n, s.twice)
+		b.distinct, b.twice, b.redelivered, charges(b.again), b.skipped, entries, once, s.distinct, n, s.twice)
 	return nil
+}
+
+// charges says how many charges were cut short: the one the kill was
+// aimed at, and any other of billing's four handlers had begun.
+func charges(n int) string {
+	if n == 1 {
+		return "1 charge was"
+	}
+	return fmt.Sprintf("%d charges were", n)
 }
 
 // tally is what one service's replicas did with events first..last.
