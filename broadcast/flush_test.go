@@ -294,8 +294,14 @@ func TestFlushCountsWhatWasPublishedBefore(t *testing.T) {
 	}
 	var returned atomic.Uint64 // Publish calls that have returned nil
 	var pubs, flushers sync.WaitGroup
+	// The publishers begin with the first Flush, and every flusher calls
+	// Flush at least once: on a loaded machine the publishers could
+	// otherwise be done before a flusher ran at all.
+	flushing := make(chan struct{})
+	var first sync.Once
 	for p := range 3 {
 		pubs.Go(func() {
+			<-flushing
 			for i := range 400 {
 				if err := b.Publish(context.Background(), 1000*p+i); err != nil {
 					t.Errorf("Publish: %v", err)
@@ -310,11 +316,7 @@ func TestFlushCountsWhatWasPublishedBefore(t *testing.T) {
 	for range 2 {
 		flushers.Go(func() {
 			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+				first.Do(func() { close(flushing) })
 				before := returned.Load()
 				if err := b.Flush(context.Background()); err != nil {
 					t.Errorf("Flush() = %v", err)
@@ -331,6 +333,11 @@ func TestFlushCountsWhatWasPublishedBefore(t *testing.T) {
 							a.policy, counted, a.w.Delivered(), a.w.Dropped(), before)
 						return
 					}
+				}
+				select {
+				case <-stop:
+					return
+				default:
 				}
 			}
 		})
