@@ -296,16 +296,23 @@ func (lt *lossyTopic) herald(t *testing.T) (names []string, all int) {
 // handles the requests it took side by side, in no set order.
 func (lt *lossyTopic) noConsumerComes(t *testing.T, what string) {
 	t.Helper()
-	eventually(t, "the connection through the link is up and flushed", func() bool {
-		n, err := lt.nc.Buffered()
-		return lt.nc.IsConnected() && err == nil && n == 0 && lt.nc.Flush() == nil
-	})
+	lt.flushed(t)
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		if names, all := lt.herald(t); all != 0 {
 			t.Fatalf("%s: %d consumers left on the server (herald's: %q)", what, all, names)
 		}
 		time.Sleep(20 * time.Millisecond) // a bounded poll for an absence
 	}
+}
+
+// flushed waits until the connection through the link is up and what it
+// sent has made a round trip.
+func (lt *lossyTopic) flushed(t *testing.T) {
+	t.Helper()
+	eventually(t, "the connection through the link is up and flushed", func() bool {
+		n, err := lt.nc.Buffered()
+		return lt.nc.IsConnected() && err == nil && n == 0 && lt.nc.Flush() == nil
+	})
 }
 
 // noConsumerStays is noConsumerComes for a call that gave up while its
@@ -317,10 +324,7 @@ func (lt *lossyTopic) noConsumerComes(t *testing.T, what string) {
 // pulls from it (its inactive threshold, 5 minutes): it stays no longer.
 func (lt *lossyTopic) noConsumerStays(t *testing.T, what string) {
 	t.Helper()
-	eventually(t, "the connection through the link is up and flushed", func() bool {
-		n, err := lt.nc.Buffered()
-		return lt.nc.IsConnected() && err == nil && n == 0 && lt.nc.Flush() == nil
-	})
+	lt.flushed(t)
 	logged := false
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		s, err := lt.direct.Stream(context.Background(), lt.stream)
@@ -344,6 +348,26 @@ func (lt *lossyTopic) noConsumerStays(t *testing.T, what string) {
 		}
 		time.Sleep(20 * time.Millisecond) // a bounded poll for an absence
 	}
+}
+
+// inBackground runs call in a goroutine of its own, and hands what it
+// returned, and when, to the channel it returns.
+func inBackground(call func() error) <-chan result {
+	done := make(chan result, 1)
+	go func() { done <- result{call(), time.Now()} }()
+	return done
+}
+
+// watchThenStop is inBackground for a Watch from the stream's first
+// value that stops the watcher it gets at once.
+func (lt *lossyTopic) watchThenStop(ctx context.Context) <-chan result {
+	return inBackground(func() error {
+		w, err := lt.topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
+		if err == nil {
+			w.Stop()
+		}
+		return err
+	})
 }
 
 // result is what a call returned, and when.
@@ -414,13 +438,11 @@ func TestLostRequestsWatchReadsOnce(t *testing.T) {
 			c.arm(lt)
 			ctx, cancel := context.WithCancel(context.Background()) // no deadline: three attempts
 			defer cancel()
-			done := make(chan result, 1)
 			var w *natsbridge.Watcher[Order]
-			go func() {
-				var err error
+			done := inBackground(func() (err error) {
 				w, err = lt.topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
-				done <- result{err, time.Now()}
-			}()
+				return err
+			})
 			lt.link.hit(t)
 			var r result
 			if c.held > 0 {
@@ -464,15 +486,8 @@ func TestLostHeldEveryAttemptLeavesNoConsumer(t *testing.T) {
 	t.Parallel()
 	lt := newLossyTopic(t, "lost.held.every", 5)
 	lt.link.hold(lt.createSubject(""))
-	done := make(chan result, 1)
 	ctx := context.Background()
-	go func() {
-		w, err := lt.topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
-		if err == nil {
-			w.Stop()
-		}
-		done <- result{err, time.Now()}
-	}()
+	done := lt.watchThenStop(ctx)
 	lt.link.hit(t)
 	r := within(t, ctx, "Watch", done)
 	if r.err == nil {
@@ -523,8 +538,7 @@ func TestLostCancelLeavesNoConsumer(t *testing.T) {
 				lt.link.hold(lt.createSubject(""))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				done := make(chan result, 1)
-				go func() { done <- result{c.call(ctx, lt.topic), time.Now()} }()
+				done := inBackground(func() error { return c.call(ctx, lt.topic) })
 				if retried {
 					lt.link.hit(t)
 				}
@@ -571,14 +585,7 @@ func TestLostDeadlineEndsWatch(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), c.after)
 			defer cancel()
 			deadline, _ := ctx.Deadline()
-			done := make(chan result, 1)
-			go func() {
-				w, err := lt.topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
-				if err == nil {
-					w.Stop()
-				}
-				done <- result{err, time.Now()}
-			}()
+			done := lt.watchThenStop(ctx)
 			lt.link.hit(t)
 			r := within(t, ctx, "Watch", done)
 			if r.err == nil {
@@ -609,14 +616,7 @@ func TestLostWhileReconnectingLeavesNoConsumer(t *testing.T) {
 	// reach (5 s, and a pause, after the first).
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second)
 	defer cancel()
-	done := make(chan result, 1)
-	go func() {
-		w, err := lt.topic.Watch(ctx, natsbridge.WatchOptions{From: 1})
-		if err == nil {
-			w.Stop()
-		}
-		done <- result{err, time.Now()}
-	}()
+	done := lt.watchThenStop(ctx)
 	lt.link.hit(t)
 	r := within(t, ctx, "Watch", done)
 	if r.err == nil {
@@ -667,13 +667,11 @@ func TestLostDurableBind(t *testing.T) {
 			}
 			defer cancel()
 			opts := natsbridge.WatchOptions{From: 1, Durable: durable}
-			done := make(chan result, 1)
 			var w1 *natsbridge.Watcher[Order]
-			go func() {
-				var err error
+			done := inBackground(func() (err error) {
 				w1, err = lt.topic.Watch(ctx, opts)
-				done <- result{err, time.Now()}
-			}()
+				return err
+			})
 			lt.link.hit(t)
 			switch {
 			case c.cancel:
@@ -747,13 +745,11 @@ func TestLostMirror(t *testing.T) {
 			lt := newLossyTopic(t, "lost.mirror"+string(rune('a'+i)), 5)
 			c.arm(lt)
 			ctx := context.Background() // no deadline: three attempts
-			done := make(chan result, 1)
 			var b *broadcast.Broadcaster[Order]
-			go func() {
-				var err error
+			done := inBackground(func() (err error) {
 				b, err = lt.topic.Mirror(ctx, broadcast.Options{})
-				done <- result{err, time.Now()}
-			}()
+				return err
+			})
 			lt.link.hit(t)
 			if strings.Contains(c.name, "held") {
 				select {
@@ -821,13 +817,11 @@ func TestLostNewTopic(t *testing.T) {
 			c.arm(link, stream)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done := make(chan result, 1)
 			var topic *natsbridge.Topic[Order]
-			go func() {
-				var err error
+			done := inBackground(func() (err error) {
 				topic, err = natsbridge.NewTopic(ctx, js, name, natsbridge.JSON[Order](), natsbridge.TopicOptions{Logger: quiet})
-				done <- result{err, time.Now()}
-			}()
+				return err
+			})
 			link.hit(t)
 			switch {
 			case c.cancel:
@@ -929,13 +923,11 @@ func TestLostSilentPathPastAnAttempt(t *testing.T) {
 			relay.Hold()
 			sent := nc.Stats().OutMsgs
 			ctx := context.Background() // no deadline: three attempts
-			done := make(chan result, 1)
 			var check func(*testing.T)
-			go func() {
-				var err error
+			done := inBackground(func() (err error) {
 				check, err = c.call(ctx, lt)
-				done <- result{err, time.Now()}
-			}()
+				return err
+			})
 			eventually(t, c.name+"'s first request written to the connection", func() bool {
 				n, err := nc.Buffered()
 				return nc.Stats().OutMsgs > sent && err == nil && n == 0
