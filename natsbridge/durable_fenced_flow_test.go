@@ -494,10 +494,11 @@ func TestDurableRecordOverwrittenWithoutPinChange(t *testing.T) {
 // TestDurableFencedReaderStopsBeforeNextStarts: reader a, after a burst
 // that makes its reservation large, slows down (a value per 50ms); its
 // record's writes are blocked until its lease runs out (it is fenced and
-// gives its turn up), then work again, and standby b takes the position
-// over once a's lease has ended. The record's contract: a reader whose
-// lease ran out hands nothing out past it, so that it stops before the
-// next one starts. a hands out no value after b handed out its first.
+// gives its turn up), then work again, and the reader the server serves
+// next (standby b, or a again) takes the position on once a's lease has
+// ended. The record's contract: a reader whose lease ran out hands
+// nothing out past it, so that it stops before the next one starts. a
+// hands out no value after b handed out its first.
 func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
 	t.Parallel() // it waits out leases and faults, not on the CPU
 	s := startServer(t, embedded.Options{})
@@ -592,15 +593,19 @@ func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	as, bs := a.Stats(), b.Stats()
-	if len(byB) == 0 {
-		t.Fatalf("b never read; a %+v", as)
-	}
-	firstB := byB[0].at
+	// Once a gave its turn up, the server serves the next reader to ask:
+	// b, or a again, which then resumes its own record (no other reader
+	// wrote it) and hands out each value once; then nothing overlaps.
 	var after []int
-	for _, h := range byA {
-		if h.at.After(firstB) {
-			after = append(after, h.id)
+	if len(byB) > 0 {
+		firstB := byB[0].at
+		for _, h := range byA {
+			if h.at.After(firstB) {
+				after = append(after, h.id)
+			}
 		}
+	} else {
+		t.Logf("a was served again and resumed its record; b read nothing")
 	}
 	count := map[int]int{}
 	for _, h := range append(append([]handOut(nil), byA...), byB...) {
@@ -620,7 +625,7 @@ func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
 	}
 	if len(after) > 0 {
 		t.Errorf("a handed out %d values (%d..%d) after b handed out its first (%d), the last %v after it; a %+v; b %+v",
-			len(after), after[0], after[len(after)-1], byB[0].id, byA[len(byA)-1].at.Sub(firstB), as, bs)
+			len(after), after[0], after[len(after)-1], byB[0].id, byA[len(byA)-1].at.Sub(byB[0].at), as, bs)
 	}
 	t.Logf("twice %d; a %d values %+v; b %d values %+v", twice, len(byA), as, len(byB), bs)
 }
