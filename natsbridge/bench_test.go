@@ -249,12 +249,15 @@ func bareRead(b *testing.B, env benchEnv, stream string) {
 // read, before its handler runs (Next, then Done at once: what a watcher
 // did before acknowledgements waited for the handler), and
 // impl=jetstream-ackall is a bare consumer that acknowledges (AckAll) the
-// last handled value every 256 values and at the end.
+// last handled value every 256 values and at the end; impl=jetstream-pinned
+// is that consumer pinned to its reader in a priority group, as a durable
+// watcher's is (the server then adds the pin's id to every message it
+// delivers): what the turn costs the server and the client, herald aside.
 func BenchmarkDurableRead(b *testing.B) {
 	envs := benchEnvs(b)
 	for _, server := range []string{"single", "cluster"} {
 		env := envs[server]
-		for _, impl := range []string{"natsbridge", "acks-on-read", "jetstream-ackall"} {
+		for _, impl := range []string{"natsbridge", "acks-on-read", "jetstream-ackall", "jetstream-pinned"} {
 			b.Run("server="+server+"/impl="+impl, func(b *testing.B) { benchDurableRead(b, env, impl) })
 		}
 	}
@@ -276,7 +279,9 @@ func benchDurableRead(b *testing.B, env benchEnv, impl string) {
 	b.ResetTimer()
 	switch impl {
 	case "jetstream-ackall":
-		bareDurableRead(b, env, topic.Stream())
+		bareDurableRead(b, env, topic.Stream(), false)
+	case "jetstream-pinned":
+		bareDurableRead(b, env, topic.Stream(), true)
 	case "acks-on-read":
 		w, err := topic.Watch(ctx, natsbridge.WatchOptions{From: 1, Durable: "bench"})
 		if err != nil {
@@ -316,20 +321,27 @@ func benchDurableRead(b *testing.B, env benchEnv, impl string) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }
 
-// bareDurableRead reads b.N values through a durable AckAll consumer, and
-// acknowledges the last value handled every 256 values and at the end.
-func bareDurableRead(b *testing.B, env benchEnv, stream string) {
+// bareDurableRead reads b.N values through a durable AckAll consumer,
+// pinned to its reader in a priority group if pinned, and acknowledges the
+// last value handled every 256 values and at the end.
+func bareDurableRead(b *testing.B, env benchEnv, stream string, pinned bool) {
 	ctx := context.Background()
 	codec := natsbridge.JSON[Order]()
 	s, err := env.js.Stream(ctx, stream)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckAllPolicy, AckWait: time.Hour, MaxAckPending: -1})
+	cfg := jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckAllPolicy, AckWait: time.Hour, MaxAckPending: -1}
+	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(natsbridge.DefaultReadAhead)}
+	if pinned {
+		cfg.PriorityPolicy, cfg.PriorityGroups, cfg.PinnedTTL = jetstream.PriorityPolicyPinned, []string{"bench"}, 30*time.Second
+		opts = append(opts, jetstream.PullPriorityGroup("bench"))
+	}
+	c, err := s.CreateConsumer(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(natsbridge.DefaultReadAhead))
+	it, err := c.Messages(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
