@@ -495,8 +495,8 @@ func TestDurableRecordOverwrittenWithoutPinChange(t *testing.T) {
 // that makes its reservation large, slows down (a value per 50ms); its
 // record's writes are blocked until its lease runs out (it is fenced and
 // gives its turn up), then work again, and the reader the server serves
-// next (standby b, or a again) takes the position on once a's lease has
-// ended. The record's contract: a reader whose lease ran out hands
+// next (standby b, or a again) reads on from the position once a's lease
+// has ended. The record's contract: a reader whose lease ran out hands
 // nothing out past it, so that it stops before the next one starts. a
 // hands out no value after b handed out its first.
 func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
