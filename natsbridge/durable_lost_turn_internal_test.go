@@ -1,18 +1,13 @@
 package natsbridge
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
 // TestDurableReaderOutOfTurnResetsNothing: a durable reader that lost its
@@ -24,27 +19,7 @@ import (
 // confirmed, it would wait out each ack's timeout (a position that
 // crawled at a value per 2s under load).
 func TestDurableReaderOutOfTurnResetsNothing(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topic.Shutdown(ctx)
+	ctx, topic := ordersTopic(t)
 	p := publisher(t, topic, PublisherOptions{})
 	for i := range 20 {
 		if err := p.Publish(ctx, i); err != nil {

@@ -2,14 +2,8 @@ package natsbridge
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
 // TestDurableShutdownWhileRecordWriteHangs: a durable watcher's Shutdown
@@ -19,27 +13,7 @@ import (
 // waited for that write in Stop, past its ctx (by up to 2s a partition,
 // with the server killed under load: TestGroupShutdownBoundedByCtx).
 func TestDurableShutdownWhileRecordWriteHangs(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topic.Shutdown(ctx)
+	ctx, topic := ordersTopic(t)
 	w, err := topic.Watch(ctx, WatchOptions{Durable: "d"})
 	if err != nil {
 		t.Fatal(err)
