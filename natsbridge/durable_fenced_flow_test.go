@@ -506,13 +506,16 @@ func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
 	ctx := testCtx(t)
 	const n = 1000
 	rec := &logRecorder{}
-	topic := newTopic(t, js, "fenced.fence.overlap", natsbridge.TopicOptions{Logger: rec.Logger()})
+	// a and b read through a Topic each, whose lines name the reader: a
+	// failure's log tells them apart.
+	topic := newTopic(t, js, "fenced.fence.overlap", natsbridge.TopicOptions{Logger: rec.Logger().With("reader", "a")})
+	topicB := newTopic(t, js, "fenced.fence.overlap", natsbridge.TopicOptions{Logger: rec.Logger().With("reader", "b")})
 	a := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	publishAll(t, topic, 1, 1)
 	if _, err := a.Next(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
+	b := watch(t, topicB, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	t0 := time.Now()
 	type handOut struct {
 		id int
