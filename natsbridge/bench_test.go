@@ -253,6 +253,8 @@ func bareRead(b *testing.B, env benchEnv, stream string) {
 // is that consumer pinned to its reader in a priority group, as a durable
 // watcher's is (the server then adds the pin's id to every message it
 // delivers): what the turn costs the server and the client, herald aside.
+// The cpu metrics are the processor time per value (see cpuMeter): on one
+// server, of the process, server and clients together.
 func BenchmarkDurableRead(b *testing.B) {
 	envs := benchEnvs(b)
 	for _, server := range []string{"single", "cluster"} {
@@ -277,6 +279,7 @@ func benchDurableRead(b *testing.B, env benchEnv, impl string) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	meter := startMeter(env.cluster)
 	switch impl {
 	case "jetstream-ackall":
 		bareDurableRead(b, env, topic.Stream(), false)
@@ -318,12 +321,15 @@ func benchDurableRead(b *testing.B, env benchEnv, impl string) {
 		}
 	}
 	b.StopTimer()
+	meter.report(b, b.N)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }
 
 // bareDurableRead reads b.N values through a durable AckAll consumer,
 // pinned to its reader in a priority group if pinned, and acknowledges the
-// last value handled every 256 values and at the end.
+// last value handled every 256 values and at the end. Its pull requests
+// are a durable watcher's with the default options: as many messages,
+// the same expiry (half the takeover time) and so the same heartbeat.
 func bareDurableRead(b *testing.B, env benchEnv, stream string, pinned bool) {
 	ctx := context.Background()
 	codec := natsbridge.JSON[Order]()
@@ -332,9 +338,9 @@ func bareDurableRead(b *testing.B, env benchEnv, stream string, pinned bool) {
 		b.Fatal(err)
 	}
 	cfg := jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckAllPolicy, AckWait: time.Hour, MaxAckPending: -1}
-	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(natsbridge.DefaultReadAhead)}
+	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(natsbridge.DefaultReadAhead), jetstream.PullExpiry(natsbridge.DefaultTakeover / 2)}
 	if pinned {
-		cfg.PriorityPolicy, cfg.PriorityGroups, cfg.PinnedTTL = jetstream.PriorityPolicyPinned, []string{"bench"}, 30*time.Second
+		cfg.PriorityPolicy, cfg.PriorityGroups, cfg.PinnedTTL = jetstream.PriorityPolicyPinned, []string{"bench"}, natsbridge.DefaultTakeover
 		opts = append(opts, jetstream.PullPriorityGroup("bench"))
 	}
 	c, err := s.CreateConsumer(ctx, cfg)

@@ -177,8 +177,9 @@ func (r *reader) longestStall(from time.Time) time.Duration {
 
 // streamOrder returns the IDs the stream holds, in stream order, read by a
 // consumer of the test's own. Every request is tried again until it
-// works, within a failsafe minute: the cluster may have restarted a node a
-// moment ago, its JetStream not yet up, or place the consumer on a node
+// works, within faultCtx: a server may have restarted a moment ago, its
+// JetStream not yet up, or a request written into the connection as the
+// server went away be lost; a cluster may place the consumer on a node
 // killed a moment ago.
 func streamOrder(t testing.TB, js jetstream.JetStream, stream string) []int {
 	t.Helper()

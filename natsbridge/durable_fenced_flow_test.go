@@ -495,8 +495,8 @@ func TestDurableRecordOverwrittenWithoutPinChange(t *testing.T) {
 // that makes its reservation large, slows down (a value per 50ms); its
 // record's writes are blocked until its lease runs out (it is fenced and
 // gives its turn up), then work again, and the reader the server serves
-// next (standby b, or a again) takes the position on once a's lease has
-// ended. The record's contract: a reader whose lease ran out hands
+// next (standby b, or a again) reads on from the position once a's lease
+// has ended. The record's contract: a reader whose lease ran out hands
 // nothing out past it, so that it stops before the next one starts. a
 // hands out no value after b handed out its first.
 func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
@@ -506,13 +506,16 @@ func TestDurableFencedReaderStopsBeforeNextStarts(t *testing.T) {
 	ctx := testCtx(t)
 	const n = 1000
 	rec := &logRecorder{}
-	topic := newTopic(t, js, "fenced.fence.overlap", natsbridge.TopicOptions{Logger: rec.Logger()})
+	// a and b read through a Topic each, whose lines name the reader: a
+	// failure's log tells them apart.
+	topic := newTopic(t, js, "fenced.fence.overlap", natsbridge.TopicOptions{Logger: rec.Logger().With("reader", "a")})
+	topicB := newTopic(t, js, "fenced.fence.overlap", natsbridge.TopicOptions{Logger: rec.Logger().With("reader", "b")})
 	a := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	publishAll(t, topic, 1, 1)
 	if _, err := a.Next(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
+	b := watch(t, topicB, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	t0 := time.Now()
 	type handOut struct {
 		id int

@@ -104,7 +104,7 @@ type keeper struct {
 	// this reader took it over: release never writes less.
 	before uint64
 	// closed is set once the watcher hands nothing more out (closeReads).
-	closed bool
+	closed atomic.Bool
 	// floor and deaths are the record's when this reader took it over.
 	floor  uint64
 	deaths int
@@ -131,16 +131,34 @@ func (k *keeper) start() { k.g.Go(k.run) }
 
 // closeReads makes readers waiting for a reservation return ErrClosed,
 // and every later reserve too: the watcher hands nothing more out. The
-// keeper goes on renewing the pin until stop.
+// keeper goes on renewing the pin until stop. It does not wait for mu: a
+// write of the record holds it until the server answers, or the write's
+// own bound (resumeTimeout) with the server gone, and a Shutdown is
+// bounded by its ctx.
 func (k *keeper) closeReads() {
-	k.mu.Lock()
-	k.closed = true
-	if g := k.gate.Load(); g != nil {
-		close(*g)
-		k.gate.Store(nil)
-	}
-	k.mu.Unlock()
+	k.closed.Store(true)
+	k.openGate()
 	k.reserved.End()
+}
+
+// openGate opens the gate, if one is set: readers may hand out again.
+func (k *keeper) openGate() {
+	if g := k.gate.Swap(nil); g != nil {
+		close(*g)
+	}
+}
+
+// reopenLocked lets readers wait for a reservation again, unless the
+// watcher hands nothing more out (closeReads may end the reads
+// meanwhile: it does not take mu).
+func (k *keeper) reopenLocked() {
+	if k.closed.Load() {
+		return
+	}
+	k.reserved.Reopen()
+	if k.closed.Load() {
+		k.reserved.End()
+	}
 }
 
 // stop ends the keeper's goroutine and returns once it has exited.
@@ -254,7 +272,7 @@ func (k *keeper) reserveFenced(seq uint64) (decided bool, err error) {
 	switch {
 	case !k.fenced.Load():
 		return false, nil
-	case k.closed:
+	case k.closed.Load():
 		return true, ErrClosed
 	case seq < k.resumeFrom:
 		return true, nil
@@ -279,11 +297,7 @@ func (k *keeper) resumeAt(from uint64) uint64 {
 	return from
 }
 
-func (k *keeper) isClosed() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.closed
-}
+func (k *keeper) isClosed() bool { return k.closed.Load() }
 
 // extend writes a larger reservation if the application needs one soon:
 // the highest sequence it waits for, or what it handed out, plus about
@@ -295,7 +309,7 @@ func (k *keeper) extend() {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !k.owned || k.closed {
+	if !k.owned || k.closed.Load() {
 		return
 	}
 	now := time.Now()

@@ -54,6 +54,7 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 // checkDurable). The keeper acknowledges what is done as time passes.
 func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence, since the last reset
+	lost := ""           // a pin this reader lost its turn under (see lostDelivery)
 	idle := newIdleClock(f.g.Stopping(), min(f.t.heartbeat, f.durable.takeover/2))
 	defer idle.stop()
 	for {
@@ -72,6 +73,9 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if !ok {
 			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
+		if lost != "" && pinOf(msg) == lost {
+			continue // delivered to it before the server served another
+		}
 		skip, err := f.follow(cons, msg, md, &delivered)
 		if err != nil {
 			return err
@@ -81,9 +85,14 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		}
 		if md.consumer != delivered+1 {
 			// A delivery lost on the way: from the last one acknowledged
-			// again (what this reader handled it drops).
-			if err := f.reset(cons); err != nil {
+			// again (what this reader handled it drops), if this reader
+			// still has its turn.
+			inTurn, err := f.lostDelivery(cons)
+			if err != nil {
 				return err
+			}
+			if !inTurn {
+				lost = f.durable.pin
 			}
 			continue
 		}
@@ -289,6 +298,45 @@ func (f *feed[T]) skipTo(seq uint64) {
 	f.advance(seq)
 }
 
+// lostDelivery follows a delivery lost on the way to this reader: if it
+// still has its turn (it is not fenced and the server pins it), it puts
+// the consumer back at its acknowledged position (reset), and reports
+// true. A reader that lost its turn resets nothing, and reports false: it
+// drops what was delivered to it under that turn's pin, and a message
+// under a pin of its own, or the idle check, says when it reads again. A
+// reset would put back what the server delivered since to the reader it
+// serves now, whose acknowledgements of those values the server would
+// then drop, unanswered (an ack at or past the consumer's next delivery):
+// that reader, handing values out one at a time after its takeover, would
+// wait out each ack's timeout.
+func (f *feed[T]) lostDelivery(cons jetstream.Consumer) (bool, error) {
+	d := f.durable
+	if d.keep.fenced.Load() {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	if pinnedOf(info) != d.pin {
+		return false, nil
+	}
+	return true, f.reset(cons)
+}
+
+// pinnedOf returns the pin under which the durable consumer described by
+// info serves a reader, "" if it serves none.
+func pinnedOf(info *jetstream.ConsumerInfo) string {
+	for _, g := range info.PriorityGroups {
+		if g.Group == durableGroup {
+			return g.PinnedClientID
+		}
+	}
+	return ""
+}
+
 // checkDurable asks the server about an idle durable consumer: whether
 // this reader still holds its turn (another took it when this one sent
 // nothing for the takeover time), and whether a delivery was lost on the
@@ -301,12 +349,7 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 	if err != nil {
 		return err
 	}
-	pinned := ""
-	for _, g := range info.PriorityGroups {
-		if g.Group == durableGroup {
-			pinned = g.PinnedClientID
-		}
-	}
+	pinned := pinnedOf(info)
 	if d.pin == "" || pinned != d.pin {
 		d.pin = "" // standing by: the next message under a pin says when it is active again
 		d.keep.setPin("")

@@ -154,9 +154,7 @@ func (k *keeper) unfence() {
 	}
 	k.fenced.Store(false)
 	k.refused, k.resumeFrom = 0, 0
-	if !k.closed {
-		k.reserved.Reopen()
-	}
+	k.reopenLocked()
 	k.signal()
 }
 
@@ -170,8 +168,11 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 		// The reader before may still hand out values until its lease
 		// ends: hand out nothing before then.
 		g := make(chan struct{})
-		k.gate.Store(&g)
 		k.gateAt = held
+		k.gate.Store(&g)
+		if k.closed.Load() {
+			k.openGate() // nothing is handed out any more: nothing waits for it
+		}
 	}
 	if prev.Owner != "" {
 		// The reader before died with values in its hands: one of them
@@ -185,9 +186,7 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	k.last, k.lastAt = rec.Handed, now
 	k.fenced.Store(false)
 	k.refused, k.resumeFrom = 0, 0 // the feed reads again from the floor
-	if !k.closed {
-		k.reserved.Reopen()
-	}
+	k.reopenLocked()
 	k.reserved.Advance(rec.Handed)
 	k.soft.Store(rec.Handed)
 	k.signal()
@@ -233,15 +232,14 @@ func (k *keeper) write(ctx context.Context, rec record, rev uint64) (uint64, err
 func (k *keeper) lease(now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if g := k.gate.Load(); g != nil && !now.Before(k.gateAt) {
-		close(*g)
-		k.gate.Store(nil)
+	if k.gate.Load() != nil && !now.Before(k.gateAt) {
+		k.openGate()
 		k.signal()
 	}
 	if k.unpinDue {
 		k.giveTurnUpLocked()
 	}
-	if !k.owned || k.closed {
+	if !k.owned || k.closed.Load() {
 		return
 	}
 	if now.Sub(k.renewed) >= k.takeover/3 {
@@ -317,6 +315,11 @@ func (k *keeper) giveTurnUpLocked() {
 // (not its reservation): the next reader counts as redelivered only
 // values this one did hand out. It does nothing if another reader owns
 // the position.
+//
+// A write of this reader's that the keeper's stop cut short may have
+// landed, its answer lost: the record is a revision past the one this
+// reader knows. If it still names this reader (only this reader writes
+// its name), it releases it at the revision it reads.
 func (k *keeper) release(ctx context.Context, handed uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -324,7 +327,19 @@ func (k *keeper) release(ctx context.Context, handed uint64) {
 		return
 	}
 	k.owned = false
-	if _, err := k.write(ctx, record{Handed: max(handed, k.before)}, k.rev); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		k.log.warn("natsbridge: durable record not released: the next reader may count values this one handed out as redelivered", errAttr(err))
+	rec, rev := record{Handed: max(handed, k.before)}, k.rev
+	for range 3 {
+		_, err := k.write(ctx, rec, rev)
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			if err != nil {
+				k.log.warn("natsbridge: durable record not released: the next reader may count values this one handed out as redelivered", errAttr(err))
+			}
+			return
+		}
+		cur, curRev, err := k.read(ctx)
+		if err != nil || cur.Owner != k.me {
+			return // another reader's now, or out of reach
+		}
+		rev = curRev
 	}
 }

@@ -1,41 +1,14 @@
 package natsbridge
 
-import (
-	"context"
-	"io"
-	"log/slog"
-	"testing"
-
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/heraldgo/herald/natsbridge/embedded"
-)
+import "testing"
 
 // TestOpenFailureDeletesConsumer: when reading the consumer it has just
 // created fails, or panics inside the client, a feed deletes that consumer,
 // so that a Watch or Mirror that fails leaves nothing on the server.
 // NewTopic's checks keep such a ReadAhead out; it is set here directly.
 func TestOpenFailureDeletesConsumer(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topic.Shutdown(ctx)
+	ctx, topic := ordersTopic(t)
+	var err error
 	tests := []struct {
 		name      string
 		readAhead int

@@ -20,9 +20,10 @@ import (
 // cpuMeter measures the processor time the cluster's servers and this
 // process (the clients) use over a benchmark: cpu-µs per value for each,
 // from which natsbridge/README.md ("Partitions") models the throughput of
-// machines with more cores.
+// machines with more cores. With no cluster (one server, in this
+// process), it measures the process alone: the server and the clients.
 type cpuMeter struct {
-	c      *natstest.Cluster
+	c      *natstest.Cluster // nil: one server, in this process
 	srv    []time.Duration
 	client time.Duration
 }
@@ -35,22 +36,28 @@ func selfCPU() time.Duration {
 
 func startMeter(c *natstest.Cluster) *cpuMeter {
 	m := &cpuMeter{c: c, client: selfCPU()}
-	for _, s := range c.Servers {
-		m.srv = append(m.srv, s.CPU())
+	if c != nil {
+		for _, s := range c.Servers {
+			m.srv = append(m.srv, s.CPU())
+		}
 	}
 	return m
 }
 
 // report reports, per value of n: the servers' CPU added up, the busiest
-// server's, and the client's.
+// server's, and the client's; with no cluster, the process's (cpu).
 func (m *cpuMeter) report(b *testing.B, n int) {
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	if m.c == nil {
+		b.ReportMetric(per(selfCPU()-m.client), "cpu-µs/value")
+		return
+	}
 	var sum, busiest time.Duration
 	for i, s := range m.c.Servers {
 		d := s.CPU() - m.srv[i]
 		sum += d
 		busiest = max(busiest, d)
 	}
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
 	b.ReportMetric(per(sum), "srv-cpu-µs/value")
 	b.ReportMetric(per(busiest), "busiest-srv-cpu-µs/value")
 	b.ReportMetric(per(selfCPU()-m.client), "client-cpu-µs/value")

@@ -457,18 +457,11 @@ func TestReconnectsStoreOnceInOrder(t *testing.T) {
 }
 
 // storedIDs reads the IDs of every order the topic's stream holds, in
-// stream order, straight from the stream. Called right after a server
-// went away, a request can be lost on its way (written into the
-// connection before the client saw it closed), so each is made again
-// after a few seconds unanswered.
+// stream order, straight from the stream.
 func storedIDs(t testing.TB, js jetstream.JetStream, topic *natsbridge.Topic[Order]) []int {
 	t.Helper()
 	ctx := testCtx(t)
-	var st jetstream.Stream
-	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		st, err = js.Stream(ctx, topic.Stream())
-		return err
-	})
+	st, err := js.Stream(ctx, topic.Stream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,11 +469,7 @@ func storedIDs(t testing.TB, js jetstream.JetStream, topic *natsbridge.Topic[Ord
 	var out []int
 	codec := natsbridge.JSON[Order]()
 	for seq := state.FirstSeq; seq <= state.LastSeq && state.Msgs > 0; seq++ {
-		var m *jetstream.RawStreamMsg
-		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-			m, err = st.GetMsg(ctx, seq)
-			return err
-		})
+		m, err := st.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
@@ -494,19 +483,6 @@ func storedIDs(t testing.TB, js jetstream.JetStream, topic *natsbridge.Topic[Ord
 		out = append(out, o.ID)
 	}
 	return out
-}
-
-// untilAnswered calls request with a bound of 5s, again while it is not
-// answered within that, as long as ctx lasts.
-func untilAnswered(ctx context.Context, request func(context.Context) error) error {
-	for {
-		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := request(attempt)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return err
-		}
-	}
 }
 
 // TestShutdownAfterGivingUpOnNothing: a Shutdown whose context had ended

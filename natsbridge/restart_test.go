@@ -95,7 +95,7 @@ func TestServerRestartMidStream(t *testing.T) {
 	if st.Published != n || st.Confirmed != n {
 		t.Fatalf("publisher Stats(): %s; want all %d confirmed", describe(st), n)
 	}
-	stored := storedIDs(t, pubJS, pubTopic)
+	stored := streamOrder(t, pubJS, pubTopic.Stream())
 	if diff := cmp.Diff(span(1, n), stored); diff != "" {
 		t.Fatalf("stream does not hold 1..%d once each, in the order published (-want +got):\n%s", n, diff)
 	}

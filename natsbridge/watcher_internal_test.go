@@ -1,17 +1,11 @@
 package natsbridge
 
 import (
-	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
 // TestStopCountsValuesNotQueued: a Block watcher stopped while its feed
@@ -19,28 +13,7 @@ import (
 // Dropped: after Stop, what was read, dropped or counted as a gap is every
 // value the feed took from the stream.
 func TestStopCountsValuesNotQueued(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topic.Shutdown(ctx)
+	ctx, topic := ordersTopic(t)
 	p := publisher(t, topic, PublisherOptions{})
 	for i := range 500 {
 		if err := p.Publish(ctx, i); err != nil {
@@ -80,15 +53,4 @@ func TestStopCountsValuesNotQueued(t *testing.T) {
 	if w.Stats().Dropped == 0 {
 		t.Fatal("Dropped() = 0: nothing was waiting outside the queue, the test proves nothing")
 	}
-}
-
-// publisher returns a new publisher of topic, failing the test if it
-// cannot.
-func publisher[T any](t testing.TB, topic *Topic[T], o PublisherOptions) *Publisher[T] {
-	t.Helper()
-	p, err := topic.Publisher(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -1,0 +1,53 @@
+package natsbridge
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge/embedded"
+)
+
+// ordersTopic starts an embedded server and opens the topic "orders" of
+// ints on it, logging nothing; the test's cleanup shuts both down. ctx is
+// a failsafe bound of a minute.
+func ordersTopic(t testing.TB) (ctx context.Context, topic *Topic[int]) {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // registered first, so it runs last: after nc.Close
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	topic, err = NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = topic.Shutdown(ctx) })
+	return ctx, topic
+}
+
+// publisher returns a new publisher of topic, failing the test if it
+// cannot.
+func publisher[T any](t testing.TB, topic *Topic[T], o PublisherOptions) *Publisher[T] {
+	t.Helper()
+	p, err := topic.Publisher(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
