@@ -136,8 +136,34 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
 	next := "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + o.Durable
 	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), next, takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
-	d.keep.unpin = func(ctx context.Context) error { return t.stream.UnpinConsumer(ctx, o.Durable, durableGroup) }
+	d.keep.unpin = func(ctx context.Context, pin string) error { return t.unpinIf(ctx, o.Durable, pin) }
 	return info.AckFloor.Stream + 1, d, nil
+}
+
+// pinnedNow returns the pin under which the durable consumer serves a
+// reader now, "" if it serves none.
+func (t *Topic[T]) pinnedNow(ctx context.Context, durable string) (string, error) {
+	cons, err := t.stream.Consumer(ctx, durable)
+	if err != nil {
+		return "", err
+	}
+	return pinnedOf(cons.CachedInfo()), nil
+}
+
+// unpinIf makes the durable consumer forget pin, if it still serves a
+// reader under it. A reader gives up its own turn only: the server may
+// have served another reader since (its pin ran out, or another reader
+// unpinned it), and unpinning that one would put it out of its turn in
+// the middle of its read, the next reader taking over from the last
+// value it acknowledged. Between the check and the unpin the pin moves
+// only if the reader holding it gives it up or goes silent for the
+// takeover time: it is this reader's.
+func (t *Topic[T]) unpinIf(ctx context.Context, durable, pin string) error {
+	now, err := t.pinnedNow(ctx, durable)
+	if err != nil || now != pin {
+		return err
+	}
+	return t.stream.UnpinConsumer(ctx, durable, durableGroup)
 }
 
 // durableConfig returns the configuration of the durable consumer that

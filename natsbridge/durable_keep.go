@@ -81,9 +81,10 @@ type keeper struct {
 	fenced   atomic.Bool
 	wake     chan struct{} // capacity 1: the application needs more
 	pin      atomic.Pointer[string]
-	// unpin makes the consumer forget its pin, so that the next reader to
-	// ask is served: a reader whose lease ran out gives its turn up so.
-	unpin func(context.Context) error
+	// unpin makes the consumer forget pin, if the server still pins it,
+	// so that the next reader to ask is served: a reader whose lease ran
+	// out gives its turn up so (see Topic.unpinIf).
+	unpin func(ctx context.Context, pin string) error
 	// notify, if not nil, is signalled when a value may be handed out
 	// that could not be before: the reservation grew, or the gate opened
 	// (a group member's readers, which do not wait: see tryReceive).
@@ -98,8 +99,11 @@ type keeper struct {
 	lastAt time.Time
 	owned  bool
 	// unpinDue is set while this reader, fenced because its lease ran
-	// out, has not yet given its turn up (see unpin).
+	// out, has not yet given its turn up (see unpin), and giveUp is the
+	// pin it gives up: only that one, never a pin the server gave another
+	// reader meanwhile.
 	unpinDue bool
+	giveUp   string
 	// before is the highest sequence the record said was handed out when
 	// this reader took it over: release never writes less.
 	before uint64

@@ -337,6 +337,20 @@ func pinnedOf(info *jetstream.ConsumerInfo) string {
 	return ""
 }
 
+// standbyResets reports whether a standby that found the durable consumer
+// as info describes puts it back at its acknowledged position: when
+// nobody reads (the active reader died and its turn ran out) and values
+// it was given wait for acks that will not come, and no value waits to
+// be delivered. The reset makes them deliverable again, so that a
+// standby gets them; the position's record says which of them may have
+// been handed out (see activate). With values still to deliver the
+// server serves a standby's request itself, and that reader resets as it
+// takes over: a reset from a standby could land after that takeover, on
+// the new reader's read (see Watcher.handBack).
+func standbyResets(info *jetstream.ConsumerInfo) bool {
+	return pinnedOf(info) == "" && info.NumAckPending > 0 && info.NumPending == 0
+}
+
 // checkDurable asks the server about an idle durable consumer: whether
 // this reader still holds its turn (another took it when this one sent
 // nothing for the takeover time), and whether a delivery was lost on the
@@ -353,12 +367,7 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 	if d.pin == "" || pinned != d.pin {
 		d.pin = "" // standing by: the next message under a pin says when it is active again
 		d.keep.setPin("")
-		if pinned == "" && info.NumAckPending > 0 {
-			// Nobody reads (the active reader died and its turn ran out)
-			// and values it was given wait for acks that will not come:
-			// make them deliverable again, so that a standby gets them.
-			// The position's record says which of them may have been
-			// handed out (see activate).
+		if standbyResets(info) {
 			_, err := f.resetTo(ctx)
 			return err
 		}

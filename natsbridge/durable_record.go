@@ -136,7 +136,7 @@ func (k *keeper) resumeLocked(ctx context.Context, rec record, rev uint64, now t
 	if err != nil {
 		return 0, err
 	}
-	k.rev, k.owned, k.unpinDue = rev, true, false
+	k.rev, k.owned, k.unpinDue, k.giveUp = rev, true, false, ""
 	k.until, k.renewed = time.Unix(0, rec.Until), now
 	if k.fenced.Load() {
 		return resumed, nil
@@ -161,6 +161,7 @@ func (k *keeper) unfence() {
 // ownLocked makes this reader the owner of the record rec, at revision
 // rev, that it wrote over prev at now.
 func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
+	k.unpinDue, k.giveUp = false, "" // served under a pin of its own now
 	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
 	k.floor, k.deaths = rec.Floor, rec.Deaths
 	k.until, k.renewed = time.Unix(0, rec.Until), now
@@ -237,7 +238,7 @@ func (k *keeper) lease(now time.Time) {
 		k.signal()
 	}
 	if k.unpinDue {
-		k.giveTurnUpLocked()
+		k.giveTurnUpLocked(false)
 	}
 	if !k.owned || k.closed.Load() {
 		return
@@ -259,8 +260,7 @@ func (k *keeper) lease(now time.Time) {
 	}
 	if !now.Before(k.until.Add(-k.takeover / 4)) {
 		k.fenceLocked("lease not renewed in time (its record out of reach)")
-		k.unpinDue = true
-		k.giveTurnUpLocked()
+		k.giveTurnUpLocked(true)
 	}
 }
 
@@ -285,29 +285,36 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 		// over, the record was written otherwise (by hand, a restore).
 		// Give the turn up, so that a reader, this one or another, takes
 		// the record over.
-		k.unpinDue = true
-		k.giveTurnUpLocked()
+		k.giveTurnUpLocked(true)
 	}
 }
 
 // giveTurnUpLocked stops renewing the pin and asks the consumer to forget
 // it, so that the next reader to ask, this one or another, is served,
 // and takes the record over once it is in reach again; tried again at
-// each lease check until the server answers.
-func (k *keeper) giveTurnUpLocked() {
+// each lease check until the server answers. first says that this reader
+// gives its turn up now, under the pin it holds: a retry gives up that
+// pin, not one it got since.
+func (k *keeper) giveTurnUpLocked(first bool) {
+	if first {
+		k.unpinDue, k.giveUp = true, ""
+		if p := k.pin.Load(); p != nil {
+			k.giveUp = *p
+		}
+	}
 	k.setPin("")
-	if k.unpin == nil {
-		k.unpinDue = false
+	if k.unpin == nil || k.giveUp == "" {
+		k.unpinDue, k.giveUp = false, "" // no pin of this reader's to give up
 		return
 	}
 	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
 	defer cancel()
-	err := k.unpin(ctx)
+	err := k.unpin(ctx, k.giveUp)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		k.log.warn("natsbridge: durable position not unpinned after its lease ran out: retrying", errAttr(err))
 		return
 	}
-	k.unpinDue = false
+	k.unpinDue, k.giveUp = false, ""
 }
 
 // release writes that this reader, which stopped handing out values,

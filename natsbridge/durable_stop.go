@@ -96,10 +96,11 @@ func withEnd(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // finish hands a stopped durable watcher's position over, once: it
 // acknowledges the values done (waiting for the server's answer), writes
-// in the position's record how far this reader handed values out, puts
-// the consumer back at its acknowledged position (what was fetched and not
-// handed out, or not done, is delivered again) and unpins this reader, so
-// that a standby reads on at once. Values outstanding still then are not
+// in the position's record how far this reader handed values out, and,
+// if the server still serves this reader, puts the consumer back at its
+// acknowledged position (what was fetched and not handed out, or not
+// done, is delivered again) and unpins this reader, so that a standby
+// reads on at once. Values outstanding still then are not
 // acknowledged: they come again to the next reader. Each server call is
 // bounded by deleteTimeout.
 func (w *Watcher[T]) finish() { w.finishWithin(context.Background()) }
@@ -125,11 +126,28 @@ func (w *Watcher[T]) finishWithin(end context.Context) {
 		}
 		d.keep.stop()
 		d.keep.release(ctx, d.acks.top())
-		if d.pin != "" && w.t.js.Conn().IsConnected() {
-			_, _ = w.f.resetTo(ctx)
-			_ = w.t.stream.UnpinConsumer(ctx, d.name, durableGroup)
-		}
+		w.handBack(ctx, d.pin)
 		close(d.finished)
 		w.t.forget(w)
 	})
+}
+
+// handBack puts the consumer back at its acknowledged position and unpins
+// it, so that a standby reads on at once, if the server still serves this
+// reader under pin. A reset or an unpin lands on whoever holds the turn:
+// another reader's would lose it its turn, and its acknowledgements (the
+// server drops those at or past the position a reset moved back), and the
+// reader after it would read again what it had done. A reader that lost
+// its turn without knowing it (its lease ran out and it gave the turn up,
+// or the server served another when it went silent) holds a pin the
+// server no longer serves.
+func (w *Watcher[T]) handBack(ctx context.Context, pin string) {
+	if pin == "" || !w.t.js.Conn().IsConnected() {
+		return
+	}
+	if now, err := w.t.pinnedNow(ctx, w.d.name); err != nil || now != pin {
+		return
+	}
+	_, _ = w.f.resetTo(ctx)
+	_ = w.t.stream.UnpinConsumer(ctx, w.d.name, durableGroup)
 }

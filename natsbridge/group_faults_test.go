@@ -49,9 +49,58 @@ type hevent struct {
 
 // htrace keeps the handler events of every member of a test.
 type htrace struct {
-	mu     sync.Mutex // guards events, gone
+	mu     sync.Mutex // guards events, parts, gone
 	events []hevent
+	parts  []partsEvent     // the members' partitions as they changed
 	gone   map[string]int64 // member → when it was killed: its open handlers ended then
+}
+
+// partsEvent is a member's partitions from when it reported them on.
+type partsEvent struct {
+	member string
+	parts  []int
+	at     int64 // wall clock, Unix nanoseconds
+}
+
+// noteParts records that member reads parts from now on.
+func (tr *htrace) noteParts(member string, parts []int) {
+	tr.mu.Lock()
+	tr.parts = append(tr.parts, partsEvent{member, parts, time.Now().UnixNano()})
+	tr.mu.Unlock()
+}
+
+// keyHistory describes, in time order, the runs of key k's values and
+// the members' partitions as they changed: what a failed check of k's
+// order needs to be read.
+func (tr *htrace) keyHistory(runs []hrun, key func(id int) string, k string) string {
+	type line struct {
+		at   int64
+		text string
+	}
+	var ls []line
+	for _, r := range runs {
+		if key(r.id) == k {
+			ls = append(ls, line{r.start, fmt.Sprintf("%s begins %d (partition %d, seq %d) for %s", r.member, r.id, r.seq>>48, r.seq&(1<<48-1), runFor(r))})
+		}
+	}
+	tr.mu.Lock()
+	for _, p := range tr.parts {
+		ls = append(ls, line{p.at, fmt.Sprintf("%s reads partitions %v", p.member, p.parts)})
+	}
+	for m, at := range tr.gone {
+		ls = append(ls, line{at, m + " killed"})
+	}
+	tr.mu.Unlock()
+	slices.SortStableFunc(ls, func(a, b line) int { return cmp.Compare(a.at, b.at) })
+	var b strings.Builder
+	for i, l := range ls {
+		if i == 200 {
+			fmt.Fprintf(&b, "\n\t(%d more)", len(ls)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n\t%8.3fs %s", time.Duration(l.at-ls[0].at).Seconds(), l.text)
+	}
+	return b.String()
 }
 
 func newTrace() *htrace { return &htrace{gone: map[string]int64{}} }
@@ -227,13 +276,13 @@ func memberOrder(runs []hrun, key func(id int) string) []string {
 // key (the first, and how many): the key's state goes back in time, a
 // stale write. A member that reads a key again from an earlier value
 // after a takeover (a redelivery after a kill) began no value of the key
-// before the other finished its later one: that is not counted.
-func staleAfter(runs []hrun, key func(id int) string) []string {
+// before the other finished its later one: that is not counted. It
+// returns the keys it describes too.
+func staleAfter(runs []hrun, key func(id int) string) (out, keys []string) {
 	by := map[string][]hrun{}
 	for _, r := range runs {
 		by[key(r.id)] = append(by[key(r.id)], r)
 	}
-	var out []string
 	for _, k := range slices.Sorted(mapsKeys(by)) {
 		rs := by[k]
 		type stale struct {
@@ -265,10 +314,11 @@ func staleAfter(runs []hrun, key func(id int) string) []string {
 			}
 		}
 		for _, m := range slices.Sorted(mapsKeys(per)) {
+			keys = append(keys, k)
 			out = append(out, fmt.Sprintf("key %s went back in time in member %s: %d values begun after a later one was finished elsewhere; first: %s", k, m, per[m].n, per[m].first))
 		}
 	}
-	return out
+	return out, keys
 }
 
 // deliveredAgain returns how many times, per member, a value came to it
@@ -476,8 +526,12 @@ func slowRebalance(t *testing.T, name string, holdFor time.Duration) (a, b *inMe
 	for _, bad := range overlaps(runs, keyOfID(keys)) {
 		t.Error(bad)
 	}
-	for _, bad := range staleAfter(runs, keyOfID(keys)) {
+	stale, staleKeys := staleAfter(runs, keyOfID(keys))
+	for _, bad := range stale {
 		t.Error(bad)
+	}
+	if len(staleKeys) > 0 {
+		t.Logf("key %s's history:%s", staleKeys[0], tr.keyHistory(runs, keyOfID(keys), staleKeys[0]))
 	}
 	for _, bad := range memberOrder(runs, keyOfID(keys)) {
 		t.Error(bad)
@@ -600,8 +654,12 @@ func TestGroupRetryingValueMovesWithPartition(t *testing.T) {
 	for _, bad := range overlaps(runs, keyOfID(keys)) {
 		t.Error(bad)
 	}
-	for _, bad := range staleAfter(runs, keyOfID(keys)) {
+	stale, staleKeys := staleAfter(runs, keyOfID(keys))
+	for _, bad := range stale {
 		t.Error(bad)
+	}
+	if len(staleKeys) > 0 {
+		t.Logf("key %s's history:%s", staleKeys[0], tr.keyHistory(runs, keyOfID(keys), staleKeys[0]))
 	}
 	t.Logf("partition %d moved; a: %+v %+v; b: %+v %+v", moved, a.m.Stats(), a.p.Stats(), b.m.Stats(), b.p.Stats())
 }
@@ -1031,6 +1089,7 @@ func (pm *procMember) follow(sc *bufio.Scanner, ready chan struct{}) {
 			pm.mu.Lock()
 			pm.parts = parts
 			pm.mu.Unlock()
+			pm.tr.noteParts(pm.name, parts)
 		case "stats":
 			var st procStats
 			if json.Unmarshal([]byte(rest), &st) == nil {
@@ -1178,8 +1237,12 @@ func checkGroupRun(t *testing.T, tr *htrace, n, keys int, live map[string]procSt
 	for _, bad := range overlaps(runs, keyOfID(keys)) {
 		t.Error(bad)
 	}
-	for _, bad := range staleAfter(runs, keyOfID(keys)) {
+	stale, staleKeys := staleAfter(runs, keyOfID(keys))
+	for _, bad := range stale {
 		t.Error(bad)
+	}
+	if len(staleKeys) > 0 {
+		t.Logf("key %s's history:%s", staleKeys[0], tr.keyHistory(runs, keyOfID(keys), staleKeys[0]))
 	}
 	for _, bad := range memberOrder(runs, keyOfID(keys)) {
 		t.Error(bad)
