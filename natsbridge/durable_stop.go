@@ -145,7 +145,7 @@ func (w *Watcher[T]) handBack(ctx context.Context, pin string) {
 	if pin == "" || !w.t.js.Conn().IsConnected() {
 		return
 	}
-	if now, err := w.t.pinnedNow(ctx, w.d.name); err != nil || now != pin {
+	if ok, _ := w.t.servesPin(ctx, w.d.name, pin); !ok {
 		return
 	}
 	_, _ = w.f.resetTo(ctx)
