@@ -77,6 +77,10 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 			continue // delivered to it before the server served another
 		}
 		skip, err := f.follow(cons, msg, md, &delivered)
+		if errors.Is(err, errPinNotServed) {
+			lost = pinOf(msg) // delivered under a turn the server gave away since
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -153,8 +157,20 @@ func (f *feed[T]) handleDurable(md delivery, msg jetstream.Msg) error {
 	return f.deliver(md.stream, msg, int(md.count))
 }
 
+// errPinNotServed: a message came under a pin the server no longer serves
+// (see activate).
+var errPinNotServed = errors.New("natsbridge: delivered under a pin the server no longer serves")
+
 // activate makes this reader the active one, under pin, at the message
-// described by md, the first under that pin. It takes over the position's
+// described by md, the first under that pin. A message delivered under
+// a pin the server has given away since (this reader gave its turn up
+// when its lease ran out, or the server served another reader when this
+// one went silent, and the message waited in the client meanwhile) makes
+// nothing active: it returns errPinNotServed, and the reader drops what
+// comes under that pin. Taking the record over and resetting then would
+// put the reader the server serves out of its turn, losing it the
+// acknowledgements of what it did, which the next reader would read
+// again. It takes over the position's
 // record (see keeper.activate) and its acknowledged position. If another
 // reader held the position meanwhile, what this one still held is handed
 // back and it reads again from the acknowledged position; if this reader
@@ -169,6 +185,9 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return err
+	}
+	if pinnedOf(info) != pin {
+		return errPinNotServed
 	}
 	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
 	if err != nil {
