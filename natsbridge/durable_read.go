@@ -54,7 +54,8 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 // checkDurable). The keeper acknowledges what is done as time passes.
 func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence, since the last reset
-	lost := ""           // a pin this reader lost its turn under (see lostDelivery)
+	lost := ""           // a pin this reader lost its turn under (see lostDelivery), since lostAt
+	var lostAt time.Time
 	idle := newIdleClock(f.g.Stopping(), min(f.t.heartbeat, f.durable.takeover/2))
 	defer idle.stop()
 	for {
@@ -74,11 +75,14 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
 		if lost != "" && pinOf(msg) == lost {
-			continue // delivered to it before the server served another
+			if time.Since(lostAt) < f.durable.takeover/2 {
+				continue // delivered to it before the server served another
+			}
+			lost = "" // still coming: ask the server again (its answer may have been wrong)
 		}
 		skip, err := f.follow(cons, msg, md, &delivered)
 		if errors.Is(err, errPinNotServed) {
-			lost = pinOf(msg) // delivered under a turn the server gave away since
+			lost, lostAt = pinOf(msg), time.Now() // delivered under a turn the server gave away since
 			continue
 		}
 		if err != nil {
@@ -96,7 +100,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 				return err
 			}
 			if !inTurn {
-				lost = f.durable.pin
+				lost, lostAt = f.durable.pin, time.Now()
 			}
 			continue
 		}
@@ -186,7 +190,12 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	if err != nil {
 		return err
 	}
-	if pinnedOf(info) != pin {
+	switch pinned, known := pinnedIn(info); {
+	case !known:
+		// An answer without the consumer's priority group: a node of a
+		// cluster that has the consumer and no state of it yet answered.
+		return fmt.Errorf("natsbridge: topic %q: durable %q: the server's answer names no reader: asking again", f.t.name, d.name)
+	case pinned != pin:
 		return errPinNotServed
 	}
 	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
@@ -348,12 +357,19 @@ func (f *feed[T]) lostDelivery(cons jetstream.Consumer) (bool, error) {
 // pinnedOf returns the pin under which the durable consumer described by
 // info serves a reader, "" if it serves none.
 func pinnedOf(info *jetstream.ConsumerInfo) string {
+	pin, _ := pinnedIn(info)
+	return pin
+}
+
+// pinnedIn is pinnedOf, and reports whether info describes the consumer's
+// priority group at all.
+func pinnedIn(info *jetstream.ConsumerInfo) (pin string, known bool) {
 	for _, g := range info.PriorityGroups {
 		if g.Group == durableGroup {
-			return g.PinnedClientID
+			return g.PinnedClientID, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // standbyResets reports whether a standby that found the durable consumer

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
 // A reader touches the durable consumer's turn (a reset, an unpin) only
@@ -290,4 +292,61 @@ func TestDurableDeliveryUnderGivenAwayPinTakesNothingOver(t *testing.T) {
 	}
 	served.Done(served.Seq())
 	served.Stop()
+}
+
+// TestDurableFenceOnTimeWithServerGone: the active reader's keeper, its
+// calls to the server unanswered (the server gone, the client waiting to
+// reconnect), fences the reader at its lease's fence point, not a whole
+// call's timeout later: the reader after it may start at the lease's end.
+func TestDurableFenceOnTimeWithServerGone(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := publisher(t, topic, PublisherOptions{})
+	if err := p.Publish(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1, Takeover: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k := w.d.keep
+	srv.Shutdown() // every call from now on waits for its ctx
+	k.mu.Lock()
+	at := k.fenceAt() // the lease cannot be renewed any more
+	k.mu.Unlock()
+	for !k.fenced.Load() {
+		if time.Now().After(at.Add(3 * time.Second)) {
+			t.Fatalf("not fenced 3s after its fence point")
+		}
+		time.Sleep(5 * time.Millisecond) // a bounded poll of the keeper's state
+	}
+	if late := time.Since(at); late > 400*time.Millisecond {
+		t.Errorf("fenced %v after its fence point: a call to the gone server held it back", late.Round(time.Millisecond))
+	}
+	w.Done(w.Seq())
+	_ = w.Shutdown(ctx)
+	_ = topic.Shutdown(ctx)
 }
