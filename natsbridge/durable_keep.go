@@ -185,9 +185,13 @@ func (k *keeper) run() {
 			k.acks.flush(false)
 			if now.Sub(pinged) >= pingEvery {
 				pinged = now
-				k.ping()
+				k.mu.Lock()
+				ctx, cancel := k.callCtxLocked()
+				k.mu.Unlock()
+				k.ping(ctx)
+				cancel()
 			}
-			k.lease(now)
+			k.lease(time.Now()) // not the tick's: a call above may have taken a while
 		}
 		k.extend()
 	}
@@ -202,13 +206,11 @@ func (k *keeper) setPin(pin string) { k.pin.Store(&pin) }
 // if it could not tell). An answer that the pin is not this reader's makes
 // the reader stand by... the feed learns it from the next message or its
 // idle check.
-func (k *keeper) ping() bool {
+func (k *keeper) ping(ctx context.Context) bool {
 	p := k.pin.Load()
 	if p == nil || *p == "" {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
-	defer cancel()
 	mine, err := pingPin(ctx, k.nc, k.next, *p)
 	if err == nil && !mine {
 		k.setPin("")
@@ -335,7 +337,7 @@ func (k *keeper) extend() {
 	}
 	size := min(max(2*rate, minReservation), maxReservation)
 	target := want + size
-	ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+	ctx, cancel := k.callCtxLocked()
 	until := now.Add(k.takeover)
 	defer cancel()
 	rev, err := k.write(ctx, record{Owner: k.me, Handed: target, Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)

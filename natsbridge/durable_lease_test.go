@@ -22,12 +22,10 @@ func TestDurableReadsOnAfterItsRecordWasOutOfReach(t *testing.T) {
 	_, js := connect(t, s)
 	ctx := testCtx(t)
 	topic := newTopic(t, js, "durable.lease", natsbridge.TopicOptions{Logger: quiet})
-	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
-	standby := watch(t, topic, natsbridge.WatchOptions{Durable: "d"})
+	a := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
+	b := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 2 * time.Second})
 	publishAll(t, topic, 1, 1)
-	if o, err := w.Next(ctx); err != nil || o.ID != 1 {
-		t.Fatalf("Next = %v, %v; want 1", o, err)
-	}
+	w, standby := servedFirst(ctx, t, a, b) // the server serves either: w read 1
 	bucket := "herald_" + topic.Stream()
 	if err := js.DeleteKeyValue(ctx, bucket); err != nil { // the record out of reach
 		t.Fatal(err)
@@ -78,4 +76,39 @@ func TestDurableReadsOnAfterItsRecordWasOutOfReach(t *testing.T) {
 		}
 	}
 	t.Errorf("neither reader handed out a value after 1 within 15s of the record coming back (reader: %+v; standby: %+v)", w.Stats(), standby.Stats())
+}
+
+// servedFirst reads the first value from whichever of a and b the server
+// serves (it pins the first reader whose request is waiting when a value
+// comes, and a process does not order its readers' requests), checks it
+// is value 1, and returns that reader, then the other.
+func servedFirst(ctx context.Context, t *testing.T, a, b *natsbridge.Watcher[Order]) (served, standby *natsbridge.Watcher[Order]) {
+	t.Helper()
+	type read struct {
+		r   *natsbridge.Watcher[Order]
+		o   Order
+		err error
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	reads := make(chan read, 2)
+	for _, r := range []*natsbridge.Watcher[Order]{a, b} {
+		go func() {
+			o, err := r.Next(rctx)
+			reads <- read{r, o, err}
+		}()
+	}
+	first := <-reads
+	cancel()
+	second := <-reads
+	if first.err != nil || first.o.ID != 1 {
+		t.Fatalf("Next = %v, %v; want 1", first.o, first.err)
+	}
+	if second.err == nil {
+		t.Fatalf("both readers of one position handed out a value: %v and %v", first.o, second.o)
+	}
+	if first.r == a {
+		return a, b
+	}
+	return b, a
 }

@@ -54,7 +54,8 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 // checkDurable). The keeper acknowledges what is done as time passes.
 func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence, since the last reset
-	lost := ""           // a pin this reader lost its turn under (see lostDelivery)
+	lost := ""           // a pin this reader lost its turn under (see lostDelivery), since lostAt
+	var lostAt time.Time
 	idle := newIdleClock(f.g.Stopping(), min(f.t.heartbeat, f.durable.takeover/2))
 	defer idle.stop()
 	for {
@@ -74,9 +75,16 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
 		if lost != "" && pinOf(msg) == lost {
-			continue // delivered to it before the server served another
+			if time.Since(lostAt) < f.durable.takeover/2 {
+				continue // delivered to it before the server served another
+			}
+			lost = "" // still coming: ask the server again (its answer may have been wrong)
 		}
 		skip, err := f.follow(cons, msg, md, &delivered)
+		if errors.Is(err, errPinNotServed) {
+			lost, lostAt = pinOf(msg), time.Now() // delivered under a turn the server gave away since
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -92,7 +100,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 				return err
 			}
 			if !inTurn {
-				lost = f.durable.pin
+				lost, lostAt = f.durable.pin, time.Now()
 			}
 			continue
 		}
@@ -153,8 +161,20 @@ func (f *feed[T]) handleDurable(md delivery, msg jetstream.Msg) error {
 	return f.deliver(md.stream, msg, int(md.count))
 }
 
+// errPinNotServed: a message came under a pin the server no longer serves
+// (see activate).
+var errPinNotServed = errors.New("natsbridge: delivered under a pin the server no longer serves")
+
 // activate makes this reader the active one, under pin, at the message
-// described by md, the first under that pin. It takes over the position's
+// described by md, the first under that pin. A message delivered under
+// a pin the server has given away since (this reader gave its turn up
+// when its lease ran out, or the server served another reader when this
+// one went silent, and the message waited in the client meanwhile) makes
+// nothing active: it returns errPinNotServed, and the reader drops what
+// comes under that pin. Taking the record over and resetting then would
+// put the reader the server serves out of its turn, losing it the
+// acknowledgements of what it did, which the next reader would read
+// again. It takes over the position's
 // record (see keeper.activate) and its acknowledged position. If another
 // reader held the position meanwhile, what this one still held is handed
 // back and it reads again from the acknowledged position; if this reader
@@ -169,6 +189,14 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return err
+	}
+	switch pinned, known := pinnedIn(info); {
+	case !known:
+		// An answer without the consumer's priority group: a node of a
+		// cluster that has the consumer and no state of it yet answered.
+		return fmt.Errorf("natsbridge: topic %q: durable %q: the server's answer names no reader: asking again", f.t.name, d.name)
+	case pinned != pin:
+		return errPinNotServed
 	}
 	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
 	if err != nil {
@@ -329,12 +357,19 @@ func (f *feed[T]) lostDelivery(cons jetstream.Consumer) (bool, error) {
 // pinnedOf returns the pin under which the durable consumer described by
 // info serves a reader, "" if it serves none.
 func pinnedOf(info *jetstream.ConsumerInfo) string {
+	pin, _ := pinnedIn(info)
+	return pin
+}
+
+// pinnedIn is pinnedOf, and reports whether info describes the consumer's
+// priority group at all.
+func pinnedIn(info *jetstream.ConsumerInfo) (pin string, known bool) {
 	for _, g := range info.PriorityGroups {
 		if g.Group == durableGroup {
-			return g.PinnedClientID
+			return g.PinnedClientID, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // standbyResets reports whether a standby that found the durable consumer

@@ -81,6 +81,11 @@ const (
 func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how activation, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.owned { // holding mu, as the keeper's lease check would: bounded as its calls are
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, k.fenceAt())
+		defer cancel()
+	}
 	for range 8 { // a reader writing meanwhile moves the revision: read again
 		rec, rev, err := k.read(ctx)
 		if err != nil {
@@ -245,7 +250,7 @@ func (k *keeper) lease(now time.Time) {
 	}
 	if now.Sub(k.renewed) >= k.takeover/3 {
 		until := now.Add(k.takeover)
-		ctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+		ctx, cancel := k.callCtxLocked()
 		rev, err := k.write(ctx, record{Owner: k.me, Handed: k.reserved.Load(), Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
 		switch {
 		case err == nil:
@@ -258,10 +263,30 @@ func (k *keeper) lease(now time.Time) {
 			return
 		}
 	}
-	if !now.Before(k.until.Add(-k.takeover / 4)) {
+	if !time.Now().Before(k.fenceAt()) { // now, after the write: it may have taken a while
 		k.fenceLocked("lease not renewed in time (its record out of reach)")
 		k.giveTurnUpLocked(true)
 	}
+}
+
+// fenceAt is when this reader's lease makes it stop handing out: a margin
+// before its end, for a clock that differs and for the moment the keeper
+// takes to notice.
+func (k *keeper) fenceAt() time.Time { return k.until.Add(-k.takeover / 4) }
+
+// callCtxLocked returns the ctx of a server call the keeper makes:
+// bounded by resumeTimeout and, while this reader owns the record, by
+// its fenceAt, so that a call to a server that does not answer (killed,
+// or its bucket's leader lost) never holds the fence back past it. A
+// reader whose keeper waited out a whole call there fenced itself 2 s
+// late, after the lease it had written had ended and the next reader had
+// started: both handed out values of one key.
+func (k *keeper) callCtxLocked() (context.Context, context.CancelFunc) {
+	bound := resumeTimeout
+	if k.owned {
+		bound = min(bound, max(time.Until(k.fenceAt()), time.Millisecond))
+	}
+	return context.WithTimeout(k.g.Stopping(), bound)
 }
 
 // refusedLocked follows a write of the record refused for its revision
@@ -280,7 +305,7 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 		return
 	}
 	k.fenceLocked("taken over by another reader")
-	if k.ping() {
+	if k.ping(ctx) {
 		// The server still pins this reader: no reader took the position
 		// over, the record was written otherwise (by hand, a restore).
 		// Give the turn up, so that a reader, this one or another, takes

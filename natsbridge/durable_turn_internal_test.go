@@ -3,13 +3,17 @@ package natsbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
 // A reader touches the durable consumer's turn (a reset, an unpin) only
@@ -213,4 +217,136 @@ func TestDurableStandbyResetsOnlyWhenNothingIsToDeliver(t *testing.T) {
 			t.Errorf("%s: standbyResets = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// TestDurableDeliveryUnderGivenAwayPinTakesNothingOver: a standby reader
+// that finds, among the messages its client held, one delivered under a
+// pin the server has given away since (it gave its turn up when its
+// lease ran out, and the server serves another reader now) neither takes
+// the position's record over nor puts the consumer back: the reader the
+// server serves keeps its record, its deliveries and its turn.
+func TestDurableDeliveryUnderGivenAwayPinTakesNothingOver(t *testing.T) {
+	ctx, topic := ordersTopic(t)
+	p := publisher(t, topic, PublisherOptions{})
+	for i := range 20 {
+		if err := p.Publish(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	served, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := served.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pin := pinnedBy(ctx, t, topic, "d")
+	cons, err := topic.stream.Consumer(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cons.CachedInfo().Delivered
+	rec, rev, err := served.d.keep.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The feed of a standby of the same position: the message its client
+	// held came under the pin it gave up.
+	_, d, err := topic.bindDurable(ctx, WatchOptions{Durable: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.keep.g.Stop()
+	f := newFeed(topic, "watcher", 1, topic.newWatcher(1, WatchOptions{}, nil, d), d)
+	late := &deliveryMsg{
+		reply: fmt.Sprintf("$JS.ACK.%s.d.1.6.6.%d.0", topic.streamID, time.Now().UnixNano()),
+		hdr:   nats.Header{pinHeader: []string{"given-up"}},
+	}
+	if err := f.consumeDurable(&oneDelivery{msg: late}, cons); !errors.Is(err, errNoMore) {
+		t.Fatalf("consumeDurable = %v, want the iterator's end", err)
+	}
+
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := pinnedOf(info); now != pin {
+		t.Errorf("the server serves %q, served %q before", now, pin)
+	}
+	if info.Delivered.Stream < before.Stream {
+		t.Errorf("the consumer delivered up to %d, %d before: it was put back under the reader served", info.Delivered.Stream, before.Stream)
+	}
+	if now, nowRev, err := served.d.keep.read(ctx); err != nil || now.Owner != rec.Owner {
+		t.Errorf("the record went from %+v (revision %d) to %+v (revision %d, %v): taken over", rec, rev, now, nowRev, err)
+	}
+	for range 15 {
+		if _, err := served.Next(ctx); err != nil {
+			t.Fatalf("the reader served: %v (Stats %+v)", err, served.Stats())
+		}
+	}
+	if st := served.Stats(); st.Redelivered != 0 {
+		t.Errorf("the reader served counted %d redelivered, want none", st.Redelivered)
+	}
+	served.Done(served.Seq())
+	served.Stop()
+}
+
+// TestDurableFenceOnTimeWithServerGone: the active reader's keeper, its
+// calls to the server unanswered (the server gone, the client waiting to
+// reconnect), fences the reader at its lease's fence point, not a whole
+// call's timeout later: the reader after it may start at the lease's end.
+func TestDurableFenceOnTimeWithServerGone(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := publisher(t, topic, PublisherOptions{})
+	if err := p.Publish(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1, Takeover: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k := w.d.keep
+	srv.Shutdown() // every call from now on waits for its ctx
+	k.mu.Lock()
+	at := k.fenceAt() // the lease cannot be renewed any more
+	k.mu.Unlock()
+	for !k.fenced.Load() {
+		if time.Now().After(at.Add(3 * time.Second)) {
+			t.Fatalf("not fenced 3s after its fence point")
+		}
+		time.Sleep(5 * time.Millisecond) // a bounded poll of the keeper's state
+	}
+	if late := time.Since(at); late > 400*time.Millisecond {
+		t.Errorf("fenced %v after its fence point: a call to the gone server held it back", late.Round(time.Millisecond))
+	}
+	w.Done(w.Seq())
+	_ = w.Shutdown(ctx)
+	_ = topic.Shutdown(ctx)
 }

@@ -213,9 +213,12 @@ func waitJetStream(t T, url string, timeout time.Duration, log func() string) {
 
 // Ports for servers are drawn below Linux's range of ephemeral ports
 // (32768 and up), so that no outgoing connection takes the port of a
-// server that was killed while it is down, and each is handed out once per
+// server that was killed while it is down; each is handed out once per
 // test binary, so that no two servers (of tests that run in parallel) are
-// given one port.
+// given one port, and locked for its test against the other test binaries
+// that run at once (see lockPort): a server of another package's tests
+// took the route port of a cluster node while it was down, and the node
+// could not start again.
 const (
 	portLow  = 20000
 	portHigh = 32000
@@ -237,12 +240,18 @@ func freePort(t T) int {
 		if ports[p] {
 			continue
 		}
+		locked, release := lockPort(p)
+		if !locked {
+			continue // another test binary's
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
+			release()
 			continue // in use
 		}
 		l.Close()
 		ports[p] = true
+		t.Cleanup(release) // the server may be restarted on it until then
 		return p
 	}
 	t.Fatal("natstest: no free port")
