@@ -139,49 +139,6 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	return info.AckFloor.Stream + 1, d, nil
 }
 
-// pinnedNow returns the pin under which the durable consumer serves a
-// reader now, "" if it serves none.
-func (t *Topic[T]) pinnedNow(ctx context.Context, durable string) (string, error) {
-	cons, err := t.stream.Consumer(ctx, durable)
-	if err != nil {
-		return "", err
-	}
-	return pinnedOf(cons.CachedInfo()), nil
-}
-
-// nextSubject returns the subject of the pull requests of the durable
-// consumer named durable.
-func (t *Topic[T]) nextSubject(durable string) string {
-	return "$JS.API.CONSUMER.MSG.NEXT." + t.streamID + "." + durable
-}
-
-// servesPin reports whether the durable consumer serves a reader under
-// pin, renewing the pin for the takeover time first if it does: so the
-// reset or unpin a reader then asks for lands under its own pin, as long
-// as the consumer's leader does not change meanwhile (a new leader
-// forgets the pin, and pins the next request, perhaps another reader's).
-func (t *Topic[T]) servesPin(ctx context.Context, durable, pin string) (bool, error) {
-	mine, err := pingPin(ctx, t.js.Conn(), t.nextSubject(durable), pin)
-	if err != nil || !mine {
-		return false, err
-	}
-	now, err := t.pinnedNow(ctx, durable)
-	return err == nil && now == pin, err
-}
-
-// unpinIf makes the durable consumer forget pin, if it still serves a
-// reader under it (see servesPin). A reader gives up its own turn only:
-// the server may have served another reader since (its pin ran out, or
-// another reader unpinned it), and unpinning that one would put it out of
-// its turn in the middle of its read, the next reader taking over from
-// the last value it acknowledged.
-func (t *Topic[T]) unpinIf(ctx context.Context, durable, pin string) error {
-	if ok, err := t.servesPin(ctx, durable, pin); !ok {
-		return err
-	}
-	return t.stream.UnpinConsumer(ctx, durable, durableGroup)
-}
-
 // durableConfig returns the configuration of the durable consumer that
 // holds the position o.Durable, made at o.From with the takeover time.
 func (t *Topic[T]) durableConfig(o WatchOptions, takeover time.Duration) jetstream.ConsumerConfig {

@@ -3,7 +3,6 @@ package natsbridge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -217,19 +216,6 @@ func (k *keeper) ping(ctx context.Context) bool {
 		return false
 	}
 	return err == nil
-}
-
-// pingPin sends the durable consumer whose pull requests go to next a
-// request under pin that can take no message: if the server serves pin,
-// that renews it for the takeover time (the consumer's PinnedTTL). It
-// reports false if the server answered that it serves another pin.
-func pingPin(ctx context.Context, nc *nats.Conn, next, pin string) (bool, error) {
-	body := fmt.Sprintf(`{"batch":1,"max_bytes":1,"no_wait":true,"group":%q,"id":%q}`, durableGroup, pin)
-	msg, err := nc.RequestWithContext(ctx, next, []byte(body))
-	if err != nil {
-		return false, err
-	}
-	return msg.Header.Get("Status") != "423", nil
 }
 
 // reserve returns once this reader may hand out the value at seq, or

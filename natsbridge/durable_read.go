@@ -54,8 +54,7 @@ func (f *feed[T]) openDurable(ctx context.Context) (jetstream.Consumer, jetstrea
 // checkDurable). The keeper acknowledges what is done as time passes.
 func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Consumer) error {
 	var delivered uint64 // the consumer's delivery sequence, since the last reset
-	lost := ""           // a pin this reader lost its turn under (see lostDelivery), since lostAt
-	var lostAt time.Time
+	var lost lostTurn
 	idle := newIdleClock(f.g.Stopping(), min(f.t.heartbeat, f.durable.takeover/2))
 	defer idle.stop()
 	for {
@@ -74,17 +73,10 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 		if !ok {
 			return fmt.Errorf("natsbridge: topic %q: not a stream's message: %q", f.t.name, msg.Reply())
 		}
-		if lost != "" && pinOf(msg) == lost {
-			if time.Since(lostAt) < f.durable.takeover/2 {
-				continue // delivered to it before the server served another
-			}
-			lost = "" // still coming: ask the server again (its answer may have been wrong)
+		if lost.drops(msg, f.durable.takeover/2) {
+			continue // delivered to it before the server served another
 		}
-		skip, err := f.follow(cons, msg, md, &delivered)
-		if errors.Is(err, errPinNotServed) {
-			lost, lostAt = pinOf(msg), time.Now() // delivered under a turn the server gave away since
-			continue
-		}
+		skip, err := f.follow(cons, msg, md, &delivered, &lost)
 		if err != nil {
 			return err
 		}
@@ -100,7 +92,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 				return err
 			}
 			if !inTurn {
-				lost, lostAt = f.durable.pin, time.Now()
+				lost.set(f.durable.pin)
 			}
 			continue
 		}
@@ -112,14 +104,19 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 }
 
 // follow reads the pin of msg, whose delivery is md: a message under a
-// new pin makes this reader the active one. It reports whether to drop msg
+// new pin makes this reader the active one, unless the server no longer
+// serves that pin (then lost records it). It reports whether to drop msg
 // (it comes again after a reset, or was delivered before one), and moves
 // delivered where counting starts anew.
-func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md delivery, delivered *uint64) (skip bool, err error) {
+func (f *feed[T]) follow(cons jetstream.Consumer, msg jetstream.Msg, md delivery, delivered *uint64, lost *lostTurn) (skip bool, err error) {
 	d := f.durable
 	if pin := pinOf(msg); pin != d.pin {
 		// This reader is the active one now.
-		if err := f.activate(cons, pin, md); err != nil {
+		switch err := f.activate(cons, pin, md); {
+		case errors.Is(err, errPinNotServed):
+			lost.set(pin) // delivered under a turn the server gave away since
+			return true, nil
+		case err != nil:
 			return false, err
 		}
 		if d.syncing {
@@ -159,78 +156,6 @@ func (f *feed[T]) handleDurable(md delivery, msg jetstream.Msg) error {
 		return nil
 	}
 	return f.deliver(md.stream, msg, int(md.count))
-}
-
-// errPinNotServed: a message came under a pin the server no longer serves
-// (see activate).
-var errPinNotServed = errors.New("natsbridge: delivered under a pin the server no longer serves")
-
-// activate makes this reader the active one, under pin, at the message
-// described by md, the first under that pin. A message delivered under
-// a pin the server has given away since (this reader gave its turn up
-// when its lease ran out, or the server served another reader when this
-// one went silent, and the message waited in the client meanwhile) makes
-// nothing active: it returns errPinNotServed, and the reader drops what
-// comes under that pin. Taking the record over and resetting then would
-// put the reader the server serves out of its turn, losing it the
-// acknowledgements of what it did, which the next reader would read
-// again. It takes over the position's
-// record (see keeper.activate) and its acknowledged position. If another
-// reader held the position meanwhile, what this one still held is handed
-// back and it reads again from the acknowledged position; if this reader
-// was fenced and no other held the position, it reads again from the
-// first value it held back; if anything was delivered beyond where it
-// reads on, the consumer goes back to its acknowledged position (reset),
-// so that the values after it come again, in order.
-func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) error {
-	d := f.durable
-	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
-	defer cancel()
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	switch pinned, known := pinnedIn(info); {
-	case !known:
-		// An answer without the consumer's priority group: a node of a
-		// cluster that has the consumer and no state of it yet answered.
-		return fmt.Errorf("natsbridge: topic %q: durable %q: the server's answer names no reader: asking again", f.t.name, d.name)
-	case pinned != pin:
-		return errPinNotServed
-	}
-	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
-	if err != nil {
-		return err
-	}
-	d.pin = pin
-	d.keep.setPin(pin)
-	floor := info.AckFloor.Stream
-	switch how {
-	case tookOver:
-		// Another reader held the position since this one last did: what
-		// this one holds may be read by the other, or come again. Read
-		// on from the acknowledged position; the values after it that
-		// another reader may have handed out count as redelivered.
-		f.dest.discard()
-		f.rewind(floor + 1)
-		f.rewound = true
-		for {
-			r := d.redeliverTo.Load()
-			if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
-				break
-			}
-		}
-	case resumed:
-		return f.resume(cons, floor)
-	default:
-		// Values up to the floor another reader read: this one neither
-		// reads them nor counts them as gaps.
-		f.skipTo(floor)
-	}
-	if md.stream == floor+1 && info.Delivered.Stream == md.stream {
-		return nil // nothing beyond the position but this message
-	}
-	return f.reset(cons)
 }
 
 // resume makes a reader that was fenced, and that resumed the record (see
@@ -352,38 +277,6 @@ func (f *feed[T]) lostDelivery(cons jetstream.Consumer) (bool, error) {
 		return false, nil
 	}
 	return true, f.reset(cons)
-}
-
-// pinnedOf returns the pin under which the durable consumer described by
-// info serves a reader, "" if it serves none.
-func pinnedOf(info *jetstream.ConsumerInfo) string {
-	pin, _ := pinnedIn(info)
-	return pin
-}
-
-// pinnedIn is pinnedOf, and reports whether info describes the consumer's
-// priority group at all.
-func pinnedIn(info *jetstream.ConsumerInfo) (pin string, known bool) {
-	for _, g := range info.PriorityGroups {
-		if g.Group == durableGroup {
-			return g.PinnedClientID, true
-		}
-	}
-	return "", false
-}
-
-// standbyResets reports whether a standby that found the durable consumer
-// as info describes puts it back at its acknowledged position: when
-// nobody reads (the active reader died and its turn ran out) and values
-// it was given wait for acks that will not come, and no value waits to
-// be delivered. The reset makes them deliverable again, so that a
-// standby gets them; the position's record says which of them may have
-// been handed out (see activate). With values still to deliver the
-// server serves a standby's request itself, and that reader resets as it
-// takes over: a reset from a standby could land after that takeover, on
-// the new reader's read (see Watcher.handBack).
-func standbyResets(info *jetstream.ConsumerInfo) bool {
-	return pinnedOf(info) == "" && info.NumAckPending > 0 && info.NumPending == 0
 }
 
 // checkDurable asks the server about an idle durable consumer: whether

@@ -81,11 +81,8 @@ const (
 func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how activation, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.owned { // holding mu, as the keeper's lease check would: bounded as its calls are
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, k.fenceAt())
-		defer cancel()
-	}
+	ctx, cancel := k.boundLocked(ctx) // holding mu, as the keeper's lease check would
+	defer cancel()
 	for range 8 { // a reader writing meanwhile moves the revision: read again
 		rec, rev, err := k.read(ctx)
 		if err != nil {
@@ -287,6 +284,15 @@ func (k *keeper) callCtxLocked() (context.Context, context.CancelFunc) {
 		bound = min(bound, max(time.Until(k.fenceAt()), time.Millisecond))
 	}
 	return context.WithTimeout(k.g.Stopping(), bound)
+}
+
+// boundLocked returns ctx bounded, while this reader owns the record, by
+// its fenceAt (see callCtxLocked).
+func (k *keeper) boundLocked(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !k.owned {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, k.fenceAt())
 }
 
 // refusedLocked follows a write of the record refused for its revision
