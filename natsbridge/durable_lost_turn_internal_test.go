@@ -20,26 +20,9 @@ import (
 // crawled at a value per 2s under load).
 func TestDurableReaderOutOfTurnResetsNothing(t *testing.T) {
 	ctx, topic := ordersTopic(t)
-	p := publisher(t, topic, PublisherOptions{})
-	for i := range 20 {
-		if err := p.Publish(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// The reader the server serves: it handed out 5 values and holds
 	// deliveries beyond them.
-	served, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		if _, err := served.Next(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	served, _ := servedReader(ctx, t, topic, 20, 5)
 	cons, err := topic.stream.Consumer(ctx, "d")
 	if err != nil {
 		t.Fatal(err)

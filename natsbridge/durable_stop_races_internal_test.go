@@ -87,19 +87,7 @@ func TestDurableStopTwiceAtOnceWhileRecordWriteHangs(t *testing.T) {
 // the loop, and the value handed to the loop is the only one handed out.
 func TestDurableStopInsideAllWhileRecordWriteHangs(t *testing.T) {
 	ctx, topic := ordersTopic(t)
-	p := publisher(t, topic, PublisherOptions{})
-	for i := range 5 {
-		if err := p.Publish(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _ := servedReader(ctx, t, topic, 5, 0)
 	var write <-chan string
 	n := 0
 	for range w.All() {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/heraldgo/herald/natsbridge/embedded"
 )
 
 // A reader touches the durable consumer's turn (a reset, an unpin) only
@@ -50,24 +48,7 @@ func pinnedBy(ctx context.Context, t *testing.T, topic *Topic[int], d string) st
 // reads every value once, none redelivered.
 func TestDurableHandBackUnderLostPinLeavesTheServedReader(t *testing.T) {
 	ctx, topic := ordersTopic(t)
-	p := publisher(t, topic, PublisherOptions{})
-	for i := range 10 {
-		if err := p.Publish(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []int
-	for range 5 {
-		v, err := a.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, v)
-	}
+	a, got := servedReader(ctx, t, topic, 10, 5)
 	pin := pinnedBy(ctx, t, topic, "d")
 	cons, err := topic.stream.Consumer(ctx, "d")
 	if err != nil {
@@ -227,21 +208,7 @@ func TestDurableStandbyResetsOnlyWhenNothingIsToDeliver(t *testing.T) {
 // server serves keeps its record, its deliveries and its turn.
 func TestDurableDeliveryUnderGivenAwayPinTakesNothingOver(t *testing.T) {
 	ctx, topic := ordersTopic(t)
-	p := publisher(t, topic, PublisherOptions{})
-	for i := range 20 {
-		if err := p.Publish(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	served, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		if _, err := served.Next(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	served, _ := servedReader(ctx, t, topic, 20, 5)
 	pin := pinnedBy(ctx, t, topic, "d")
 	cons, err := topic.stream.Consumer(ctx, "d")
 	if err != nil {
@@ -299,25 +266,7 @@ func TestDurableDeliveryUnderGivenAwayPinTakesNothingOver(t *testing.T) {
 // reconnect), fences the reader at its lease's fence point, not a whole
 // call's timeout later: the reader after it may start at the lease's end.
 func TestDurableFenceOnTimeWithServerGone(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	topic, err := NewTopic(ctx, js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, topic, srv := ordersTopicOn(t)
 	p := publisher(t, topic, PublisherOptions{})
 	if err := p.Publish(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -348,5 +297,4 @@ func TestDurableFenceOnTimeWithServerGone(t *testing.T) {
 	}
 	w.Done(w.Seq())
 	_ = w.Shutdown(ctx)
-	_ = topic.Shutdown(ctx)
 }
