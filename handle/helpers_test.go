@@ -65,3 +65,19 @@ func checkConserved[K comparable](t testing.TB, s handle.Stats[K]) {
 			s.Received, s.Handled, s.DeadLettered, s.InFlight, s.Waiting, s.Backoff, s.Abandoned, fated)
 	}
 }
+
+// heldPool returns a Pool over a test source (see source) whose handler
+// holds each value held reports, until release is closed.
+func heldPool(t testing.TB, held func(job) bool, o handle.Options) (*broadcast.Broadcaster[job], *broadcast.Watcher[job], *handle.Pool[job, int], chan struct{}) {
+	t.Helper()
+	b, w := source(t)
+	release := make(chan struct{})
+	o.Logger = quiet
+	p := handle.New(w, byKey, func(ctx context.Context, j job) error {
+		if held(j) {
+			<-release
+		}
+		return nil
+	}, o)
+	return b, w, p, release
+}

@@ -2,8 +2,6 @@ package handle
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -53,6 +51,11 @@ type Pool[T any, K comparable] struct {
 	readOver context.Context
 	endRead  context.CancelFunc
 	wakeSup  chan struct{} // capacity 1: an earlier retry is due
+	// deadTurn, of capacity 1, is held by the worker storing a dead
+	// letter in dead: another's Publish between its Publish and Flush
+	// would hold its Flush too (see giveUp).
+	deadTurn chan struct{}
+	keyBuf   []keyed[K] // the reader's, for keysOf
 	shutOnce sync.Once
 	shutErr  error
 
@@ -137,17 +140,18 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	}
 	o = o.resolved()
 	p := &Pool[T, K]{
-		src:     src,
-		key:     key,
-		fn:      fn,
-		o:       o,
-		dead:    broadcast.New[DeadLetter[T, K]](broadcast.Options{QueueLength: o.DeadLetterQueue, IncomingQueueLength: 1}),
-		g:       lifecycle.New(),
-		wakeSup: make(chan struct{}, 1),
-		keys:    make(map[K]*lane[T, K]),
-		ready:   ring.New[*lane[T, K]](0),
-		workers: wait.NewQueue(),
-		reader:  wait.NewQueue(),
+		src:      src,
+		key:      key,
+		fn:       fn,
+		o:        o,
+		dead:     broadcast.New[DeadLetter[T, K]](broadcast.Options{QueueLength: o.DeadLetterQueue, IncomingQueueLength: 1}),
+		g:        lifecycle.New(),
+		wakeSup:  make(chan struct{}, 1),
+		deadTurn: make(chan struct{}, 1),
+		keys:     make(map[K]*lane[T, K]),
+		ready:    ring.New[*lane[T, K]](0),
+		workers:  wait.NewQueue(),
+		reader:   wait.NewQueue(),
 	}
 	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
@@ -171,148 +175,6 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 // that gives a value up waits for room, so read it. It closes once the
 // Pool has shut down and its last dead letter was read.
 func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return p.deadW }
-
-// read is the reader goroutine: it takes values from the source while
-// the Pool has room, and places each behind its key.
-func (p *Pool[T, K]) read() {
-	defer func() {
-		p.mu.Lock()
-		p.readEnded = true
-		p.mu.Unlock()
-		p.endRead()
-	}()
-	p.mu.Lock()
-	if !p.waitRoomLocked() {
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	for {
-		d, err := p.receive()
-		if err != nil {
-			p.mu.Lock()
-			if !p.stopped {
-				p.readErr = err
-			}
-			p.mu.Unlock()
-			return
-		}
-		if !p.accept(d) {
-			return
-		}
-	}
-}
-
-// waitRoomLocked waits until the Pool has room for a value, and reports
-// false once it is stopped.
-func (p *Pool[T, K]) waitRoomLocked() bool {
-	for !p.stopped && p.full() {
-		if !p.stats.Paused {
-			p.stats.Paused = true
-			p.stats.Pauses++
-		}
-		c := p.reader.ParkLocked()
-		p.mu.Unlock()
-		select {
-		case <-c:
-		case <-p.readCtx.Done():
-		}
-		p.mu.Lock()
-		p.reader.UnparkLocked()
-	}
-	p.stats.Paused = false
-	return !p.stopped
-}
-
-// full reports whether the Pool holds QueueLength values, or reading runs
-// Window values ahead of the oldest without a fate.
-func (p *Pool[T, K]) full() bool {
-	held := p.stats.InFlight + p.stats.Waiting + p.stats.Backoff
-	return held >= p.o.QueueLength || p.ords.span() >= p.o.Window
-}
-
-// receive takes the source's next value.
-func (p *Pool[T, K]) receive() (Delivery[T], error) {
-	if p.acks != nil {
-		return p.acks.Receive(p.readCtx)
-	}
-	v, err := p.src.Next(p.readCtx)
-	return Delivery[T]{Value: v, Attempt: 1}, err
-}
-
-// accept places a value received behind its key, or, if it has none (it
-// could not be decoded, or its key function panicked), dead-letters it;
-// then it waits for room for the next value, and reports false once the
-// Pool is stopped.
-func (p *Pool[T, K]) accept(d Delivery[T]) bool {
-	var k K
-	failed := d.Err
-	if failed == nil && p.key != nil {
-		k, failed = p.keyOf(d.Value)
-	}
-	p.mu.Lock()
-	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), before: max(d.Attempt, 1) - 1}
-	p.stats.Received++
-	switch {
-	case p.stopped:
-		// Handed out as Shutdown began (a source's queued value wins over
-		// the ended read): abandoned with the values that waited, since
-		// no worker takes a value any more.
-		p.stats.Abandoned++
-		p.fateLocked(e.ord)
-		p.mu.Unlock()
-		return false
-	case failed != nil:
-		if d.Err != nil {
-			p.stats.Poisoned++
-		}
-		p.stats.InFlight++
-		p.mu.Unlock()
-		p.giveUpAtOnce(k, e, failed)
-		p.mu.Lock()
-	default:
-		l := p.laneLocked(k)
-		mixed := p.partitionLocked(l, d.Seq)
-		l.vals.Push(e)
-		p.stats.Waiting++
-		if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
-			p.readyLocked(l)
-		}
-		if mixed {
-			p.mu.Unlock()
-			p.warnMixed(k)
-			p.mu.Lock()
-		}
-	}
-	ok := p.waitRoomLocked()
-	p.mu.Unlock()
-	return ok
-}
-
-// partitionLocked notes, for a PartitionedSource, the partition of the
-// value seq about to join lane l, and reports whether the value before it
-// in l came from another partition: a key that does not refine the
-// partition key.
-func (p *Pool[T, K]) partitionLocked(l *lane[T, K], seq uint64) bool {
-	if p.parts == nil {
-		return false
-	}
-	part, prev := p.parts.PartitionOf(seq), l.part
-	l.part = part
-	if l.vals.Len() == 0 || prev == part {
-		return false
-	}
-	p.stats.Mixed++
-	return true
-}
-
-// warnMixed logs, in bursts, a key that joined values of two partitions.
-func (p *Pool[T, K]) warnMixed(k K) {
-	if n, due := p.logMixed.Add(time.Now(), 1); due {
-		p.o.Logger.Warn("handle: the key function does not refine the source's partition key: a key's values come from two partitions, whose order no one keeps, and may be handled by two members at once; key by the partition key, or refine it (natsbridge.Refine)",
-			slog.Any("key", k), slog.Uint64("count", n))
-	}
-}
 
 // giveUpAtOnce dead-letters e, counted in flight, which no handler can
 // take (failed says why), and gives it its fate: dead-lettered and marked
@@ -339,16 +201,6 @@ func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
 	if stored {
 		p.done(e)
 	}
-}
-
-// keyOf returns v's key, or the panic of the key function as an error.
-func (p *Pool[T, K]) keyOf(v T) (k K, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("handle: key function panicked: %v", r)
-		}
-	}()
-	return p.key(v), nil
 }
 
 // laneLocked returns the lane of key k, made if it has none: a new lane

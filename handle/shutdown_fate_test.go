@@ -140,14 +140,7 @@ func TestFlushRacingShutdown(t *testing.T) {
 // the held value has its fate.
 func TestWindowPausesReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, w := source(t)
-		release := make(chan struct{})
-		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
-			if j.ID == 0 {
-				<-release
-			}
-			return nil
-		}, handle.Options{Workers: 4, Window: 10, Logger: quiet})
+		b, _, p, release := heldPool(t, func(j job) bool { return j.ID == 0 }, handle.Options{Workers: 4, Window: 10})
 		defer p.Shutdown(context.Background())
 		js := []job{{Key: 0, ID: 0}}
 		for i := 1; i < 30; i++ {

@@ -130,12 +130,7 @@ func TestFlushDuringRetries(t *testing.T) {
 // it received have their fates; a Flush after the Shutdown returns at once.
 func TestFlushEndsWithReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, w := source(t)
-		release := make(chan struct{})
-		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
-			<-release
-			return nil
-		}, handle.Options{Workers: 1, QueueLength: 1, Logger: quiet})
+		b, _, p, release := heldPool(t, func(job) bool { return true }, handle.Options{Workers: 1, QueueLength: 1})
 		publish(t, b, jobs(10, 1))
 		if err := b.Flush(context.Background()); err != nil {
 			t.Fatal(err)

@@ -70,14 +70,7 @@ func TestConservedInConcurrentSnapshots(t *testing.T) {
 // is full, and reading pauses (Paused) until it has its fate.
 func TestBlockedAndPaused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, w := source(t)
-		release := make(chan struct{})
-		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
-			if j.Key == 7 && j.N == 0 {
-				<-release
-			}
-			return nil
-		}, handle.Options{Workers: 4, QueueLength: 8, Window: 16, Logger: quiet})
+		b, _, p, release := heldPool(t, func(j job) bool { return j.Key == 7 && j.N == 0 }, handle.Options{Workers: 4, QueueLength: 8, Window: 16})
 		defer p.Shutdown(context.Background())
 		publish(t, b, []job{{Key: 7, ID: 0}, {Key: 7, N: 1, ID: 1}, {Key: 7, N: 2, ID: 2}})
 		publish(t, b, jobs(100, 5)) // keys 0..4

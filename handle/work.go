@@ -262,11 +262,14 @@ func (p *Pool[T, K]) sweepIdleLocked() {
 	p.idle = 0
 }
 
-// fateLocked records that the value of order ord has its fate: the reader
-// may have room, and Flush may return.
+// fateLocked records that the value of order ord has its fate: Flush may
+// return, and the reader, if the Pool was full, may have room (it is
+// woken once it has wakeRoom).
 func (p *Pool[T, K]) fateLocked(ord uint64) {
 	p.floor.Advance(p.ords.fate(ord))
-	wait.Signal(p.reader.WakeLocked())
+	if p.reader.Parked() > 0 && p.roomLocked() >= p.wakeRoom() {
+		wait.Signal(p.reader.WakeLocked())
+	}
 }
 
 // done tells an AckSource that e has its fate (nothing for the zero
@@ -295,6 +298,16 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
 			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
 			return false
 		}
+	}
+	// One at a time: Flush waits for every value published before it, so
+	// a dead letter published by another worker after this one and
+	// waiting for room would make this one's Flush fail, counted
+	// abandoned though it is in the queue.
+	select {
+	case p.deadTurn <- struct{}{}:
+		defer func() { <-p.deadTurn }()
+	case <-ctx.Done():
+		return false
 	}
 	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
 		return false

@@ -47,6 +47,55 @@ func TestCounterReleasesWaitersAtTheirTargets(t *testing.T) {
 	})
 }
 
+// TestCounterReleasesEachWaiterAsItsTargetIsReached: Advance and Add
+// release a waiter when the count reaches its target exactly, not at the
+// next step, whatever order the waiters came in and whichever left.
+func TestCounterReleasesEachWaiterAsItsTargetIsReached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c wait.Counter
+		targets := []uint64{4, 9, 3, 6}
+		done := make([]bool, len(targets))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for i, target := range targets {
+			wctx := context.Background()
+			if target == 4 {
+				wctx = ctx // leaves before its target
+			}
+			wg.Go(func() {
+				if c.Wait(wctx, target) == nil {
+					mu.Lock()
+					done[i] = true
+					mu.Unlock()
+				}
+			})
+			synctest.Wait()
+			if target == 4 {
+				cancel()
+				synctest.Wait()
+			}
+		}
+		for n := uint64(1); n <= 9; n++ {
+			if n%2 == 0 {
+				c.Add(1)
+			} else {
+				c.Advance(n)
+			}
+			synctest.Wait()
+			mu.Lock()
+			for i, target := range targets {
+				if want := target != 4 && target <= n; done[i] != want {
+					t.Errorf("count %d: waiter for %d released %v, want %v", n, target, done[i], want)
+				}
+			}
+			mu.Unlock()
+		}
+		wg.Wait()
+	})
+}
+
 func TestCounterRace(t *testing.T) {
 	var c wait.Counter
 	var wg sync.WaitGroup

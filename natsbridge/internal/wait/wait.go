@@ -8,6 +8,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -88,8 +89,9 @@ var ErrEnded = errors.New("wait: counter ended")
 // safe for concurrent use.
 type Counter struct {
 	n       atomic.Uint64
-	waiting atomic.Bool // len(waiters) > 0, so that Advance skips the lock
-	mu      sync.Mutex  // guards waiters and ended
+	waiting atomic.Bool   // len(waiters) > 0, so that Advance skips the lock
+	least   atomic.Uint64 // the least target of waiters, when waiting
+	mu      sync.Mutex    // guards waiters and ended
 	waiters []waiter
 	ended   bool
 }
@@ -103,7 +105,8 @@ type waiter struct {
 func (c *Counter) Load() uint64 { return c.n.Load() }
 
 // Advance raises the count to n, if it is below, and releases the waiters
-// whose target it reaches. Without waiters it costs two atomic loads.
+// whose target it reaches. Below every waiter's target it costs a few
+// atomic loads.
 func (c *Counter) Advance(n uint64) {
 	for {
 		old := c.n.Load()
@@ -111,7 +114,7 @@ func (c *Counter) Advance(n uint64) {
 			break
 		}
 	}
-	if c.waiting.Load() {
+	if c.waiting.Load() && c.n.Load() >= c.least.Load() {
 		c.release(nil)
 	}
 }
@@ -119,8 +122,7 @@ func (c *Counter) Advance(n uint64) {
 // Add raises the count by d and releases the waiters whose target it
 // reaches.
 func (c *Counter) Add(d uint64) {
-	c.n.Add(d)
-	if c.waiting.Load() {
+	if n := c.n.Add(d); c.waiting.Load() && n >= c.least.Load() {
 		c.release(nil)
 	}
 }
@@ -160,7 +162,17 @@ func (c *Counter) release(err error) {
 	}
 	clear(c.waiters[len(kept):])
 	c.waiters = kept
-	c.waiting.Store(len(kept) > 0)
+	c.waitersChangedLocked()
+}
+
+// waitersChangedLocked sets waiting and least from waiters.
+func (c *Counter) waitersChangedLocked() {
+	least := uint64(math.MaxUint64)
+	for _, w := range c.waiters {
+		least = min(least, w.target)
+	}
+	c.least.Store(least)
+	c.waiting.Store(len(c.waiters) > 0)
 }
 
 // Wait returns nil once the count reaches target, ErrEnded if the counter
@@ -179,6 +191,9 @@ func (c *Counter) Wait(ctx context.Context, target uint64) error {
 		return ErrEnded
 	}
 	c.waiters = append(c.waiters, w)
+	if len(c.waiters) == 1 || target < c.least.Load() {
+		c.least.Store(target)
+	}
 	c.waiting.Store(true)
 	c.mu.Unlock()
 	if c.n.Load() >= target { // advanced before waiting was set
@@ -202,6 +217,6 @@ func (c *Counter) Wait(ctx context.Context, target uint64) error {
 			break
 		}
 	}
-	c.waiting.Store(len(c.waiters) > 0)
+	c.waitersChangedLocked()
 	return ctx.Err()
 }
