@@ -81,3 +81,35 @@ func heldPool(t testing.TB, held func(job) bool, o handle.Options) (*broadcast.B
 	}, o)
 	return b, w, p, release
 }
+
+// snapshots takes p's Stats over and over on a goroutine, checking that
+// each adds up and that check (if not nil) passes, until the stop it
+// returns is called; stop returns how many it took.
+func snapshots(t testing.TB, p *handle.Pool[job, int], check func(handle.Stats[int]) error) (stop func() int) {
+	halt, taken := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		defer func() { taken <- n }()
+		for {
+			select {
+			case <-halt:
+				return
+			default:
+			}
+			s := p.Stats()
+			checkConserved(t, s)
+			if check != nil {
+				if err := check(s); err != nil {
+					t.Errorf("snapshot %+v: %v", s, err)
+					<-halt
+					return
+				}
+			}
+			n++
+		}
+	}()
+	return func() int {
+		close(halt)
+		return <-taken
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/heraldgo/herald/handle"
 )
@@ -27,8 +28,10 @@ func TestQueueLengthBoundsWhatIsTaken(t *testing.T) {
 			t.Errorf("the source holds %d values, want the 195 not taken", q)
 		}
 		close(release)
-		if err := p.Flush(context.Background()); err != nil {
-			t.Fatal(err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := p.Flush(ctx); err != nil {
+			t.Fatalf("Flush once released = %v: the Pool stopped reading with room", err)
 		}
 		synctest.Wait() // the reader, woken by the last fates, waits for more
 		if s := p.Stats(); s.Received != 200 || s.Handled != 200 || s.Paused {

@@ -37,7 +37,7 @@ func (p *Pool[T, K]) read() {
 			return
 		}
 		batch = append(batch, d)
-		for drain != nil && len(batch) < room {
+		for drain != nil && len(batch) < room && p.readCtx.Err() == nil {
 			d, err := p.receive(drain)
 			if err != nil {
 				break
@@ -104,10 +104,6 @@ func (p *Pool[T, K]) roomLocked() int {
 	return min(p.o.QueueLength-held, p.o.Window-p.ords.span())
 }
 
-// wakeRoom is how much room a full Pool makes before it wakes its
-// reader: a reader woken for every value would take one at a time.
-func (p *Pool[T, K]) wakeRoom() int { return max(1, min(maxBatch, p.o.QueueLength, p.o.Window)/4) }
-
 // receive takes the source's next value.
 func (p *Pool[T, K]) receive(ctx context.Context) (Delivery[T], error) {
 	if p.acks != nil {
@@ -129,6 +125,7 @@ func (p *Pool[T, K]) accept(batch []Delivery[T]) int {
 	}
 	room := p.waitRoomLocked()
 	p.mu.Unlock()
+	clear(keys)
 	return room
 }
 

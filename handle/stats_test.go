@@ -28,21 +28,7 @@ func TestConservedInConcurrentSnapshots(t *testing.T) {
 		for range p.DeadLetters().All() {
 		}
 	}()
-	stop := make(chan struct{})
-	snaps := make(chan int)
-	go func() {
-		count := 0
-		for {
-			select {
-			case <-stop:
-				snaps <- count
-				return
-			default:
-			}
-			checkConserved(t, p.Stats())
-			count++
-		}
-	}()
+	stop := snapshots(t, p, nil)
 	publish(t, b, jobs(20000, 100))
 	for p.Stats().Received < 20000 {
 		time.Sleep(time.Millisecond) // polling the pool's progress
@@ -50,8 +36,7 @@ func TestConservedInConcurrentSnapshots(t *testing.T) {
 	if err := p.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	if c := <-snaps; c < 10 {
+	if c := stop(); c < 10 {
 		t.Errorf("only %d snapshots taken", c)
 	}
 	if err := p.Shutdown(context.Background()); err != nil {

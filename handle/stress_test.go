@@ -86,24 +86,12 @@ func TestOrderAndCountsUnderLoad(t *testing.T) {
 					dead.Add(1)
 				}
 			}()
-			stop := make(chan struct{})
-			polled := make(chan struct{})
-			go func() {
-				defer close(polled)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					s := p.Stats()
-					checkConserved(t, s)
-					if s.InFlight > c.workers+1 || s.InFlight < 0 || s.Waiting < 0 || s.Backoff < 0 {
-						t.Errorf("snapshot out of bounds: %+v", s)
-						return
-					}
+			stop := snapshots(t, p, func(s handle.Stats[int]) error {
+				if s.InFlight > c.workers+1 || s.InFlight < 0 || s.Waiting < 0 || s.Backoff < 0 {
+					return errors.New("out of bounds")
 				}
-			}()
+				return nil
+			})
 			publish(t, b, jobs(c.n, c.keys))
 			deadline := time.Now().Add(2 * time.Minute)
 			for p.Stats().Received < uint64(c.n) && time.Now().Before(deadline) {
@@ -114,8 +102,7 @@ func TestOrderAndCountsUnderLoad(t *testing.T) {
 			if err := p.Flush(ctx); err != nil {
 				t.Fatalf("Flush: %v (%+v)", err, p.Stats())
 			}
-			close(stop)
-			<-polled
+			stop()
 			s := p.Stats()
 			checkConserved(t, s)
 			if s.Received != uint64(c.n) || s.Handled+s.DeadLettered != uint64(c.n) || s.Abandoned != 0 {

@@ -263,11 +263,10 @@ func (p *Pool[T, K]) sweepIdleLocked() {
 }
 
 // fateLocked records that the value of order ord has its fate: Flush may
-// return, and the reader, if the Pool was full, may have room (it is
-// woken once it has wakeRoom).
+// return, and the reader, if the Pool was full, may have room.
 func (p *Pool[T, K]) fateLocked(ord uint64) {
 	p.floor.Advance(p.ords.fate(ord))
-	if p.reader.Parked() > 0 && p.roomLocked() >= p.wakeRoom() {
+	if p.reader.Parked() > 0 && !p.full() {
 		wait.Signal(p.reader.WakeLocked())
 	}
 }

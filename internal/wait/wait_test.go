@@ -3,6 +3,7 @@ package wait_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -94,6 +95,46 @@ func TestCounterReleasesEachWaiterAsItsTargetIsReached(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+// TestCounterReleasesWaitersReachedAsTheyWait: waiters whose targets are
+// reached while they begin to wait are all released (no wake-up lost
+// between a Wait and an Advance or Add).
+func TestCounterReleasesWaitersReachedAsTheyWait(t *testing.T) {
+	for range 300 {
+		var c wait.Counter
+		const waiters, top = 8, 200
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs := make(chan error, waiters)
+		for range waiters {
+			wg.Go(func() {
+				for range 20 {
+					if err := c.Wait(ctx, min(c.Load()+uint64(rand.IntN(3)), top)); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		for range 2 {
+			wg.Go(func() {
+				for c.Load() < top {
+					if rand.IntN(2) == 0 {
+						c.Add(1)
+					} else {
+						c.Advance(c.Load() + 1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		cancel()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("a waiter was not released: %v (count %d)", err, c.Load())
+		}
+	}
 }
 
 func TestCounterRace(t *testing.T) {
