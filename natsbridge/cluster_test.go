@@ -229,6 +229,9 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, next
 		return false, next, err
 	}
 	for next <= *last {
+		if err := ctx.Err(); err != nil { // the last values may be gone: no fetch reaches them
+			return false, next, err
+		}
 		batch, err := c.Fetch(int(min(*last-next+1, 1000)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			return false, next, err
