@@ -139,7 +139,7 @@ func (k *keeper) resumeLocked(ctx context.Context, rec record, rev uint64, now t
 		return 0, err
 	}
 	k.rev, k.owned, k.unpinDue, k.giveUp = rev, true, false, ""
-	k.until, k.renewed = time.Unix(0, rec.Until), now
+	k.setUntilLocked(time.Unix(0, rec.Until), now)
 	if k.fenced.Load() {
 		return resumed, nil
 	}
@@ -166,7 +166,7 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	k.unpinDue, k.giveUp = false, "" // served under a pin of its own now
 	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
 	k.floor, k.deaths = rec.Floor, rec.Deaths
-	k.until, k.renewed = time.Unix(0, rec.Until), now
+	k.setUntilLocked(time.Unix(0, rec.Until), now)
 	if held := time.Unix(0, prev.Until); prev.Owner != "" && prev.Until != 0 && held.After(now) {
 		// The reader before may still hand out values until its lease
 		// ends: hand out nothing before then.
@@ -251,7 +251,8 @@ func (k *keeper) lease(now time.Time) {
 		rev, err := k.write(ctx, record{Owner: k.me, Handed: k.reserved.Load(), Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
 		switch {
 		case err == nil:
-			k.rev, k.until, k.renewed = rev, until, now
+			k.rev = rev
+			k.setUntilLocked(until, now)
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
 			k.refusedLocked(ctx)
 		}
@@ -270,6 +271,13 @@ func (k *keeper) lease(now time.Time) {
 // before its end, for a clock that differs and for the moment the keeper
 // takes to notice.
 func (k *keeper) fenceAt() time.Time { return k.until.Add(-k.takeover / 4) }
+
+// setUntilLocked records that this reader, owning the record, renewed its
+// lease at now until until.
+func (k *keeper) setUntilLocked(until, now time.Time) {
+	k.until, k.renewed = until, now
+	k.fenceBy.Store(k.fenceAt().UnixNano())
+}
 
 // callCtxLocked returns the ctx of a server call the keeper makes:
 // bounded by resumeTimeout and, while this reader owns the record, by
@@ -328,10 +336,7 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 // pin, not one it got since.
 func (k *keeper) giveTurnUpLocked(first bool) {
 	if first {
-		k.unpinDue, k.giveUp = true, ""
-		if p := k.pin.Load(); p != nil {
-			k.giveUp = *p
-		}
+		k.turnGivenUpLocked()
 	}
 	k.setPin("")
 	if k.unpin == nil || k.giveUp == "" {
@@ -346,6 +351,15 @@ func (k *keeper) giveTurnUpLocked(first bool) {
 		return
 	}
 	k.unpinDue, k.giveUp = false, ""
+}
+
+// turnGivenUpLocked notes that this reader gives its turn up under the
+// pin it holds now: the keeper unpins that pin (see giveTurnUpLocked).
+func (k *keeper) turnGivenUpLocked() {
+	k.unpinDue, k.giveUp = true, ""
+	if p := k.pin.Load(); p != nil {
+		k.giveUp = *p
+	}
 }
 
 // release writes that this reader, which stopped handing out values,
