@@ -89,6 +89,10 @@ type keeper struct {
 	// so that the next reader to ask is served: a reader whose lease ran
 	// out gives its turn up so (see Topic.unpinIf).
 	unpin func(ctx context.Context, pin string) error
+	// remake returns the bucket of records made again if it is gone (see
+	// remakeBucket), and whether it made it; stale is the handle that
+	// failed.
+	remake func(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, bool, error)
 	// notify, if not nil, is signalled when a value may be handed out
 	// that could not be before: the reservation grew, or the gate opened
 	// (a group member's readers, which do not wait: see tryReceive).

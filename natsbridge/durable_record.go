@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,7 +77,7 @@ const (
 // may have handed out before: values up to it that come again count as
 // redelivered if another reader owned the record. This reader may hand
 // those out too, without a write.
-func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how activation, err error) {
+func (k *keeper) activate(ctx context.Context, floor, delivered uint64) (handed uint64, how activation, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	ctx, cancel := k.boundLocked(ctx) // holding mu, as the keeper's lease check would
@@ -108,6 +107,7 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how
 			k.ownLocked(k.pendingPrev, rec, rev, now)
 			return rec.Handed, tookOver, nil
 		}
+		rec.assumeLost(now.Add(k.takeover), delivered)
 		prev := rec
 		// This ownership's name: a new one, and this reader's once
 		// written (pending until then), so that a record naming it was
@@ -193,25 +193,6 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	k.reserved.Advance(rec.Handed)
 	k.soft.Store(rec.Handed)
 	k.signal()
-}
-
-// read returns the record and its revision, a zero record and revision 0
-// if there is none.
-func (k *keeper) read(ctx context.Context) (record, uint64, error) {
-	e, err := k.kv.Get(ctx, k.key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return record{}, 0, nil
-	}
-	if err != nil {
-		return record{}, 0, fmt.Errorf("natsbridge: durable %q: read its record: %w", k.key, err)
-	}
-	var rec record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		// Not herald's record (or a damaged one): take it over, counting
-		// nothing as redelivered that no record says was handed out.
-		return record{}, e.Revision(), nil
-	}
-	return rec, e.Revision(), nil
 }
 
 // write writes rec at revision rev (0: the record must not exist), and
@@ -318,7 +299,11 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 		k.rev = rev
 		return
 	}
-	k.fenceLocked("taken over by another reader")
+	if rec.Owner == lostOwner {
+		k.fenceLocked("record deleted (by hand?)")
+	} else {
+		k.fenceLocked("taken over by another reader")
+	}
 	if k.ping(ctx) {
 		// The server still pins this reader: no reader took the position
 		// over, the record was written otherwise (by hand, a restore).

@@ -54,7 +54,7 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	case pinned != pin:
 		return errPinNotServed
 	}
-	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
+	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream, info.Delivered.Stream)
 	if err != nil {
 		return err
 	}
