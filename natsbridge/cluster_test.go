@@ -183,31 +183,11 @@ func (r *reader) longestStall(from time.Time) time.Duration {
 // killed a moment ago.
 func streamOrder(t testing.TB, js jetstream.JetStream, stream string) []int {
 	t.Helper()
-	ctx := faultCtx(t)
 	var out []int
-	codec := natsbridge.JSON[Order]()
-	next, last := uint64(1), uint64(0)
-	var failure error
-	for ctx.Err() == nil {
-		if failure != nil {
-			time.Sleep(50 * time.Millisecond) // the cluster settling, not a synchronisation
-		}
-		short, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var done bool
-		done, next, failure = readStream(short, js, stream, next, &last, func(data []byte) {
-			o, err := codec.Unmarshal(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, o.ID)
-		})
-		cancel()
-		if done {
-			return out
-		}
+	for _, o := range streamOrderOrders(t, js, stream) {
+		out = append(out, o.ID)
 	}
-	t.Fatalf("reading stream %q: %v", stream, failure)
-	return nil
+	return out
 }
 
 // readStream reads stream from sequence next up to its last sequence
@@ -229,6 +209,9 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, next
 		return false, next, err
 	}
 	for next <= *last {
+		if err := ctx.Err(); err != nil { // the last values may be gone: no fetch reaches them
+			return false, next, err
+		}
 		batch, err := c.Fetch(int(min(*last-next+1, 1000)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			return false, next, err

@@ -163,10 +163,13 @@ func Redrive(ctx context.Context, dlq *Topic[DeadLetter], keep func(DeadLetter) 
 		} else if err != nil {
 			return st, err
 		}
-		if err := redriveOne(ctx, dlq, seq, raw.Time, d); err != nil {
+		removed, err := redriveOne(ctx, dlq, seq, raw.Time, d)
+		if err != nil {
 			return st, err
 		}
-		st.Redriven++
+		if removed {
+			st.Redriven++
+		}
 	}
 	return st, nil
 }
@@ -211,10 +214,12 @@ func validSubject(subject string) error {
 }
 
 // redriveOne publishes dead letter d, stored at seq in dlq at time at, back
-// to its topic, then removes it from dlq.
-func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, at time.Time, d DeadLetter) error {
+// to its topic, then removes it from dlq. It reports whether this call
+// removed it: of Redrives running at once, the one whose removal the
+// server did, so that each dead letter is counted redriven once.
+func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, at time.Time, d DeadLetter) (bool, error) {
 	if err := validSubject(d.Topic); err != nil {
-		return fmt.Errorf("natsbridge: redrive %q: dead letter %d: %w", dlq.name, seq, err)
+		return false, fmt.Errorf("natsbridge: redrive %q: dead letter %d: %w", dlq.name, seq, err)
 	}
 	h := nats.Header{}
 	for k, v := range d.Header {
@@ -225,14 +230,24 @@ func redriveOne(ctx context.Context, dlq *Topic[DeadLetter], seq uint64, at time
 	msg := &nats.Msg{Subject: d.Topic, Data: d.Data, Header: h}
 	id := "herald-redrive-" + dlq.streamID + "-" + strconv.FormatUint(seq, 10) + "-" + strconv.FormatInt(at.UnixNano(), 10)
 	if _, err := dlq.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
-		return fmt.Errorf("natsbridge: redrive %q: dead letter %d to %q: %w", dlq.name, seq, d.Topic, err)
+		return false, fmt.Errorf("natsbridge: redrive %q: dead letter %d to %q: %w", dlq.name, seq, d.Topic, err)
 	}
-	if err := dlq.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		// The server says only that the deletion failed when the message
-		// is gone already (another Redrive removed it): that is done.
-		if _, gerr := dlq.stream.GetMsg(ctx, seq); !errors.Is(gerr, jetstream.ErrMsgNotFound) {
-			return fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
-		}
+	err := dlq.stream.DeleteMsg(ctx, seq)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil // another Redrive removed it
 	}
-	return nil
+	if _, gerr := dlq.stream.GetMsg(ctx, seq); !errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("natsbridge: redrive %q: remove dead letter %d: %w", dlq.name, seq, err)
+	}
+	// Gone. The server answers a removal of a message gone already with
+	// a failure: another Redrive removed it. Without an answer (a
+	// timeout, a lost connection), the removal was this one's.
+	answered := errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful)
+	if _, ok := errors.AsType[*jetstream.APIError](err); ok {
+		answered = true
+	}
+	return !answered, nil
 }

@@ -136,6 +136,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	d := &durable{name: o.Durable, takeover: takeover, acks: newAcks(t.js.Conn()), finished: make(chan struct{})}
 	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), t.nextSubject(o.Durable), takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
 	d.keep.unpin = func(ctx context.Context, pin string) error { return t.unpinIf(ctx, o.Durable, pin) }
+	d.keep.remake = t.remakeDurables
 	return info.AckFloor.Stream + 1, d, nil
 }
 
@@ -192,6 +193,21 @@ func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	t.kv = kv
 	return kv, nil
+}
+
+// remakeDurables returns the topic's bucket of durable records, made
+// again if it is gone (deleted by hand): stale is the handle that found
+// it gone. It reports whether it made it.
+func (t *Topic[T]) remakeDurables(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, bool, error) {
+	t.kvMu.Lock()
+	if t.kv == stale {
+		t.kv = nil
+	}
+	t.kvMu.Unlock()
+	_, err := t.js.KeyValue(ctx, t.bucket)
+	made := errors.Is(err, jetstream.ErrBucketNotFound)
+	kv, err := t.durables(ctx)
+	return kv, made && err == nil, err
 }
 
 // Delete deletes the topic from the server: its stream, and the

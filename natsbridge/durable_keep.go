@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,12 +79,20 @@ type keeper struct {
 	soft     atomic.Uint64
 	want     atomic.Uint64 // the highest sequence the application waits to take
 	fenced   atomic.Bool
-	wake     chan struct{} // capacity 1: the application needs more
-	pin      atomic.Pointer[string]
+	// fenceBy is fenceAt, in Unix nanoseconds, while this reader owns the
+	// record (math.MaxInt64 otherwise): a hand-out checks it (see
+	// leaseRanOut).
+	fenceBy atomic.Int64
+	wake    chan struct{} // capacity 1: the application needs more
+	pin     atomic.Pointer[string]
 	// unpin makes the consumer forget pin, if the server still pins it,
 	// so that the next reader to ask is served: a reader whose lease ran
 	// out gives its turn up so (see Topic.unpinIf).
 	unpin func(ctx context.Context, pin string) error
+	// remake returns the bucket of records made again if it is gone (see
+	// remakeBucket), and whether it made it; stale is the handle that
+	// failed.
+	remake func(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, bool, error)
 	// notify, if not nil, is signalled when a value may be handed out
 	// that could not be before: the reservation grew, or the gate opened
 	// (a group member's readers, which do not wait: see tryReceive).
@@ -123,10 +132,12 @@ type keeper struct {
 }
 
 func newKeeper(kv jetstream.KeyValue, key string, nc *nats.Conn, next string, takeover time.Duration, a *acks, log *limitedLog) *keeper {
-	return &keeper{
+	k := &keeper{
 		kv: kv, key: key, nc: nc, next: next, takeover: takeover,
 		acks: a, log: log, wake: make(chan struct{}, 1), g: lifecycle.New(),
 	}
+	k.fenceBy.Store(math.MaxInt64)
+	return k
 }
 
 // start runs the keeper's goroutine until stop.
@@ -247,19 +258,22 @@ func (k *keeper) reserve(ctx context.Context, seq uint64) error {
 			}
 			continue // unfenced meanwhile
 		}
-		if seq <= k.reserved.Load() {
-			return nil
+		if seq > k.reserved.Load() {
+			err := k.reserved.Wait(ctx, seq)
+			switch {
+			case err == nil:
+			case errors.Is(err, wait.ErrEnded) && k.isClosed():
+				return ErrClosed
+			case errors.Is(err, wait.ErrEnded):
+				continue // fenced
+			default:
+				return err
+			}
 		}
-		err := k.reserved.Wait(ctx, seq)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, wait.ErrEnded) && k.isClosed():
-			return ErrClosed
-		case errors.Is(err, wait.ErrEnded):
-			continue // fenced
+		if k.leaseRanOut() {
+			continue // fenced now
 		}
-		return err
+		return nil
 	}
 }
 
@@ -336,7 +350,7 @@ func (k *keeper) extend() {
 		return
 	}
 	k.rev, k.last, k.lastAt = rev, want, now
-	k.until, k.renewed = until, now
+	k.setUntilLocked(until, now)
 	k.reserved.Advance(target)
 	k.soft.Store(target - size/2)
 	k.signal()
@@ -354,6 +368,7 @@ func (k *keeper) signal() {
 // position, or its lease ran out.
 func (k *keeper) fenceLocked(why string) {
 	k.owned = false
+	k.fenceBy.Store(math.MaxInt64)
 	k.fenced.Store(true)
 	k.reserved.End()
 	k.log.change("natsbridge: durable position "+why+": this reader stops handing out", slog.Uint64("reserved", k.reserved.Load()))

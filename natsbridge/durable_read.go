@@ -60,7 +60,7 @@ func (f *feed[T]) consumeDurable(it jetstream.MessagesContext, cons jetstream.Co
 	for {
 		msg, err := it.Next(idle.wait...)
 		if idle.passed(err) {
-			if err := f.checkDurable(cons, delivered); err != nil {
+			if err := f.checkDurable(cons, delivered, &lost); err != nil {
 				return err
 			}
 			continue
@@ -281,9 +281,12 @@ func (f *feed[T]) lostDelivery(cons jetstream.Consumer) (bool, error) {
 
 // checkDurable asks the server about an idle durable consumer: whether
 // this reader still holds its turn (another took it when this one sent
-// nothing for the takeover time), and whether a delivery was lost on the
-// way.
-func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error {
+// nothing for the takeover time), whether a delivery was lost on the way,
+// and whether the server serves the pin this reader found it did not (see
+// lostTurn): the answer was wrong, and what the reader dropped under that
+// pin waits for acknowledgements that will not come; put back, it comes
+// again and makes this reader the active one.
+func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64, lost *lostTurn) error {
 	d := f.durable
 	ctx, cancel := context.WithTimeout(f.g.Stopping(), resumeTimeout)
 	defer cancel()
@@ -295,7 +298,8 @@ func (f *feed[T]) checkDurable(cons jetstream.Consumer, delivered uint64) error 
 	if d.pin == "" || pinned != d.pin {
 		d.pin = "" // standing by: the next message under a pin says when it is active again
 		d.keep.setPin("")
-		if standbyResets(info) {
+		if pinned != "" && pinned == lost.pin || standbyResets(info) {
+			lost.pin = ""
 			_, err := f.resetTo(ctx)
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,7 +77,7 @@ const (
 // may have handed out before: values up to it that come again count as
 // redelivered if another reader owned the record. This reader may hand
 // those out too, without a write.
-func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how activation, err error) {
+func (k *keeper) activate(ctx context.Context, floor, delivered uint64) (handed uint64, how activation, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	ctx, cancel := k.boundLocked(ctx) // holding mu, as the keeper's lease check would
@@ -108,6 +107,7 @@ func (k *keeper) activate(ctx context.Context, floor uint64) (handed uint64, how
 			k.ownLocked(k.pendingPrev, rec, rev, now)
 			return rec.Handed, tookOver, nil
 		}
+		rec.assumeLost(now.Add(k.takeover), delivered)
 		prev := rec
 		// This ownership's name: a new one, and this reader's once
 		// written (pending until then), so that a record naming it was
@@ -139,7 +139,7 @@ func (k *keeper) resumeLocked(ctx context.Context, rec record, rev uint64, now t
 		return 0, err
 	}
 	k.rev, k.owned, k.unpinDue, k.giveUp = rev, true, false, ""
-	k.until, k.renewed = time.Unix(0, rec.Until), now
+	k.setUntilLocked(time.Unix(0, rec.Until), now)
 	if k.fenced.Load() {
 		return resumed, nil
 	}
@@ -166,7 +166,7 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	k.unpinDue, k.giveUp = false, "" // served under a pin of its own now
 	k.rev, k.owned, k.before = rev, true, max(k.before, rec.Handed)
 	k.floor, k.deaths = rec.Floor, rec.Deaths
-	k.until, k.renewed = time.Unix(0, rec.Until), now
+	k.setUntilLocked(time.Unix(0, rec.Until), now)
 	if held := time.Unix(0, prev.Until); prev.Owner != "" && prev.Until != 0 && held.After(now) {
 		// The reader before may still hand out values until its lease
 		// ends: hand out nothing before then.
@@ -193,25 +193,6 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 	k.reserved.Advance(rec.Handed)
 	k.soft.Store(rec.Handed)
 	k.signal()
-}
-
-// read returns the record and its revision, a zero record and revision 0
-// if there is none.
-func (k *keeper) read(ctx context.Context) (record, uint64, error) {
-	e, err := k.kv.Get(ctx, k.key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return record{}, 0, nil
-	}
-	if err != nil {
-		return record{}, 0, fmt.Errorf("natsbridge: durable %q: read its record: %w", k.key, err)
-	}
-	var rec record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		// Not herald's record (or a damaged one): take it over, counting
-		// nothing as redelivered that no record says was handed out.
-		return record{}, e.Revision(), nil
-	}
-	return rec, e.Revision(), nil
 }
 
 // write writes rec at revision rev (0: the record must not exist), and
@@ -251,7 +232,8 @@ func (k *keeper) lease(now time.Time) {
 		rev, err := k.write(ctx, record{Owner: k.me, Handed: k.reserved.Load(), Floor: k.floor, Deaths: k.deaths, Until: until.UnixNano()}, k.rev)
 		switch {
 		case err == nil:
-			k.rev, k.until, k.renewed = rev, until, now
+			k.rev = rev
+			k.setUntilLocked(until, now)
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
 			k.refusedLocked(ctx)
 		}
@@ -270,6 +252,13 @@ func (k *keeper) lease(now time.Time) {
 // before its end, for a clock that differs and for the moment the keeper
 // takes to notice.
 func (k *keeper) fenceAt() time.Time { return k.until.Add(-k.takeover / 4) }
+
+// setUntilLocked records that this reader, owning the record, renewed its
+// lease at now until until.
+func (k *keeper) setUntilLocked(until, now time.Time) {
+	k.until, k.renewed = until, now
+	k.fenceBy.Store(k.fenceAt().UnixNano())
+}
 
 // callCtxLocked returns the ctx of a server call the keeper makes:
 // bounded by resumeTimeout and, while this reader owns the record, by
@@ -310,7 +299,11 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 		k.rev = rev
 		return
 	}
-	k.fenceLocked("taken over by another reader")
+	if rec.Owner == lostOwner {
+		k.fenceLocked("record deleted (by hand?)")
+	} else {
+		k.fenceLocked("taken over by another reader")
+	}
 	if k.ping(ctx) {
 		// The server still pins this reader: no reader took the position
 		// over, the record was written otherwise (by hand, a restore).
@@ -328,10 +321,7 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 // pin, not one it got since.
 func (k *keeper) giveTurnUpLocked(first bool) {
 	if first {
-		k.unpinDue, k.giveUp = true, ""
-		if p := k.pin.Load(); p != nil {
-			k.giveUp = *p
-		}
+		k.turnGivenUpLocked()
 	}
 	k.setPin("")
 	if k.unpin == nil || k.giveUp == "" {
@@ -346,6 +336,15 @@ func (k *keeper) giveTurnUpLocked(first bool) {
 		return
 	}
 	k.unpinDue, k.giveUp = false, ""
+}
+
+// turnGivenUpLocked notes that this reader gives its turn up under the
+// pin it holds now: the keeper unpins that pin (see giveTurnUpLocked).
+func (k *keeper) turnGivenUpLocked() {
+	k.unpinDue, k.giveUp = true, ""
+	if p := k.pin.Load(); p != nil {
+		k.giveUp = *p
+	}
 }
 
 // release writes that this reader, which stopped handing out values,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -53,7 +54,7 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 	case pinned != pin:
 		return errPinNotServed
 	}
-	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream)
+	handed, how, err := d.keep.activate(ctx, info.AckFloor.Stream, info.Delivered.Stream)
 	if err != nil {
 		return err
 	}
@@ -198,4 +199,29 @@ func (t *Topic[T]) unpinIf(ctx context.Context, durable, pin string) error {
 		return err
 	}
 	return t.stream.UnpinConsumer(ctx, durable, durableGroup)
+}
+
+// leaseRanOut fences this reader if its lease ran out before the keeper
+// noticed (its process was stopped past the lease's end and goes on: the
+// keeper's next check may come after a hand-out, when another reader
+// has taken over), as the keeper would, and reports whether it did. The
+// keeper gives the turn up at its next check.
+func (k *keeper) leaseRanOut() bool {
+	if time.Now().UnixNano() < k.fenceBy.Load() {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.fenced.Load():
+		return true
+	case !k.owned:
+		k.fenceBy.Store(math.MaxInt64)
+		return false
+	case time.Now().Before(k.fenceAt()): // renewed meanwhile
+		return false
+	}
+	k.fenceLocked("lease ran out before it was renewed (the process paused?)")
+	k.turnGivenUpLocked()
+	return true
 }

@@ -298,3 +298,42 @@ func TestDurableFenceOnTimeWithServerGone(t *testing.T) {
 	w.Done(w.Seq())
 	_ = w.Shutdown(ctx)
 }
+
+// TestDurableHandOutPastTheLeaseFences: a reader whose lease ran out
+// while nothing ran its keeper (its process stopped, then went on) hands
+// out nothing more, though the value is within its reservation: it is
+// fenced at the hand-out, as the keeper would fence it, and gives its
+// turn up under the pin it held at its next check. One whose lease runs
+// on hands out.
+func TestDurableHandOutPastTheLeaseFences(t *testing.T) {
+	k := newKeeper(nil, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer k.g.Stop()
+	var asked []string
+	k.unpin = func(_ context.Context, pin string) error {
+		asked = append(asked, pin)
+		return nil
+	}
+	now := time.Now()
+	k.mu.Lock()
+	k.ownLocked(record{}, record{Owner: "me", Until: now.Add(2 * time.Second).UnixNano()}, 1, now)
+	k.reserved.Advance(10)
+	k.setPin("mine")
+	k.mu.Unlock()
+	if err := k.reserve(context.Background(), 5); err != nil {
+		t.Fatalf("a hand-out within the lease = %v, want nil", err)
+	}
+
+	k.mu.Lock()
+	k.setUntilLocked(now.Add(-time.Second), now.Add(-3*time.Second)) // its last renewal, 3 s ago
+	k.mu.Unlock()
+	if err := k.reserve(context.Background(), 6); !errors.Is(err, errFenced) {
+		t.Fatalf("a hand-out past the lease's fence point = %v, want errFenced", err)
+	}
+	if !k.fenced.Load() {
+		t.Error("not fenced")
+	}
+	k.lease(time.Now()) // the keeper's next check
+	if want := []string{"mine"}; !slices.Equal(asked, want) {
+		t.Errorf("gave up %q, want %q", asked, want)
+	}
+}

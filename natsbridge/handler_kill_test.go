@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 const (
 	modeEnv  = "HERALD_NATSBRIDGE_MODE"  // "all" or "next"
 	stuckEnv = "HERALD_NATSBRIDGE_STUCK" // the ID whose handler never returns
+	slowEnv  = "HERALD_NATSBRIDGE_SLOW"  // "<id> <duration>": that ID's handler takes that long
 	seedEnv  = "HERALD_NATSBRIDGE_SEED"  // seeds the handlers' durations
 )
 
@@ -204,8 +206,9 @@ func (h *handlerFollower) stop(t *testing.T) report { return h.f.stop(t) }
 // playHandler is the "handler" role: it reads the durable position
 // nameEnv names with All or Next (modeEnv), printing "start <id>" before
 // each value's handler and "done <id>" after it; a handler takes up to
-// 3ms (seeded by seedEnv), and the handler of the ID stuckEnv names never
-// returns. When its standard input closes, it stops and reports.
+// 3ms (seeded by seedEnv), the handler of the ID stuckEnv names never
+// returns, and the one slowEnv names takes the time it gives. When its
+// standard input closes, it stops and reports.
 func playHandler(ctx context.Context, topic *natsbridge.Topic[Order]) (report, error) {
 	var r report
 	w, err := topic.Watch(ctx, natsbridge.WatchOptions{Durable: os.Getenv(nameEnv), Takeover: 2 * time.Second})
@@ -215,10 +218,24 @@ func playHandler(ctx context.Context, topic *natsbridge.Topic[Order]) (report, e
 	seed, _ := strconv.ParseUint(os.Getenv(seedEnv), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	stuck, _ := strconv.Atoi(os.Getenv(stuckEnv))
+	var slow int
+	var slowFor time.Duration
+	if v := os.Getenv(slowEnv); v != "" {
+		id, d, _ := strings.Cut(v, " ")
+		if slow, err = strconv.Atoi(id); err == nil {
+			slowFor, err = time.ParseDuration(d)
+		}
+		if err != nil {
+			return r, fmt.Errorf("%s=%q: %w", slowEnv, v, err)
+		}
+	}
 	handle := func(o Order) {
 		fmt.Printf("start %d\n", o.ID)
 		if o.ID == stuck {
 			select {} // killed here
+		}
+		if o.ID == slow {
+			time.Sleep(slowFor) // the slow handler's work
 		}
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond) // the handler's work
 		fmt.Printf("done %d\n", o.ID)
