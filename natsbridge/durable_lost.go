@@ -109,13 +109,15 @@ func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key st
 }
 
 // markRemade leaves the mark of a bucket made again (remadeKey) in kv,
-// just made, if the topic's stream has durable consumers: their records
-// were in the bucket before.
+// just made, if the topic's stream has durable consumers that delivered
+// values: their records were in the bucket before. (A position bound for
+// the first time made its consumer before the bucket, and delivered
+// nothing yet.)
 func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error {
 	list := t.stream.ListConsumers(ctx)
 	durables := false
 	for info := range list.Info() { // read to its end: the lister's goroutine ends so
-		durables = durables || info.Config.Durable != ""
+		durables = durables || info.Config.Durable != "" && info.Delivered.Stream > 0
 	}
 	if err := list.Err(); err != nil {
 		return err
