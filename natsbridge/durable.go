@@ -137,6 +137,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), t.nextSubject(o.Durable), takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
 	d.keep.unpin = func(ctx context.Context, pin string) error { return t.unpinIf(ctx, o.Durable, pin) }
 	d.keep.remake = t.remakeDurables
+	d.keep.lost = func(ctx context.Context, key string) (bool, error) { return t.recordLost(ctx, d.keep.kv, key) }
 	return info.AckFloor.Stream + 1, d, nil
 }
 
@@ -184,8 +185,11 @@ func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
 			Storage:     jetstream.FileStorage,
 			Replicas:    max(t.stream.CachedInfo().Config.Replicas, 1),
 		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
+		switch {
+		case errors.Is(err, jetstream.ErrBucketExists):
 			kv, err = t.js.KeyValue(ctx, bucket) // made meanwhile, by another process
+		case err == nil:
+			err = t.markRemade(ctx, kv) // made again after a deletion, if positions existed
 		}
 	}
 	if err != nil {

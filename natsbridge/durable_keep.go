@@ -93,6 +93,9 @@ type keeper struct {
 	// remakeBucket), and whether it made it; stale is the handle that
 	// failed.
 	remake func(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, bool, error)
+	// lost reports whether the record at key, not found, was lost (see
+	// Topic.recordLost).
+	lost func(ctx context.Context, key string) (bool, error)
 	// notify, if not nil, is signalled when a value may be handed out
 	// that could not be before: the reservation grew, or the gate opened
 	// (a group member's readers, which do not wait: see tryReceive).

@@ -26,9 +26,16 @@ func (k *keeper) read(ctx context.Context) (record, uint64, error) {
 		}
 	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		// Never written, or deleted (or purged): a deleted record leaves
-		// its mark in the bucket's history.
-		if _, herr := k.kv.History(ctx, k.key); herr == nil {
+		// Never written, or lost: deleted or purged (the bucket keeps a
+		// marker), or its bucket made again (see Topic.durables).
+		lost := false
+		if k.lost != nil {
+			lost, err = k.lost(ctx, k.key)
+		}
+		if err != nil {
+			return record{}, 0, fmt.Errorf("natsbridge: durable %q: read its record: %w", k.key, err)
+		}
+		if lost {
 			return record{Owner: lostOwner}, 0, nil
 		}
 		return record{}, 0, nil
@@ -56,28 +63,70 @@ func bucketGone(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
-// remakeBucket makes the bucket of records again, if it is gone, and
-// writes this position's record as lost in it, so that whichever reader
-// takes the position over next, this one or another, waits out a lease
-// and counts what the consumer delivered as redelivered (see activate).
+// remakeBucket makes the bucket of records again, if it is gone: the
+// topic marks it made again (see Topic.durables), so that whichever
+// reader takes a position over next, this one or another, takes its
+// record for lost (see activate).
 func (k *keeper) remakeBucket(ctx context.Context) error {
 	kv, made, err := k.remake(ctx, k.kv)
 	if err != nil {
 		return err
 	}
 	k.kv = kv
-	if !made {
-		return nil
-	}
-	k.log.warn("natsbridge: the bucket of durable records was gone (deleted by hand?): made again, this position's record lost")
-	b, err := json.Marshal(record{Owner: lostOwner})
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Create(ctx, k.key, b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return err
+	if made {
+		k.log.warn("natsbridge: the bucket of durable records was gone (deleted by hand?): made again, the records lost")
 	}
 	return nil
+}
+
+// remadeKey is the key of the mark a topic leaves in a bucket of records
+// it made again while durable positions of its stream existed: a durable
+// name holds no dot, and a partition's keys begin with "p<n>.".
+const remadeKey = "herald.remade"
+
+// recordLost reports whether the record at key in the topic's bucket was
+// lost: the bucket holds a deletion or purge of it as its last entry, or
+// the mark of a bucket made again (see durables).
+func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key string) (bool, error) {
+	if _, err := kv.Get(ctx, remadeKey); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, err
+	}
+	s, err := t.js.Stream(ctx, "KV_"+t.bucket)
+	if err != nil {
+		return false, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "$KV."+t.bucket+"."+key)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil // never written
+	}
+	if err != nil {
+		return false, err
+	}
+	op := m.Header.Get("KV-Operation")
+	return op == "DEL" || op == "PURGE", nil
+}
+
+// markRemade leaves the mark of a bucket made again (remadeKey) in kv,
+// just made, if the topic's stream has durable consumers that delivered
+// values: their records were in the bucket before. (A position bound for
+// the first time made its consumer before the bucket, and delivered
+// nothing yet.)
+func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error {
+	list := t.stream.ListConsumers(ctx)
+	durables := false
+	for info := range list.Info() { // read to its end: the lister's goroutine ends so
+		durables = durables || info.Config.Durable != "" && info.Delivered.Stream > 0
+	}
+	if err := list.Err(); err != nil {
+		return err
+	}
+	if !durables {
+		return nil
+	}
+	_, err := kv.Put(ctx, remadeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	return err
 }
 
 // assumeLost makes a lost record (owned by lostOwner) the worst it may

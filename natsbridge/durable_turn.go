@@ -218,10 +218,18 @@ func (k *keeper) leaseRanOut() bool {
 	case !k.owned:
 		k.fenceBy.Store(math.MaxInt64)
 		return false
-	case time.Now().Before(k.fenceAt()): // renewed meanwhile
+	case beforeOnBothClocks(time.Now(), k.fenceAt()): // renewed meanwhile
 		return false
 	}
 	k.fenceLocked("lease ran out before it was renewed (the process paused?)")
 	k.turnGivenUpLocked()
 	return true
+}
+
+// beforeOnBothClocks reports whether now is before t on the wall clock
+// and, if both carry one, on the monotonic clock: a pause that one clock
+// counted and the other skipped (a host suspended) still ends the lease,
+// as the next reader judges it by the wall clock.
+func beforeOnBothClocks(now, t time.Time) bool {
+	return now.Before(t) && now.UnixNano() < t.UnixNano()
 }
