@@ -112,12 +112,13 @@ func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key st
 // just made, if the topic's stream has durable consumers that delivered
 // values: their records were in the bucket before. (A position bound for
 // the first time made its consumer before the bucket, and delivered
-// nothing yet.)
+// nothing yet; its delivered stream sequence starts at its From, less
+// one, so it is its count of deliveries that says.)
 func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error {
 	list := t.stream.ListConsumers(ctx)
 	durables := false
 	for info := range list.Info() { // read to its end: the lister's goroutine ends so
-		durables = durables || info.Config.Durable != "" && info.Delivered.Stream > 0
+		durables = durables || info.Config.Durable != "" && info.Delivered.Consumer > 0
 	}
 	if err := list.Err(); err != nil {
 		return err
