@@ -170,12 +170,20 @@ func durablesBucket(stream string) string { return "herald_" + stream }
 // durables returns the topic's bucket of durable records (see keeper),
 // creating it, with the stream's replicas, if it is missing.
 func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, _, err := t.durablesMade(ctx)
+	return kv, err
+}
+
+// durablesMade is durables, and reports whether this call made the
+// bucket.
+func (t *Topic[T]) durablesMade(ctx context.Context) (jetstream.KeyValue, bool, error) {
 	t.kvMu.Lock()
 	defer t.kvMu.Unlock()
 	if t.kv != nil {
-		return t.kv, nil
+		return t.kv, false, nil
 	}
 	bucket := t.bucket
+	made := false
 	kv, err := t.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = t.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -189,14 +197,15 @@ func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
 		case errors.Is(err, jetstream.ErrBucketExists):
 			kv, err = t.js.KeyValue(ctx, bucket) // made meanwhile, by another process
 		case err == nil:
+			made = true
 			err = t.markRemade(ctx, kv) // made again after a deletion, if positions existed
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("natsbridge: topic %q: durable records (key-value bucket %q): %w", t.name, bucket, err)
+		return nil, false, fmt.Errorf("natsbridge: topic %q: durable records (key-value bucket %q): %w", t.name, bucket, err)
 	}
 	t.kv = kv
-	return kv, nil
+	return kv, made, nil
 }
 
 // remakeDurables returns the topic's bucket of durable records, made
@@ -208,10 +217,7 @@ func (t *Topic[T]) remakeDurables(ctx context.Context, stale jetstream.KeyValue)
 		t.kv = nil
 	}
 	t.kvMu.Unlock()
-	_, err := t.js.KeyValue(ctx, t.bucket)
-	made := errors.Is(err, jetstream.ErrBucketNotFound)
-	kv, err := t.durables(ctx)
-	return kv, made && err == nil, err
+	return t.durablesMade(ctx)
 }
 
 // Delete deletes the topic from the server: its stream, and the

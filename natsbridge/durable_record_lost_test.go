@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,33 +128,20 @@ type overlapReport struct {
 
 func analyse(recs []handOut, from, end time.Time) overlapReport {
 	var r overlapReport
-	byID := map[int][]handOut{}
+	runs := make([]hrun, 0, len(recs))
+	seen := map[int]bool{}
 	for _, h := range recs {
-		byID[h.id] = append(byID[h.id], h)
-	}
-	for id, hs := range byID {
-		r.twice += len(hs) - 1
-		for i := range hs {
-			for j := i + 1; j < len(hs); j++ {
-				x, y := hs[i], hs[j]
-				if x.reader == y.reader {
-					continue
-				}
-				xe, ye := x.done, y.done
-				if xe.IsZero() {
-					xe = time.Now()
-				}
-				if ye.IsZero() {
-					ye = time.Now()
-				}
-				if x.handed.Before(ye) && y.handed.Before(xe) {
-					r.sameValue = append(r.sameValue, fmt.Sprintf("value %d: %s [%s..%s], %s [%s..%s]", id,
-						x.reader, x.handed.Format("15:04:05.000000"), xe.Format("15:04:05.000000"),
-						y.reader, y.handed.Format("15:04:05.000000"), ye.Format("15:04:05.000000")))
-				}
-			}
+		if seen[h.id] {
+			r.twice++
 		}
+		seen[h.id] = true
+		end := int64(1) << 62 // its handler still runs
+		if !h.done.IsZero() {
+			end = h.done.UnixNano()
+		}
+		runs = append(runs, hrun{member: h.reader, id: h.id, seq: h.seq, start: h.handed.UnixNano(), end: end})
 	}
+	r.sameValue = overlaps(runs, strconv.Itoa) // keyed by the value itself
 	sorted := slices.Clone(recs)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].handed.Before(sorted[j].handed) })
 	lastBy := map[string]handOut{}
