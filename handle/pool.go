@@ -81,6 +81,15 @@ type Pool[T any, K comparable] struct {
 	stopped   bool       // Shutdown began
 	readErr   error      // why reading ended
 	readEnded bool       // the reader has returned
+	// unsure holds the orders of values, counted in flight, whose dead
+	// letter was published to dead but not seen in DeadLetters' queue
+	// when the Pool's Shutdown ran out of time: dead's Shutdown places it
+	// there, or drops it for want of room. settleLocked counts them once
+	// it has (deadShut), from dead's count of drops (dropsCounted of which
+	// are counted already).
+	unsure       []uint64
+	deadShut     bool
+	dropsCounted uint64
 }
 
 // entry is a value in the Pool: its receive order, its source's sequence,
@@ -173,7 +182,11 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 // DeadLetterSink). It was registered when the Pool was made, so it misses
 // none. It is a Block watcher of Options.DeadLetterQueue values: a worker
 // that gives a value up waits for room, so read it. It closes once the
-// Pool has shut down and its last dead letter was read.
+// Pool has shut down and its last dead letter was read. A dead letter
+// still waiting for room when Shutdown runs out of time is counted
+// DeadLettered if it reaches the queue after all, Abandoned if it is
+// dropped; in either case its value is not marked done in an AckSource,
+// so a durable source hands it out again.
 func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return p.deadW }
 
 // giveUpAtOnce dead-letters e, counted in flight, which no handler can
@@ -182,23 +195,21 @@ func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return
 func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
 	now := time.Now()
 	f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
-	stored := true
-	for try := 1; !p.giveUp(k, e, f); try++ {
-		if !p.pause(try) {
-			stored = false
-			break
-		}
+	r := p.giveUp(k, e, f)
+	for try := 1; r == notStored && p.pause(try); try++ {
+		r = p.giveUp(k, e, f)
 	}
 	p.mu.Lock()
-	p.stats.InFlight--
-	if stored {
-		p.stats.DeadLettered++
-	} else {
-		p.stats.Abandoned++
+	switch r {
+	case stored:
+		p.countLocked(e.ord, &p.stats.DeadLettered)
+	case unconfirmed:
+		p.countLocked(e.ord, nil)
+	default:
+		p.countLocked(e.ord, &p.stats.Abandoned)
 	}
-	p.fateLocked(e.ord)
 	p.mu.Unlock()
-	if stored {
+	if r == stored {
 		p.done(e)
 	}
 }

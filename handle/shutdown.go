@@ -55,7 +55,9 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 // marked done, so that a durable source hands them out again. Shutdown
 // then stops the source (a durable natsbridge watcher hands its position
 // over at once) and closes DeadLetters once its values are read. It
-// returns nil, or ctx.Err() if ctx ended first. It is idempotent; it
+// returns nil, or ctx.Err() if ctx ended first: the values whose worker
+// was still at work then get their fates as it returns, and a Flush
+// called after Shutdown waits for them. It is idempotent; it
 // panics on a nil ctx.
 func (p *Pool[T, K]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
@@ -79,6 +81,10 @@ func (p *Pool[T, K]) shutdown(ctx context.Context) error {
 	now, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = p.dead.Shutdown(now)
+	p.mu.Lock()
+	p.deadShut = true
+	p.settleLocked()
+	p.mu.Unlock()
 	return err
 }
 

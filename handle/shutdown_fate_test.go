@@ -3,6 +3,8 @@ package handle_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -88,6 +90,58 @@ func TestShutdownKeepsTheDeadLettersItCounted(t *testing.T) {
 			t.Errorf("%d values marked done, %d dead letters kept: a value acknowledged without its dead letter", got, read)
 		}
 	})
+}
+
+// TestShutdownCountsADeadLetterAsDeadLettersGetsIt: a dead letter
+// published to DeadLetters but not yet in its queue when Shutdown runs out
+// of time is counted dead-lettered if it reaches the queue after all (a
+// reader made room), abandoned if it is dropped: never both. The reader of
+// DeadLetters starts at varying moments around the Shutdown's end, so that
+// both happen over the rounds; without the count taken from the dead-letter
+// broadcaster's drops, 10 of 60 rounds counted abandoned a dead letter
+// that was read.
+func TestShutdownCountsADeadLetterAsDeadLettersGetsIt(t *testing.T) {
+	for round := range 60 {
+		b, w := source(t)
+		p := handle.New(w, byKey, func(context.Context, job) error { return handle.ErrPermanent },
+			handle.Options{Workers: 4, QueueLength: 20, DeadLetterQueue: 1, Logger: quiet})
+		publish(t, b, jobs(50, 10))
+		for p.Stats().InFlight < 4 { // one dead letter queued, the others waiting for room
+			runtime.Gosched()
+		}
+		var read atomic.Uint64
+		start := make(chan struct{})
+		readDone := make(chan struct{})
+		go func() {
+			defer close(readDone)
+			<-start
+			for range p.DeadLetters().All() {
+				read.Add(1)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+round%4)*time.Millisecond)
+		// Not a synchronisation: the reader's start moves around the
+		// Shutdown's end from round to round.
+		time.AfterFunc(time.Duration(round%7)*300*time.Microsecond, func() { close(start) })
+		err := p.Shutdown(ctx)
+		cancel()
+		<-readDone
+		// Workers still storing dead letters as Shutdown returned count
+		// their values' fates as they return: Flush waits for them.
+		fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := p.Flush(fctx); err != nil {
+			t.Fatalf("round %d: Flush after Shutdown: %v (%+v)", round, err, p.Stats())
+		}
+		fcancel()
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.DeadLettered != read.Load() {
+			t.Errorf("round %d (Shutdown: %v): DeadLettered %d, read from DeadLetters %d (%+v)", round, err, s.DeadLettered, read.Load(), s)
+		}
+		if held := s.InFlight + s.Waiting + s.Backoff; held != 0 {
+			t.Errorf("round %d: %d values held after Shutdown (%+v)", round, held, s)
+		}
+	}
 }
 
 // TestFlushRacingShutdown: a Flush that waits for a handler which ignores

@@ -187,11 +187,13 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 // has it stored again after a wait. It returns as finishLocked does.
 func (p *Pool[T, K]) storeDeadLocked(l *lane[T, K], e entry[T], f Failure, more bool) (*lane[T, K], bool) {
 	p.mu.Unlock()
-	stored := p.giveUp(l.key, e, f)
+	r := p.giveUp(l.key, e, f)
 	p.mu.Lock()
 	switch {
-	case stored:
+	case r == stored:
 		return p.popLocked(l, e, &p.stats.DeadLettered, more), true
+	case r == unconfirmed:
+		p.popLocked(l, e, nil, false)
 	case p.stopped:
 		p.popLocked(l, e, &p.stats.Abandoned, false)
 	default:
@@ -212,7 +214,7 @@ func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
 	}
 }
 
-// popLocked removes l's head e, now fated (counted in *count), and
+// popLocked removes l's head e, now fated (counted by countLocked), and
 // releases the lane: to the caller if it holds more values and more is
 // set, to the ready queue if it holds more, to the free list otherwise.
 // It returns the lane if the caller goes on with it, nil otherwise.
@@ -220,9 +222,7 @@ func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bo
 	l.vals.Pop()
 	l.running, l.tries, l.dead = false, 0, nil
 	p.busy.remove(l)
-	p.stats.InFlight--
-	*count++
-	p.fateLocked(e.ord)
+	p.countLocked(e.ord, count)
 	switch {
 	case l.vals.Len() > 0 && more:
 		return l
@@ -279,10 +279,55 @@ func (p *Pool[T, K]) done(e entry[T]) {
 	}
 }
 
+// countLocked gives the value of order ord, counted in flight, its fate,
+// counted in *count; a nil count leaves it in flight, in unsure, until
+// its dead letter is known queued or dropped (see settleLocked).
+func (p *Pool[T, K]) countLocked(ord uint64, count *uint64) {
+	if count == nil {
+		p.unsure = append(p.unsure, ord)
+		p.settleLocked()
+		return
+	}
+	p.stats.InFlight--
+	*count++
+	p.fateLocked(ord)
+}
+
+// settleLocked, once dead has shut down, gives the values in unsure their
+// fate: as many as dead dropped at its Shutdown (every dead letter it
+// dropped was one of them: a confirmed one was queued already) are
+// abandoned, the others dead-lettered. A worker whose dead letter was
+// still unconfirmed when the Pool's Shutdown returned settles its own.
+func (p *Pool[T, K]) settleLocked() {
+	if !p.deadShut {
+		return
+	}
+	drops := p.dead.Stats().DroppedShutdown - p.dropsCounted
+	for _, ord := range p.unsure {
+		if drops > 0 {
+			drops--
+			p.dropsCounted++
+			p.countLocked(ord, &p.stats.Abandoned)
+		} else {
+			p.countLocked(ord, &p.stats.DeadLettered)
+		}
+	}
+	p.unsure = p.unsure[:0]
+}
+
+// storing is what became of a dead letter handed on.
+type storing int
+
+const (
+	notStored   storing = iota // not handed on: the caller tries again later
+	stored                     // kept by the source, or queued in DeadLetters
+	unconfirmed                // published to DeadLetters, not seen queued there (see unsure)
+)
+
 // giveUp hands a dead letter to the source, if it keeps them, or to the
-// Pool's dead-letter broadcaster, and reports whether it is stored. A
+// Pool's dead-letter broadcaster, and reports what became of it. A
 // failure to store it is logged; the caller tries again later.
-func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
+func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) storing {
 	if n, due := p.logDead.Add(time.Now(), 1); due {
 		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
 			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))
@@ -291,11 +336,11 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
 	if p.sink != nil && e.seq != 0 {
 		err := p.sink.DeadLetter(ctx, e.seq, f)
 		if err == nil {
-			return true
+			return stored
 		}
 		if !errors.Is(err, ErrNoDeadLetterSink) {
 			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
-			return false
+			return notStored
 		}
 	}
 	// One at a time: Flush waits for every value published before it, so
@@ -306,14 +351,18 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) bool {
 	case p.deadTurn <- struct{}{}:
 		defer func() { <-p.deadTurn }()
 	case <-ctx.Done():
-		return false
+		return notStored
 	}
 	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
-		return false
+		return notStored
 	}
-	// Stored once it is in the watcher's queue: a value published but
-	// still waiting for room there is lost when Shutdown runs out of time.
-	return p.dead.Flush(ctx) == nil
+	// Stored once it is in the watcher's queue. Published, it can no
+	// longer be withdrawn: if the Pool's Shutdown runs out of time first,
+	// dead's Shutdown queues it or drops it, and its count says which.
+	if p.dead.Flush(ctx) != nil {
+		return unconfirmed
+	}
+	return stored
 }
 
 // errorType names an error by its Go type: its text may quote the value.
