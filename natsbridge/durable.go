@@ -185,6 +185,10 @@ func (t *Topic[T]) durablesMade(ctx context.Context) (jetstream.KeyValue, bool, 
 	bucket := t.bucket
 	made := false
 	kv, err := t.js.KeyValue(ctx, bucket)
+	if err == nil && t.markOwed {
+		// This topic made it and failed to mark it: the mark is still owed.
+		made, err = true, t.markRemade(ctx, kv)
+	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = t.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      bucket,
@@ -200,6 +204,9 @@ func (t *Topic[T]) durablesMade(ctx context.Context) (jetstream.KeyValue, bool, 
 			made = true
 			err = t.markRemade(ctx, kv) // made again after a deletion, if positions existed
 		}
+	}
+	if made {
+		t.markOwed = err != nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("natsbridge: topic %q: durable records (key-value bucket %q): %w", t.name, bucket, err)

@@ -20,16 +20,19 @@ import (
 // deleted; it makes the bucket again if it is gone (see remakeBucket).
 func (k *keeper) read(ctx context.Context) (record, uint64, error) {
 	e, err := k.kv.Get(ctx, k.key)
-	if bucketGone(err) && k.remake != nil {
+	gone := bucketGone(err) && k.remake != nil
+	if gone {
 		if err = k.remakeBucket(ctx); err == nil {
 			e, err = k.kv.Get(ctx, k.key)
 		}
 	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		// Never written, or lost: deleted or purged (the bucket keeps a
-		// marker), or its bucket made again (see Topic.durables).
-		lost := false
-		if k.lost != nil {
+		// marker), or its bucket made again (see Topic.durables). A bucket
+		// this reader found gone lost it, whoever made it again: another
+		// process's mark may not be written yet.
+		lost, err := gone, error(nil)
+		if !gone && k.lost != nil {
 			lost, err = k.lost(ctx, k.key)
 		}
 		if err != nil {
@@ -109,25 +112,50 @@ func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key st
 }
 
 // markRemade leaves the mark of a bucket made again (remadeKey) in kv,
-// just made, if the topic's stream has durable consumers that delivered
+// just made, if a stream whose records it holds (the topic's, or every
+// partition's of a partitioned topic) has durable consumers that delivered
 // values: their records were in the bucket before. (A position bound for
 // the first time made its consumer before the bucket, and delivered
 // nothing yet; its delivered stream sequence starts at its From, less
-// one, so it is its count of deliveries that says.)
+// one, so it is its count of deliveries that says; a position handed over
+// cleanly has its count back at 0, and its record owes nobody a wait.)
 func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error {
-	list := t.stream.ListConsumers(ctx)
-	durables := false
+	streams := []jetstream.Stream{t.stream}
+	if len(t.bucketStreams) > 0 {
+		streams = streams[:0]
+		for _, name := range t.bucketStreams {
+			s, err := t.js.Stream(ctx, name)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				continue // a partition made after this one: nothing delivered
+			}
+			if err != nil {
+				return err
+			}
+			streams = append(streams, s)
+		}
+	}
+	for _, s := range streams {
+		delivered, err := deliveredDurables(ctx, s)
+		if err != nil {
+			return err
+		}
+		if delivered {
+			_, err := kv.Put(ctx, remadeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+			return err
+		}
+	}
+	return nil
+}
+
+// deliveredDurables reports whether stream s has a durable consumer that
+// delivered values since it was made or reset.
+func deliveredDurables(ctx context.Context, s jetstream.Stream) (bool, error) {
+	list := s.ListConsumers(ctx)
+	delivered := false
 	for info := range list.Info() { // read to its end: the lister's goroutine ends so
-		durables = durables || info.Config.Durable != "" && info.Delivered.Consumer > 0
+		delivered = delivered || info.Config.Durable != "" && info.Delivered.Consumer > 0
 	}
-	if err := list.Err(); err != nil {
-		return err
-	}
-	if !durables {
-		return nil
-	}
-	_, err := kv.Put(ctx, remadeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
-	return err
+	return delivered, list.Err()
 }
 
 // assumeLost makes a lost record (owned by lostOwner) the worst it may

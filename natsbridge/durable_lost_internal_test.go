@@ -41,3 +41,119 @@ func TestDurableRecordNotFoundIsLostOrNewOrAnError(t *testing.T) {
 		}
 	}
 }
+
+// goneKV is a bucket deleted: every request finds no stream.
+type goneKV struct{ jetstream.KeyValue }
+
+func (goneKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, jetstream.ErrBucketNotFound
+}
+
+// TestDurableRecordOfABucketFoundGoneIsLost: a reader that finds its
+// bucket gone, and another process made again before this one could (its
+// mark of a bucket made again not written yet), takes its record for lost:
+// taken for new, a record deleted with its bucket would count nothing as
+// redelivered and wait for no lease.
+func TestDurableRecordOfABucketFoundGoneIsLost(t *testing.T) {
+	k := newKeeper(goneKV{}, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer k.g.Stop()
+	k.remake = func(context.Context, jetstream.KeyValue) (jetstream.KeyValue, bool, error) {
+		return notFoundKV{}, false, nil // made by another process, unmarked yet
+	}
+	k.lost = func(context.Context, string) (bool, error) { return false, nil }
+	rec, _, err := k.read(context.Background())
+	if err != nil || rec.Owner != lostOwner {
+		t.Errorf("read %+v, %v; want the record lost (owner %q)", rec, err, lostOwner)
+	}
+}
+
+// noListStream is a stream whose consumers cannot be listed.
+type noListStream struct{ jetstream.Stream }
+
+func (noListStream) ListConsumers(context.Context) jetstream.ConsumerInfoLister { return noLister{} }
+
+type noLister struct{}
+
+func (noLister) Info() <-chan *jetstream.ConsumerInfo {
+	c := make(chan *jetstream.ConsumerInfo)
+	close(c)
+	return c
+}
+
+func (noLister) Err() error { return context.DeadlineExceeded }
+
+// TestDurableBucketMadeAgainIsMarkedAfterAFailedMark: a topic that makes
+// its deleted bucket again, and fails to mark it so (the stream's
+// consumers could not be listed), marks it at its next try, though the
+// bucket exists by then: unmarked, the record of a position whose reader
+// still held values would read as never written.
+func TestDurableBucketMadeAgainIsMarkedAfterAFailedMark(t *testing.T) {
+	ctx, topic := ordersTopic(t)
+	w, _ := servedReader(ctx, t, topic, 10, 5)
+	w.Stop() // its last value not done: its consumer keeps its deliveries
+	defer func() {
+		now, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = w.Shutdown(now) // handed over at once
+	}()
+	// Another process's topic: the watcher's keeper does not share it.
+	other, err := NewTopic(ctx, topic.js, "orders", JSON[int](), TopicOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Shutdown(ctx) }()
+	if err := topic.js.DeleteKeyValue(ctx, topic.bucket); err != nil {
+		t.Fatal(err)
+	}
+	stream := other.stream
+	other.stream = noListStream{stream}
+	if _, err := other.durables(ctx); err == nil {
+		t.Fatal("durables made the bucket and marked it without listing the consumers")
+	}
+	other.stream = stream
+	kv, err := other.durables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, remadeKey); err != nil {
+		t.Errorf("the bucket made again is not marked so at the next try: %v", err)
+	}
+}
+
+// TestDurableBucketOfPartitionsMadeAgainIsMarked: a partitioned topic's
+// partitions share one bucket of records; the one that makes it again
+// marks it so if another partition's durable consumer delivered values,
+// though its own stream has none.
+func TestDurableBucketOfPartitionsMadeAgainIsMarked(t *testing.T) {
+	ctx, topic := ordersTopic(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pt, err := NewPartitioned(ctx, topic.js, "parts", JSON[int](), func(v int) string { return "k" }, PartitionOptions{Partitions: 2, Topic: TopicOptions{Logger: quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pt.Shutdown(ctx) }()
+	p0 := pt.parts[0]
+	if err := publisher(t, p0, PublisherOptions{}).Publish(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	w, err := p0.Watch(ctx, WatchOptions{Durable: "d", From: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	defer func() { _ = w.Shutdown(now) }() // handed over at once
+	if _, err := w.Next(ctx); err != nil { // held: its consumer keeps its delivery
+		t.Fatal(err)
+	}
+	kv, err := topic.js.KeyValue(ctx, p0.bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pt.parts[1].markRemade(ctx, kv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, remadeKey); err != nil {
+		t.Errorf("partition 1 made the bucket again unmarked, partition 0's reader holding a value: %v", err)
+	}
+}

@@ -82,12 +82,16 @@ func NewPartitioned[T any](ctx context.Context, js jetstream.JetStream, name str
 		return nil, err
 	}
 	pt := &Partitioned[T]{name: name, key: key, js: js}
+	streams := make([]string, n)
+	for i := range n {
+		streams[i] = partitionStream(name, i)
+	}
 	for i := range n {
 		t := topicFor(js, name, c, o.Topic)
 		t.name = name + ".$p" + strconv.Itoa(i)
 		t.streamID = partitionStream(name, i)
 		t.shutErr = fmt.Errorf("natsbridge: partitioned topic %q is shut down (Shutdown); open it again with NewPartitioned: %w", name, ErrClosed)
-		t.bucket, t.keyPrefix = durablesBucket(streamOf(name)), "p"+strconv.Itoa(i)+"."
+		t.bucket, t.keyPrefix, t.bucketStreams = durablesBucket(streamOf(name)), "p"+strconv.Itoa(i)+".", streams
 		meta := map[string]string{metaTopic: name, metaPartition: strconv.Itoa(i), metaPartitions: strconv.Itoa(n)}
 		if t, err = openTopic(ctx, t, o.Topic, meta); err != nil {
 			_ = pt.Shutdown(context.Background())

@@ -61,11 +61,17 @@ type Topic[T any] struct {
 	poisoned atomic.Uint64
 	restarts atomic.Uint64
 
-	kvMu sync.Mutex         // guards kv
+	kvMu sync.Mutex         // guards kv and markOwed
 	kv   jetstream.KeyValue // the bucket of durable records, once a durable watcher needed it
+	// markOwed: this topic made the bucket and failed to mark it made
+	// again (see markRemade); the next call of durables marks it.
+	markOwed bool
 	// bucket names that bucket, and its keys begin with keyPrefix: a
 	// partition's durable records live in its partitioned topic's bucket.
 	bucket, keyPrefix string
+	// bucketStreams names the streams whose records the bucket holds, if
+	// not this topic's alone: every partition's of a partitioned topic.
+	bucketStreams []string
 }
 
 // owned is what a Topic ends in Shutdown: a Publisher, a Watcher or a
