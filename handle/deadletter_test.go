@@ -116,3 +116,47 @@ func TestDeadLettersFullWaits(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadLettersStoppedHoldsTheRest: dead letters given up after
+// DeadLetters was stopped go nowhere, so they are not counted
+// dead-lettered nor marked done: their keys wait, and Shutdown abandons
+// them, to be handed out again by a durable source. Counted dead-lettered
+// and marked done, they were lost without a trace.
+func TestDeadLettersStoppedHoldsTheRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newAckSource(false)
+		p := handle.New[job, int](src, byKey, func(context.Context, job) error {
+			return handle.Permanent(errors.New("no"))
+		}, handle.Options{Workers: 4, DeadLetterQueue: 1, Logger: quiet})
+		const n = 20
+		for i := range n {
+			src.in <- handle.Delivery[job]{Value: job{Key: i % 5, ID: i}, Seq: uint64(i + 1), Attempt: 1}
+		}
+		var read uint64
+		for range p.DeadLetters().All() {
+			if read++; read == 3 {
+				p.DeadLetters().Stop() // the queued ones are still read
+			}
+		}
+		synctest.Wait()
+		if s := p.Stats(); s.DeadLettered != read || int(s.Received-s.DeadLettered) != s.InFlight+s.Waiting+s.Backoff {
+			t.Errorf("DeadLetters stopped after %d read: Stats %+v, want %d dead-lettered and the rest held", read, s, read)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown = %v, want nil (the held dead letters wait to be stored again, in no handler)", err)
+		}
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.DeadLettered != read || s.Abandoned != s.Received-read {
+			t.Errorf("Stats %+v after Shutdown, want %d dead-lettered, the rest abandoned", s, read)
+		}
+		if done := uint64(len(src.doneSeqs())); done != read {
+			t.Errorf("%d values marked done, %d dead letters read", done, read)
+		}
+	})
+}

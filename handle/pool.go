@@ -59,7 +59,7 @@ type Pool[T any, K comparable] struct {
 	shutOnce sync.Once
 	shutErr  error
 
-	logPanic, logDead, logSlow, logMixed burst.Burst
+	logPanic, logDead, logSlow, logMixed, logStopped burst.Burst
 
 	floor wait.Counter // every value received before this order has its fate
 
@@ -81,16 +81,19 @@ type Pool[T any, K comparable] struct {
 	stopped   bool       // Shutdown began
 	readErr   error      // why reading ended
 	readEnded bool       // the reader has returned
-	// unsure holds the orders of values, counted in flight, whose dead
-	// letter was published to dead but not seen in DeadLetters' queue
-	// when the Pool's Shutdown ran out of time: dead's Shutdown places it
-	// there, or drops it for want of room. settleLocked counts them once
-	// it has (deadShut), from dead's count of drops (dropsCounted of which
-	// are counted already).
-	unsure       []uint64
-	deadShut     bool
-	dropsCounted uint64
+	// unsure holds the values, counted in flight, whose dead letter was
+	// published to dead but not seen in DeadLetters' queue when the
+	// Pool's Shutdown ran out of time: dead's Shutdown places it there,
+	// or drops it for want of room. settleLocked counts them once it has
+	// (deadShut).
+	unsure   []unsureLetter
+	deadShut bool
 }
+
+// unsureLetter is a value whose dead letter is unsure (see Pool.unsure):
+// its order, and how many dead letters DeadLetters had queued before it
+// was published.
+type unsureLetter struct{ ord, before uint64 }
 
 // entry is a value in the Pool: its receive order, its source's sequence,
 // and the attempts its source counted before this delivery.
@@ -181,12 +184,14 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 // it gives up on, with its key and why, unless its source keeps them (see
 // DeadLetterSink). It was registered when the Pool was made, so it misses
 // none. It is a Block watcher of Options.DeadLetterQueue values: a worker
-// that gives a value up waits for room, so read it. It closes once the
-// Pool has shut down and its last dead letter was read. A dead letter
-// still waiting for room when Shutdown runs out of time is counted
-// DeadLettered if it reaches the queue after all, Abandoned if it is
-// dropped; in either case its value is not marked done in an AckSource,
-// so a durable source hands it out again.
+// that gives a value up waits for room, so read it; do not Stop it: a
+// dead letter counts only once it is in the queue, and those given up
+// after a Stop wait, their keys held, until a Shutdown abandons them. It
+// closes once the Pool has shut down and its last dead letter was read. A
+// dead letter still waiting for room when Shutdown runs out of time is
+// counted DeadLettered if it reaches the queue after all, Abandoned if it
+// is dropped; in either case its value is not marked done in an
+// AckSource, so a durable source hands it out again.
 func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return p.deadW }
 
 // giveUpAtOnce dead-letters e, counted in flight, which no handler can
@@ -195,23 +200,23 @@ func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return
 func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
 	now := time.Now()
 	f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
-	r := p.giveUp(k, e, f)
+	r, before := p.giveUp(k, e, f)
 	for try := 1; r == notStored && p.pause(try); try++ {
-		r = p.giveUp(k, e, f)
+		r, before = p.giveUp(k, e, f)
+	}
+	if r == stored {
+		p.done(e) // before it is counted: a Flush that returns has told the source
 	}
 	p.mu.Lock()
 	switch r {
 	case stored:
 		p.countLocked(e.ord, &p.stats.DeadLettered)
 	case unconfirmed:
-		p.countLocked(e.ord, nil)
+		p.unsureLocked(e.ord, before)
 	default:
 		p.countLocked(e.ord, &p.stats.Abandoned)
 	}
 	p.mu.Unlock()
-	if r == stored {
-		p.done(e)
-	}
 }
 
 // laneLocked returns the lane of key k, made if it has none: a new lane

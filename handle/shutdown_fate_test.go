@@ -92,6 +92,42 @@ func TestShutdownKeepsTheDeadLettersItCounted(t *testing.T) {
 	})
 }
 
+// TestShutdownMarksDoneOnlyPoisonKept: values the source could not
+// decode, dead-lettered by the reader, are marked done only if their dead
+// letter is kept: with the dead-letter queue full and nobody reading it,
+// the one waiting for room when Shutdown's ctx ends is dropped, counted
+// abandoned, and not marked done, so that a durable source hands it out
+// again.
+func TestShutdownMarksDoneOnlyPoisonKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newAckSource(false)
+		p := handle.New[job, int](src, byKey, func(context.Context, job) error { return nil },
+			handle.Options{Workers: 1, DeadLetterQueue: 1, Logger: quiet})
+		for i := range 3 {
+			src.in <- handle.Delivery[job]{Err: errors.New("undecodable"), Seq: uint64(i + 1), Attempt: 1}
+		}
+		synctest.Wait() // one dead letter queued, the reader waiting for room for the next
+		now, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = p.Shutdown(now)
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		var read uint64
+		for range p.DeadLetters().All() {
+			read++
+		}
+		if read != s.DeadLettered || read != 1 {
+			t.Errorf("DeadLetters gave %d dead letters, Stats counts %d DeadLettered; want 1 and 1 (%+v)", read, s.DeadLettered, s)
+		}
+		if done := src.doneSeqs(); len(done) != 1 || done[0] != 1 {
+			t.Errorf("marked done %v, want [1]: only the dead letter kept", done)
+		}
+	})
+}
+
 // TestShutdownCountsADeadLetterAsDeadLettersGetsIt: a dead letter
 // published to DeadLetters but not yet in its queue when Shutdown runs out
 // of time is counted dead-lettered if it reaches the queue after all (a
@@ -106,8 +142,10 @@ func TestShutdownCountsADeadLetterAsDeadLettersGetsIt(t *testing.T) {
 		p := handle.New(w, byKey, func(context.Context, job) error { return handle.ErrPermanent },
 			handle.Options{Workers: 4, QueueLength: 20, DeadLetterQueue: 1, Logger: quiet})
 		publish(t, b, jobs(50, 10))
-		for p.Stats().InFlight < 4 { // one dead letter queued, the others waiting for room
-			runtime.Gosched()
+		for deadline := time.Now().Add(10 * time.Second); p.Stats().InFlight < 4; runtime.Gosched() {
+			if time.Now().After(deadline) { // one dead letter queued, the others waiting for room
+				t.Fatalf("round %d: 4 workers not dead-lettering after 10 s: %+v", round, p.Stats())
+			}
 		}
 		var read atomic.Uint64
 		start := make(chan struct{})

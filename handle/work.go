@@ -33,20 +33,14 @@ func (p *Pool[T, K]) work() {
 		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
 	)
 	for {
+		if l != nil && err == nil {
+			// Handled: marked done in its source before it is counted, so
+			// that a Flush that returns has told the source.
+			p.done(e)
+		}
 		p.mu.Lock()
 		if l != nil {
-			var final bool
-			if l, final = p.finishLocked(l, e, err, run < maxRun); final && p.acks != nil {
-				// Marked done before anything else: the source may wait
-				// for it to acknowledge, or to hand its position over.
-				p.mu.Unlock()
-				p.done(e)
-				p.mu.Lock()
-				if p.stopped {
-					l = nil // Shutdown abandoned the values behind e meanwhile
-				}
-			}
-			if l == nil {
+			if l = p.finishLocked(l, e, err, run < maxRun); l == nil {
 				run = 0
 			}
 		}
@@ -150,17 +144,17 @@ func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
 }
 
 // finishLocked gives the head e of lane l its fate after an attempt that
-// returned err: handled, a retry after a wait, or a dead letter (stored
-// with the lock released). It returns the lane the worker goes on with
-// (l again, if it holds more values and more allows it), and reports
-// whether e's fate is final, to be marked done in its source.
-func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) (*lane[T, K], bool) {
+// returned err: handled (marked done already), a retry after a wait, or a
+// dead letter (stored, and marked done, with the lock released). It
+// returns the lane the worker goes on with: l again, if it holds more
+// values and more allows it.
+func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) *lane[T, K] {
 	var f Failure
 	if l.dead != nil { // its dead letter, stored again
 		f, l.dead = *l.dead, nil
 		if p.stopped {
 			p.popLocked(l, e, &p.stats.Abandoned, false)
-			return nil, false
+			return nil
 		}
 		return p.storeDeadLocked(l, e, f, more)
 	}
@@ -170,13 +164,13 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 	attempts := e.before + l.tries
 	switch {
 	case err == nil:
-		return p.popLocked(l, e, &p.stats.Handled, more), true
+		return p.popLocked(l, e, &p.stats.Handled, more)
 	case p.stopped:
 		p.popLocked(l, e, &p.stats.Abandoned, false)
-		return nil, false
+		return nil
 	case !errors.Is(err, ErrPermanent) && attempts < p.o.MaxAttempts:
 		p.waitRetryLocked(l)
-		return nil, false
+		return nil
 	}
 	f = Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
 	return p.storeDeadLocked(l, e, f, more)
@@ -185,22 +179,26 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 // storeDeadLocked gives up on the head e of lane l, failed as f: it
 // stores its dead letter (with the lock released), or, if that fails,
 // has it stored again after a wait. It returns as finishLocked does.
-func (p *Pool[T, K]) storeDeadLocked(l *lane[T, K], e entry[T], f Failure, more bool) (*lane[T, K], bool) {
+func (p *Pool[T, K]) storeDeadLocked(l *lane[T, K], e entry[T], f Failure, more bool) *lane[T, K] {
 	p.mu.Unlock()
-	r := p.giveUp(l.key, e, f)
+	r, before := p.giveUp(l.key, e, f)
+	if r == stored {
+		p.done(e) // before it is counted, as a handled value
+	}
 	p.mu.Lock()
 	switch {
 	case r == stored:
-		return p.popLocked(l, e, &p.stats.DeadLettered, more), true
+		return p.popLocked(l, e, &p.stats.DeadLettered, more)
 	case r == unconfirmed:
 		p.popLocked(l, e, nil, false)
+		p.unsureLocked(e.ord, before)
 	case p.stopped:
 		p.popLocked(l, e, &p.stats.Abandoned, false)
 	default:
 		l.dead = &f // stored again after a wait; not handled again
 		p.waitRetryLocked(l)
 	}
-	return nil, false
+	return nil
 }
 
 // waitRetryLocked makes l's head, just failed, wait out its retry.
@@ -280,12 +278,9 @@ func (p *Pool[T, K]) done(e entry[T]) {
 }
 
 // countLocked gives the value of order ord, counted in flight, its fate,
-// counted in *count; a nil count leaves it in flight, in unsure, until
-// its dead letter is known queued or dropped (see settleLocked).
+// counted in *count; a nil count leaves it in flight, for unsureLocked.
 func (p *Pool[T, K]) countLocked(ord uint64, count *uint64) {
 	if count == nil {
-		p.unsure = append(p.unsure, ord)
-		p.settleLocked()
 		return
 	}
 	p.stats.InFlight--
@@ -293,23 +288,31 @@ func (p *Pool[T, K]) countLocked(ord uint64, count *uint64) {
 	p.fateLocked(ord)
 }
 
+// unsureLocked keeps the value of order ord, counted in flight, in unsure
+// until its dead letter, published after DeadLetters had queued before,
+// is known queued or dropped.
+func (p *Pool[T, K]) unsureLocked(ord, before uint64) {
+	p.unsure = append(p.unsure, unsureLetter{ord, before})
+	p.settleLocked()
+}
+
 // settleLocked, once dead has shut down, gives the values in unsure their
-// fate: as many as dead dropped at its Shutdown (every dead letter it
-// dropped was one of them: a confirmed one was queued already) are
-// abandoned, the others dead-lettered. A worker whose dead letter was
-// still unconfirmed when the Pool's Shutdown returned settles its own.
+// fate from what DeadLetters queued: dead-lettered if their letter is in
+// its queue, abandoned if not (dropped, or the watcher was stopped). There
+// is at most one: a letter is unsure only once Shutdown ran out of time,
+// and from then on no Publish succeeds; so it is the last one published,
+// queued if DeadLetters queued more than before it. A worker whose letter
+// was still unsure when the Pool's Shutdown returned settles its own.
 func (p *Pool[T, K]) settleLocked() {
 	if !p.deadShut {
 		return
 	}
-	drops := p.dead.Stats().DroppedShutdown - p.dropsCounted
-	for _, ord := range p.unsure {
-		if drops > 0 {
-			drops--
-			p.dropsCounted++
-			p.countLocked(ord, &p.stats.Abandoned)
+	queued := p.deadW.Delivered()
+	for _, u := range p.unsure {
+		if queued > u.before {
+			p.countLocked(u.ord, &p.stats.DeadLettered)
 		} else {
-			p.countLocked(ord, &p.stats.DeadLettered)
+			p.countLocked(u.ord, &p.stats.Abandoned)
 		}
 	}
 	p.unsure = p.unsure[:0]
@@ -325,9 +328,10 @@ const (
 )
 
 // giveUp hands a dead letter to the source, if it keeps them, or to the
-// Pool's dead-letter broadcaster, and reports what became of it. A
-// failure to store it is logged; the caller tries again later.
-func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) storing {
+// Pool's dead-letter broadcaster, and reports what became of it, and, for
+// an unconfirmed one, how many dead letters DeadLetters had queued before
+// it. A failure to store it is logged; the caller tries again later.
+func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) (storing, uint64) {
 	if n, due := p.logDead.Add(time.Now(), 1); due {
 		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
 			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))
@@ -336,11 +340,11 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) storing {
 	if p.sink != nil && e.seq != 0 {
 		err := p.sink.DeadLetter(ctx, e.seq, f)
 		if err == nil {
-			return stored
+			return stored, 0
 		}
 		if !errors.Is(err, ErrNoDeadLetterSink) {
 			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
-			return notStored
+			return notStored, 0
 		}
 	}
 	// One at a time: Flush waits for every value published before it, so
@@ -351,18 +355,26 @@ func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) storing {
 	case p.deadTurn <- struct{}{}:
 		defer func() { <-p.deadTurn }()
 	case <-ctx.Done():
-		return notStored
+		return notStored, 0
 	}
+	before := p.deadW.Delivered()
 	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
-		return notStored
+		return notStored, 0
 	}
 	// Stored once it is in the watcher's queue. Published, it can no
 	// longer be withdrawn: if the Pool's Shutdown runs out of time first,
-	// dead's Shutdown queues it or drops it, and its count says which.
+	// dead's Shutdown queues it or drops it (see settleLocked).
 	if p.dead.Flush(ctx) != nil {
-		return unconfirmed
+		return unconfirmed, before
 	}
-	return stored
+	if p.deadW.Delivered() == before { // DeadLetters was stopped: it went nowhere
+		if n, due := p.logStopped.Add(time.Now(), 1); due {
+			p.o.Logger.Warn("handle: dead letter not stored: Pool.DeadLetters was stopped; its key waits until Shutdown",
+				slog.Uint64("seq", e.seq), slog.Uint64("count", n))
+		}
+		return notStored, 0
+	}
+	return stored, 0
 }
 
 // errorType names an error by its Go type: its text may quote the value.

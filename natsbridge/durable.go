@@ -129,7 +129,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	if ttl := info.Config.PinnedTTL; ttl > 0 {
 		takeover = ttl // the position's, set when it was made
 	}
-	kv, err := t.durables(ctx)
+	kv, created, err := t.durablesAt(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -137,7 +137,7 @@ func (t *Topic[T]) bindDurable(ctx context.Context, o WatchOptions) (uint64, *du
 	d.keep = newKeeper(kv, t.keyPrefix+o.Durable, t.js.Conn(), t.nextSubject(o.Durable), takeover, d.acks, newLimitedLog(t.log.With(slog.String("durable", o.Durable))))
 	d.keep.unpin = func(ctx context.Context, pin string) error { return t.unpinIf(ctx, o.Durable, pin) }
 	d.keep.remake = t.remakeDurables
-	d.keep.lost = func(ctx context.Context, key string) (bool, error) { return t.recordLost(ctx, d.keep.kv, key) }
+	d.keep.lost = func(ctx context.Context, key string) (bool, error) { return t.recordLost(ctx, d.keep.kv, key, created) }
 	return info.AckFloor.Stream + 1, d, nil
 }
 
@@ -170,26 +170,24 @@ func durablesBucket(stream string) string { return "herald_" + stream }
 // durables returns the topic's bucket of durable records (see keeper),
 // creating it, with the stream's replicas, if it is missing.
 func (t *Topic[T]) durables(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, _, err := t.durablesMade(ctx)
+	kv, _, err := t.durablesAt(ctx)
 	return kv, err
 }
 
-// durablesMade is durables, and reports whether this call made the
-// bucket.
-func (t *Topic[T]) durablesMade(ctx context.Context) (jetstream.KeyValue, bool, error) {
+// durablesAt is durables, and returns when the bucket was made, as its
+// stream says: a bucket made again since is another (see recordLost).
+func (t *Topic[T]) durablesAt(ctx context.Context) (jetstream.KeyValue, time.Time, error) {
 	t.kvMu.Lock()
 	defer t.kvMu.Unlock()
 	if t.kv != nil {
-		return t.kv, false, nil
+		return t.kv, t.kvCreated, nil
 	}
 	bucket := t.bucket
-	made := false
 	kv, err := t.js.KeyValue(ctx, bucket)
+	made := false
 	if err == nil && t.markOwed {
-		// This topic made it and failed to mark it: the mark is still owed.
-		made, err = true, t.markRemade(ctx, kv)
-	}
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		made = true // by this topic, which failed to mark it: the mark is still owed
+	} else if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = t.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      bucket,
 			Description: "herald durable positions of topic " + t.name,
@@ -197,34 +195,44 @@ func (t *Topic[T]) durablesMade(ctx context.Context) (jetstream.KeyValue, bool, 
 			Storage:     jetstream.FileStorage,
 			Replicas:    max(t.stream.CachedInfo().Config.Replicas, 1),
 		})
-		switch {
-		case errors.Is(err, jetstream.ErrBucketExists):
+		made = err == nil
+		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = t.js.KeyValue(ctx, bucket) // made meanwhile, by another process
-		case err == nil:
-			made = true
-			err = t.markRemade(ctx, kv) // made again after a deletion, if positions existed
 		}
 	}
 	if made {
+		// Made again after a deletion, if positions existed.
+		var marked bool
+		marked, err = t.markRemade(ctx, kv)
 		t.markOwed = err != nil
+		if marked {
+			t.log.Warn("natsbridge: the bucket of durable records was gone (deleted by hand?): made again, the records count as lost", slog.String("bucket", bucket))
+		}
+	}
+	var created time.Time
+	if err == nil {
+		var s jetstream.Stream
+		if s, err = t.js.Stream(ctx, "KV_"+bucket); err == nil {
+			created = s.CachedInfo().Created
+		}
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("natsbridge: topic %q: durable records (key-value bucket %q): %w", t.name, bucket, err)
+		return nil, time.Time{}, fmt.Errorf("natsbridge: topic %q: durable records (key-value bucket %q): %w", t.name, bucket, err)
 	}
-	t.kv = kv
-	return kv, made, nil
+	t.kv, t.kvCreated = kv, created
+	return kv, created, nil
 }
 
 // remakeDurables returns the topic's bucket of durable records, made
 // again if it is gone (deleted by hand): stale is the handle that found
-// it gone. It reports whether it made it.
-func (t *Topic[T]) remakeDurables(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, bool, error) {
+// it gone.
+func (t *Topic[T]) remakeDurables(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, error) {
 	t.kvMu.Lock()
 	if t.kv == stale {
 		t.kv = nil
 	}
 	t.kvMu.Unlock()
-	return t.durablesMade(ctx)
+	return t.durables(ctx)
 }
 
 // Delete deletes the topic from the server: its stream, and the

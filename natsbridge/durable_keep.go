@@ -90,9 +90,8 @@ type keeper struct {
 	// out gives its turn up so (see Topic.unpinIf).
 	unpin func(ctx context.Context, pin string) error
 	// remake returns the bucket of records made again if it is gone (see
-	// remakeBucket), and whether it made it; stale is the handle that
-	// failed.
-	remake func(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, bool, error)
+	// remakeBucket); stale is the handle that failed.
+	remake func(ctx context.Context, stale jetstream.KeyValue) (jetstream.KeyValue, error)
 	// lost reports whether the record at key, not found, was lost (see
 	// Topic.recordLost).
 	lost func(ctx context.Context, key string) (bool, error)

@@ -20,19 +20,16 @@ import (
 // deleted; it makes the bucket again if it is gone (see remakeBucket).
 func (k *keeper) read(ctx context.Context) (record, uint64, error) {
 	e, err := k.kv.Get(ctx, k.key)
-	gone := bucketGone(err) && k.remake != nil
-	if gone {
+	if bucketGone(err) && k.remake != nil {
 		if err = k.remakeBucket(ctx); err == nil {
 			e, err = k.kv.Get(ctx, k.key)
 		}
 	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		// Never written, or lost: deleted or purged (the bucket keeps a
-		// marker), or its bucket made again (see Topic.durables). A bucket
-		// this reader found gone lost it, whoever made it again: another
-		// process's mark may not be written yet.
-		lost, err := gone, error(nil)
-		if !gone && k.lost != nil {
+		// marker), or its bucket made again (see Topic.recordLost).
+		lost := false
+		if k.lost != nil {
 			lost, err = k.lost(ctx, k.key)
 		}
 		if err != nil {
@@ -71,14 +68,11 @@ func bucketGone(err error) bool {
 // reader takes a position over next, this one or another, takes its
 // record for lost (see activate).
 func (k *keeper) remakeBucket(ctx context.Context) error {
-	kv, made, err := k.remake(ctx, k.kv)
+	kv, err := k.remake(ctx, k.kv)
 	if err != nil {
 		return err
 	}
 	k.kv = kv
-	if made {
-		k.log.warn("natsbridge: the bucket of durable records was gone (deleted by hand?): made again, the records lost")
-	}
 	return nil
 }
 
@@ -89,8 +83,10 @@ const remadeKey = "herald.remade"
 
 // recordLost reports whether the record at key in the topic's bucket was
 // lost: the bucket holds a deletion or purge of it as its last entry, or
-// the mark of a bucket made again (see durables).
-func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key string) (bool, error) {
+// the mark of a bucket made again (see durables), or it is not the bucket
+// made at created, that the reader began with (made again since, by
+// whichever process: its mark may not be written yet).
+func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key string, created time.Time) (bool, error) {
 	if _, err := kv.Get(ctx, remadeKey); err == nil {
 		return true, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -99,6 +95,9 @@ func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key st
 	s, err := t.js.Stream(ctx, "KV_"+t.bucket)
 	if err != nil {
 		return false, err
+	}
+	if !s.CachedInfo().Created.Equal(created) {
+		return true, nil
 	}
 	m, err := s.GetLastMsgForSubject(ctx, "$KV."+t.bucket+"."+key)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -119,7 +118,7 @@ func (t *Topic[T]) recordLost(ctx context.Context, kv jetstream.KeyValue, key st
 // nothing yet; its delivered stream sequence starts at its From, less
 // one, so it is its count of deliveries that says; a position handed over
 // cleanly has its count back at 0, and its record owes nobody a wait.)
-func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error {
+func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) (marked bool, err error) {
 	streams := []jetstream.Stream{t.stream}
 	if len(t.bucketStreams) > 0 {
 		streams = streams[:0]
@@ -129,7 +128,7 @@ func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error 
 				continue // a partition made after this one: nothing delivered
 			}
 			if err != nil {
-				return err
+				return false, err
 			}
 			streams = append(streams, s)
 		}
@@ -137,14 +136,14 @@ func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) error 
 	for _, s := range streams {
 		delivered, err := deliveredDurables(ctx, s)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if delivered {
 			_, err := kv.Put(ctx, remadeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
-			return err
+			return err == nil, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // deliveredDurables reports whether stream s has a durable consumer that

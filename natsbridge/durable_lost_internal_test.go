@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -42,28 +43,50 @@ func TestDurableRecordNotFoundIsLostOrNewOrAnError(t *testing.T) {
 	}
 }
 
-// goneKV is a bucket deleted: every request finds no stream.
-type goneKV struct{ jetstream.KeyValue }
-
-func (goneKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
-	return nil, jetstream.ErrBucketNotFound
+// blipKV is a bucket whose first answer is lost: no responders, as while
+// JetStream recovers after a reconnect.
+type blipKV struct {
+	jetstream.KeyValue
+	blipped bool
 }
 
-// TestDurableRecordOfABucketFoundGoneIsLost: a reader that finds its
-// bucket gone, and another process made again before this one could (its
-// mark of a bucket made again not written yet), takes its record for lost:
-// taken for new, a record deleted with its bucket would count nothing as
-// redelivered and wait for no lease.
-func TestDurableRecordOfABucketFoundGoneIsLost(t *testing.T) {
-	k := newKeeper(goneKV{}, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	defer k.g.Stop()
-	k.remake = func(context.Context, jetstream.KeyValue) (jetstream.KeyValue, bool, error) {
-		return notFoundKV{}, false, nil // made by another process, unmarked yet
+func (b *blipKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if !b.blipped {
+		b.blipped = true
+		return nil, nats.ErrNoResponders
 	}
-	k.lost = func(context.Context, string) (bool, error) { return false, nil }
-	rec, _, err := k.read(context.Background())
+	return b.KeyValue.Get(ctx, key)
+}
+
+// TestDurableRecordOfABucketMadeAgainIsLost: a record not found in a
+// bucket made again since its reader began (by hand, or by another
+// process whose mark is not written yet) is lost, where the same answer
+// from the bucket the reader began with, after an answer lost on the way,
+// is a record never written.
+func TestDurableRecordOfABucketMadeAgainIsLost(t *testing.T) {
+	ctx, topic := ordersTopic(t)
+	_, d, err := topic.bindDurable(ctx, WatchOptions{Durable: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.keep.stop()
+	k := d.keep
+
+	k.kv = &blipKV{KeyValue: k.kv}
+	rec, _, err := k.read(ctx)
+	if err != nil || rec.Owner != "" {
+		t.Errorf("after an answer lost, read %+v, %v; want a record never written", rec, err)
+	}
+
+	if err := topic.js.DeleteKeyValue(ctx, topic.bucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topic.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: topic.bucket}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err = k.read(ctx)
 	if err != nil || rec.Owner != lostOwner {
-		t.Errorf("read %+v, %v; want the record lost (owner %q)", rec, err, lostOwner)
+		t.Errorf("in a bucket made again, unmarked, read %+v, %v; want the record lost (owner %q)", rec, err, lostOwner)
 	}
 }
 
@@ -150,7 +173,7 @@ func TestDurableBucketOfPartitionsMadeAgainIsMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pt.parts[1].markRemade(ctx, kv); err != nil {
+	if _, err := pt.parts[1].markRemade(ctx, kv); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kv.Get(ctx, remadeKey); err != nil {

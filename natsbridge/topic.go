@@ -61,8 +61,10 @@ type Topic[T any] struct {
 	poisoned atomic.Uint64
 	restarts atomic.Uint64
 
-	kvMu sync.Mutex         // guards kv and markOwed
+	kvMu sync.Mutex         // guards kv, kvCreated and markOwed
 	kv   jetstream.KeyValue // the bucket of durable records, once a durable watcher needed it
+	// kvCreated is when kv's bucket was made, as its stream says.
+	kvCreated time.Time
 	// markOwed: this topic made the bucket and failed to mark it made
 	// again (see markRemade); the next call of durables marks it.
 	markOwed bool
