@@ -160,3 +160,33 @@ func TestDeadLettersStoppedHoldsTheRest(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadLettersStoppedPoisonEndsAtShutdown: a value its source could not
+// decode, given up by the reader after DeadLetters was stopped, holds the
+// reading until Shutdown, which abandons it at once (not marked done)
+// rather than waiting out its ctx for a reader that retries for ever.
+func TestDeadLettersStoppedPoisonEndsAtShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newAckSource(false)
+		p := handle.New[job, int](src, byKey, func(context.Context, job) error { return nil },
+			handle.Options{Logger: quiet})
+		p.DeadLetters().Stop()
+		src.in <- handle.Delivery[job]{Err: errors.New("undecodable"), Seq: 1, Attempt: 1}
+		src.in <- handle.Delivery[job]{Value: job{Key: 1, ID: 2}, Seq: 2, Attempt: 1}
+		synctest.Wait()
+		if s := p.Stats(); s.Received != 1 || s.InFlight != 1 {
+			t.Errorf("Stats %+v, want the poison value received and held, the next one not read", s)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil || time.Since(start) > time.Minute {
+			t.Errorf("Shutdown = %v after %v, want nil at once", err, time.Since(start))
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.Abandoned != 1 || s.DeadLettered != 0 || len(src.doneSeqs()) != 0 {
+			t.Errorf("Stats %+v, marked done %v; want the poison value abandoned, not done", s, src.doneSeqs())
+		}
+	})
+}

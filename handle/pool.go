@@ -186,7 +186,8 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 // none. It is a Block watcher of Options.DeadLetterQueue values: a worker
 // that gives a value up waits for room, so read it; do not Stop it: a
 // dead letter counts only once it is in the queue, and those given up
-// after a Stop wait, their keys held, until a Shutdown abandons them. It
+// after a Stop wait, their keys held (and the reading, for a value its
+// source could not decode), until a Shutdown abandons them. It
 // closes once the Pool has shut down and its last dead letter was read. A
 // dead letter still waiting for room when Shutdown runs out of time is
 // counted DeadLettered if it reaches the queue after all, Abandoned if it

@@ -11,8 +11,10 @@ import (
 // Flush returns once every value the Pool received before the call, and
 // every value its source held then (a broadcast.Watcher's or
 // natsbridge.Watcher's queue: see their Backlog), has its fate: handled,
-// dead-lettered (stored), or abandoned by a Shutdown; an AckSource was
-// told Done of those handled or dead-lettered before Flush returns. Values published to
+// dead-lettered (stored), or abandoned by a Shutdown. An AckSource was
+// told Done of those handled or dead-lettered before Flush returns (but
+// for a dead letter that reached DeadLetters only as Shutdown ran out of
+// time: see DeadLetters). Values published to
 // a broadcaster and not yet in its watchers' queues are not held yet: call
 // the broadcaster's Flush first. With a source that drops values from its
 // queue (broadcast.DropOldest) Flush may wait for a value dropped: use a

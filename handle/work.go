@@ -385,15 +385,16 @@ func errorType(err error) string {
 	return fmt.Sprintf("%T", err)
 }
 
-// pause waits before the next of tries to store a dead letter, and
-// reports false if the Pool's Shutdown ran out of time meanwhile.
+// pause waits before the reader's next of tries to store a dead letter,
+// and reports false once the Pool's Shutdown has begun: the reader holds
+// no handler to wait for, and every value behind it waits for it.
 func (p *Pool[T, K]) pause(try int) bool {
 	t := time.NewTimer(p.backoff(try))
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-p.g.Aborting().Done():
+	case <-p.g.Stopping().Done():
 		return false
 	}
 }

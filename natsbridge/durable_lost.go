@@ -146,15 +146,22 @@ func (t *Topic[T]) markRemade(ctx context.Context, kv jetstream.KeyValue) (marke
 	return false, nil
 }
 
-// deliveredDurables reports whether stream s has a durable consumer that
-// delivered values since it was made or reset.
+// deliveredDurables reports whether stream s has a durable position's
+// consumer (see durablePosition) that delivered values since it was made
+// or reset.
 func deliveredDurables(ctx context.Context, s jetstream.Stream) (bool, error) {
 	list := s.ListConsumers(ctx)
 	delivered := false
 	for info := range list.Info() { // read to its end: the lister's goroutine ends so
-		delivered = delivered || info.Config.Durable != "" && info.Delivered.Consumer > 0
+		delivered = delivered || durablePosition(info.Config) && info.Delivered.Consumer > 0
 	}
 	return delivered, list.Err()
+}
+
+// durablePosition reports whether c is the configuration of a durable
+// watcher's consumer (see Topic.durableConfig), not another's.
+func durablePosition(c jetstream.ConsumerConfig) bool {
+	return c.Durable != "" && c.PriorityPolicy == jetstream.PriorityPolicyPinned && c.AckPolicy == jetstream.AckAllPolicy
 }
 
 // assumeLost makes a lost record (owned by lostOwner) the worst it may

@@ -180,3 +180,35 @@ func TestDurableBucketOfPartitionsMadeAgainIsMarked(t *testing.T) {
 		t.Errorf("partition 1 made the bucket again unmarked, partition 0's reader holding a value: %v", err)
 	}
 }
+
+// TestDurableBucketMadeFirstIsNotMarkedForOtherConsumers: a bucket made
+// for the first time on a stream whose only consumer with deliveries is
+// not a durable watcher's (an application's own) is not marked made
+// again: marked, every new position's first reader would wait a takeover
+// time and count its first values redelivered.
+func TestDurableBucketMadeFirstIsNotMarkedForOtherConsumers(t *testing.T) {
+	ctx, topic := ordersTopic(t)
+	if err := publisher(t, topic, PublisherOptions{}).Publish(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c, err := topic.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "audit", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := c.Fetch(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range msgs.Messages() {
+		if err := m.Ack(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := topic.durables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, remadeKey); err == nil {
+		t.Error("a bucket made for the first time is marked made again: another consumer of the stream delivered values")
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/heraldgo/herald/handle"
 	"github.com/heraldgo/herald/natsbridge"
 	"github.com/heraldgo/herald/natsbridge/embedded"
@@ -182,14 +184,15 @@ func analyse(recs []handOut, from, end time.Time) overlapReport {
 // TestDurableRecordLostWhileReading: two readers of one durable position
 // (a Topic and a connection each), a publisher flowing, handlers of ~1ms
 // on 4 workers each; the position's record is lost while they read (by
-// hand): its bucket deleted, or its key purged, or deleted. No value in
+// hand): its bucket deleted (and made again by hand, without herald's
+// mark), or its key purged, or deleted. No value in
 // the hands of both readers at once, no interleaved hand-outs, every
 // value handled, no pause in hand-outs longer than three takeover times
 // (the bucket is made again), values begun twice no more than
 // Redelivered (the next reader counts all the consumer delivered), and
 // the loss surfaced (a log line, Err, or a counter).
 func TestDurableRecordLostWhileReading(t *testing.T) {
-	for _, how := range []string{"bucket-deleted", "key-purged", "key-deleted"} {
+	for _, how := range []string{"bucket-deleted", "bucket-made-by-hand", "key-purged", "key-deleted"} {
 		t.Run(how, func(t *testing.T) { recordLost(t, how) })
 	}
 }
@@ -241,6 +244,10 @@ func recordLost(t *testing.T, how string) {
 	switch how {
 	case "bucket-deleted":
 		err = jsA.DeleteKeyValue(ctx, "herald_"+ta.Stream())
+	case "bucket-made-by-hand": // deleted and made again at once, without herald's mark
+		if err = jsA.DeleteKeyValue(ctx, "herald_"+ta.Stream()); err == nil {
+			_, err = jsA.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herald_" + ta.Stream()})
+		}
 	case "key-purged":
 		err = kv.Purge(ctx, "d")
 	case "key-deleted":
