@@ -304,28 +304,12 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 	} else {
 		k.fenceLocked("taken over by another reader")
 	}
-	// Asked afresh: ctx ends at the fence point, which a slow read (the
-	// bucket made again) may have reached.
-	pctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
-	defer cancel()
-	p := k.pin.Load()
-	if p == nil || *p == "" {
-		return
-	}
-	switch mine, err := pingPin(pctx, k.nc, k.next, *p); {
-	case err != nil:
-		// No answer: the next lease check unpins the consumer, if it
-		// still pins this reader. Left pinned, a position whose record
-		// nobody else wrote would wait for the ack wait, an hour.
-		k.turnGivenUpLocked()
-	case mine:
+	if k.ping(ctx) {
 		// The server still pins this reader: no reader took the position
 		// over, the record was written otherwise (by hand, a restore).
 		// Give the turn up, so that a reader, this one or another, takes
 		// the record over.
 		k.giveTurnUpLocked(true)
-	default:
-		k.setPin("")
 	}
 }
 
