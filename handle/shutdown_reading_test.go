@@ -24,6 +24,9 @@ func TestShutdownWhileReadingLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		publish(t, b, jobs(n, 50))
+		if err := b.Flush(context.Background()); err != nil { // all n in the watcher's queue
+			t.Fatal(err)
+		}
 		key := func(j job) int {
 			if j.ID%13 == 5 {
 				panic("no key")
