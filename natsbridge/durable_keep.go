@@ -200,7 +200,7 @@ func (k *keeper) run() {
 				k.mu.Lock()
 				ctx, cancel := k.callCtxLocked()
 				k.mu.Unlock()
-				k.ping(ctx)
+				_, _ = k.ping(ctx) // renews the pin, or learns it is another's
 				cancel()
 			}
 			k.lease(time.Now()) // not the tick's: a call above may have taken a while
@@ -214,21 +214,20 @@ func (k *keeper) run() {
 func (k *keeper) setPin(pin string) { k.pin.Store(&pin) }
 
 // ping renews this reader's pin with a pull request that can take no
-// message, and reports whether the server pins this reader (false also
-// if it could not tell). An answer that the pin is not this reader's makes
-// the reader stand by... the feed learns it from the next message or its
-// idle check.
-func (k *keeper) ping(ctx context.Context) bool {
+// message, and reports whether the server pins this reader (false, with
+// no error, when it holds no pin), or the error if the server did not
+// answer. An answer that the pin is not this reader's makes the reader
+// stand by... the feed learns it from the next message or its idle check.
+func (k *keeper) ping(ctx context.Context) (bool, error) {
 	p := k.pin.Load()
 	if p == nil || *p == "" {
-		return false
+		return false, nil
 	}
 	mine, err := pingPin(ctx, k.nc, k.next, *p)
 	if err == nil && !mine {
 		k.setPin("")
-		return false
 	}
-	return err == nil
+	return mine, err
 }
 
 // reserve returns once this reader may hand out the value at seq, or

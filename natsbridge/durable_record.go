@@ -304,7 +304,18 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 	} else {
 		k.fenceLocked("taken over by another reader")
 	}
-	if k.ping(ctx) {
+	// Asked under a bound of its own: ctx ends at the fence point, which
+	// a slow read of the record (its bucket made again) may have reached.
+	pctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)
+	defer cancel()
+	switch mine, err := k.ping(pctx); {
+	case err != nil:
+		// No answer: the next lease check gives the turn up, if the server
+		// still pins this reader (see Topic.unpinIf). Left pinned, a
+		// position whose record no other reader writes would wait for the
+		// ack wait.
+		k.turnGivenUpLocked()
+	case mine:
 		// The server still pins this reader: no reader took the position
 		// over, the record was written otherwise (by hand, a restore).
 		// Give the turn up, so that a reader, this one or another, takes
