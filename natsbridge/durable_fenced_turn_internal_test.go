@@ -102,19 +102,19 @@ func TestDurableFencedUnansweredGivesItsTurnUpAtTheNextCheck(t *testing.T) {
 	nc := topic.js.Conn()
 	for _, c := range []struct {
 		name   string
-		answer func(subject string) // nil: nobody answers
-		now    []string             // unpinned at once
-		check  []string             // unpinned at the next lease check
-		pin    string               // the reader's pin after
+		answer func(t *testing.T, subject string) // nil: nobody answers (no responders)
+		now    []string                           // unpinned at once
+		check  []string                           // unpinned at the next lease check
+		pin    string                             // the reader's pin after
 	}{
-		{name: "unanswered", check: []string{"mine"}},
-		{name: "another pinned", answer: func(s string) { pinAnswer(t, nc, s, true) }},
-		{name: "still pinned", answer: func(s string) { pinAnswer(t, nc, s, false) }, now: []string{"mine"}},
+		{name: "no responders", check: []string{"mine"}},
+		{name: "another pinned", answer: func(t *testing.T, s string) { pinAnswer(t, nc, s, true) }},
+		{name: "still pinned", answer: func(t *testing.T, s string) { pinAnswer(t, nc, s, false) }, now: []string{"mine"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			next := "herald.test.next." + nuid.Next()
 			if c.answer != nil {
-				c.answer(next)
+				c.answer(t, next)
 			}
 			k := newKeeper(slowOtherKV{}, "d", nc, next, 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			defer k.g.Stop()

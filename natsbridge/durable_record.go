@@ -343,7 +343,7 @@ func (k *keeper) giveTurnUpLocked(first bool) {
 	defer cancel()
 	err := k.unpin(ctx, k.giveUp)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		k.log.warn("natsbridge: durable position not unpinned after its lease ran out: retrying", errAttr(err))
+		k.log.warn("natsbridge: durable position not unpinned after this reader gave its turn up: retrying", errAttr(err))
 		return
 	}
 	k.unpinDue, k.giveUp = false, ""

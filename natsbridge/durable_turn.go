@@ -148,7 +148,10 @@ func standbyResets(info *jetstream.ConsumerInfo) bool {
 // pingPin sends the durable consumer whose pull requests go to next a
 // request under pin that can take no message: if the server serves pin,
 // that renews it for the takeover time (the consumer's PinnedTTL). It
-// reports false if the server answered that it serves another pin.
+// reports false if the server answered that it serves another pin (a
+// 423), true for any other answer: with no pin served, or the consumer's
+// leader changing, it may be no pin at all, so a caller that acts on it
+// asks whose the pin is too (see servesPin).
 func pingPin(ctx context.Context, nc *nats.Conn, next, pin string) (bool, error) {
 	body := fmt.Sprintf(`{"batch":1,"max_bytes":1,"no_wait":true,"group":%q,"id":%q}`, durableGroup, pin)
 	msg, err := nc.RequestWithContext(ctx, next, []byte(body))
