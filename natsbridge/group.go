@@ -200,7 +200,7 @@ func (m *Member[T]) coordinate() {
 		}
 		ctx, cancel := context.WithTimeout(m.g.Stopping(), resumeTimeout)
 		if err := m.heartbeat(ctx); err != nil {
-			m.pt.parts[0].log.Warn("natsbridge: group member not renewed", slog.String("group", m.group), errAttr(err))
+			m.warn(0, "natsbridge: group member not renewed", err)
 		}
 		m.rebalance(ctx)
 		cancel()
@@ -247,7 +247,7 @@ func (m *Member[T]) members(ctx context.Context) (map[string][]int, error) {
 func (m *Member[T]) rebalance(ctx context.Context) {
 	live, err := m.members(ctx)
 	if err != nil {
-		m.pt.parts[0].log.Warn("natsbridge: group members not read", slog.String("group", m.group), errAttr(err))
+		m.warn(0, "natsbridge: group members not read", err)
 		return
 	}
 	live[m.name] = m.claimed() // live, as it is running, and its own word is the latest
@@ -262,7 +262,7 @@ func (m *Member[T]) rebalance(ctx context.Context) {
 	for _, i := range start {
 		w, err := m.pt.parts[i].watch(ctx, WatchOptions{Durable: m.group, Takeover: m.o.Takeover, QueueLength: m.o.QueueLength, DeadLetters: m.o.DeadLetters}, nil, m.notify)
 		if err != nil {
-			m.pt.parts[i].log.Warn("natsbridge: group partition not read yet", slog.String("group", m.group), slog.Int("partition", i), errAttr(err))
+			m.warn(i, "natsbridge: group partition not read yet", err, slog.Int("partition", i))
 			continue
 		}
 		started[i] = w
@@ -271,9 +271,20 @@ func (m *Member[T]) rebalance(ctx context.Context) {
 		// Say at once what it reads now, so that the others' next
 		// assignment keeps it.
 		if err := m.heartbeat(ctx); err != nil {
-			m.pt.parts[0].log.Warn("natsbridge: group member not renewed", slog.String("group", m.group), errAttr(err))
+			m.warn(0, "natsbridge: group member not renewed", err)
 		}
 	}
+}
+
+// warn logs, on partition i's topic, a call of the member's coordinator
+// that failed with err, unless the member is stopping: a call its Stop
+// cut short is no fault.
+func (m *Member[T]) warn(i int, msg string, err error, attrs ...any) {
+	if m.g.Stopping().Err() != nil {
+		return
+	}
+	args := append([]any{slog.String("group", m.group)}, attrs...)
+	m.pt.parts[i].log.Warn(msg, append(args, errAttr(err))...)
 }
 
 // plan returns the watchers of the partitions this member no longer
