@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,5 +145,56 @@ func TestDurableFencedUnansweredGivesItsTurnUpAtTheNextCheck(t *testing.T) {
 				t.Errorf("pin %q after, want %q", p, c.pin)
 			}
 		})
+	}
+}
+
+// TestDurablePingKeepsAPinSetMeanwhile: the keeper's ping goes out under
+// the pin it knew; before its answer (a 423: the server serves another
+// pin) the feed takes the position over under a new pin of this reader's.
+// The answer about the old pin leaves the new one: a keeper that knew no
+// pin would give nothing up when fenced, and its position would wait.
+func TestDurablePingKeepsAPinSetMeanwhile(t *testing.T) {
+	ctx, topic, srv := ordersTopicOn(t)
+	nc := topic.js.Conn()
+	next := "herald.test.next." + nuid.Next()
+	asked, answer := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	sub, err := nc.Subscribe(next, func(m *nats.Msg) {
+		first.Do(func() { close(asked) })
+		<-answer
+		r := nats.NewMsg(m.Reply)
+		r.Header.Set("Status", "423")
+		_ = m.RespondMsg(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := srv.Connect() // the answer is not queued behind the subscriber
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	k := newKeeper(nil, "d", other, next, 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer k.g.Stop()
+	k.setPin("old")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = k.ping(ctx)
+	}()
+	<-asked
+	k.setPin("new")
+	close(answer)
+	<-done
+	if p := *k.pin.Load(); p != "new" {
+		t.Errorf("the keeper knows pin %q after a ping under the old pin was answered 423; the feed set %q meanwhile", p, "new")
+	}
+	k.setPin("old")
+	if mine, err := k.ping(ctx); mine || err != nil || *k.pin.Load() != "" {
+		t.Errorf("a ping answered 423 under the pin the keeper knows: mine %v, err %v, pin %q after, want false, nil, \"\"", mine, err, *k.pin.Load())
 	}
 }

@@ -225,7 +225,9 @@ func (k *keeper) ping(ctx context.Context) (bool, error) {
 	}
 	mine, err := pingPin(ctx, k.nc, k.next, *p)
 	if err == nil && !mine {
-		k.setPin("")
+		// Unless the feed took the position over under a new pin
+		// meanwhile: a keeper that knows no pin gives nothing up.
+		k.pin.CompareAndSwap(p, new(string))
 	}
 	return mine, err
 }
