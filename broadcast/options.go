@@ -54,15 +54,15 @@ type WatchOptions struct {
 }
 
 // ReadMode is how a watcher is read, chosen when it is made: a queue
-// watcher is read with Watcher.All and Watcher.Next, a channel watcher
-// with Watcher.Events (and All and Next, which read its channel). No read
-// call ever panics because of another: Events on a queue watcher returns a
-// closed channel.
+// watcher is read with Watcher.All, Watcher.Next and Watcher.NextBatch, a
+// channel watcher with Watcher.Events (and All, Next and NextBatch, which
+// read its channel). No read call ever panics because of another: Events
+// on a queue watcher returns a closed channel.
 type ReadMode int
 
 const (
 	// ReadQueue makes a queue watcher, what Watch makes: read it with All,
-	// the fastest way to read, a batch at a time, or Next. Its Events
+	// the fastest way to read, a batch at a time, NextBatch, or Next. Its Events
 	// returns a closed channel: a watcher meant for select statements is
 	// made with ReadChannel. This is the default.
 	ReadQueue ReadMode = iota

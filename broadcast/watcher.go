@@ -112,13 +112,63 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 		return receive(ctx, w.ch)
 	}
 	v, err := w.q.Take(ctx.Done())
+	return v, takeErr(ctx, err)
+}
+
+// takeErr is the error of a read whose take from the queue returned err.
+func takeErr(ctx context.Context, err error) error {
 	switch err {
 	case nil:
-		return v, nil
+		return nil
 	case queue.ErrDone:
-		return v, ctx.Err()
+		return ctx.Err()
 	}
-	return v, errNextClosed
+	return errNextClosed
+}
+
+// NextBatch appends to dst the watcher's next values, at most n: it waits
+// for one as Next does, then takes the values queued behind it, all under
+// one lock on a queue watcher, which costs far less per value than Next.
+// It returns dst with the values appended, or dst and Next's error
+// (nothing appended then). A reader that hands values on to others in
+// bounded room (workers, a batch write) takes what fits, and leaves the
+// rest queued. NextBatch panics on a nil ctx or an n below 1.
+//
+// On a channel watcher it receives the first value as Next does, then the
+// values ready on the channel, up to n.
+func (w *Watcher[T]) NextBatch(ctx context.Context, dst []T, n int) ([]T, error) {
+	if ctx == nil {
+		panic("broadcast: nil Context")
+	}
+	if n < 1 {
+		panic("broadcast: NextBatch of fewer than 1 value")
+	}
+	if w.ch != nil {
+		return receiveBatch(ctx, w.ch, dst, n)
+	}
+	dst, err := w.q.TakeUpTo(dst, n, ctx.Done())
+	return dst, takeErr(ctx, err)
+}
+
+// receiveBatch is NextBatch on a channel watcher.
+func receiveBatch[T any](ctx context.Context, ch chan T, dst []T, n int) ([]T, error) {
+	v, err := receive(ctx, ch)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, v)
+	for n--; n > 0; n-- {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return dst, nil // the close is for the next call
+			}
+			dst = append(dst, v)
+		default:
+			return dst, nil
+		}
+	}
+	return dst, nil
 }
 
 // receive is Next on a channel watcher.

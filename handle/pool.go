@@ -55,7 +55,10 @@ type Pool[T any, K comparable] struct {
 	// letter in dead: another's Publish between its Publish and Flush
 	// would hold its Flush too (see giveUp).
 	deadTurn chan struct{}
+	// watcher is src, if it is a broadcast.Watcher, read in batches.
+	watcher  *broadcast.Watcher[T]
 	keyBuf   []keyed[K] // the reader's, for keysOf
+	valBuf   []T        // the reader's, for receive
 	shutOnce sync.Once
 	shutErr  error
 
@@ -169,6 +172,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.acks, _ = src.(AckSource[T])
 	p.parts, _ = src.(PartitionedSource)
 	p.sink, _ = src.(DeadLetterSink)
+	p.watcher, _ = src.(*broadcast.Watcher[T])
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
 	p.readOver, p.endRead = context.WithCancel(context.Background())

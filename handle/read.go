@@ -1,19 +1,15 @@
 package handle
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/heraldgo/herald/broadcast"
 )
 
 // read is the reader goroutine: it takes values from the source while
-// the Pool has room, and places each behind its key. From a source that
-// hands out what it holds without waiting (see drains), it takes, after
-// each value it waited for, what is there already, up to the room left
-// and maxBatch, and places them under one lock.
+// the Pool has room, and places them behind their keys. From a
+// broadcast.Watcher it takes, under one lock, the values queued, up to the
+// room left and maxBatch (see receive), and places them under one lock.
 func (p *Pool[T, K]) read() {
 	defer func() {
 		p.mu.Lock()
@@ -24,25 +20,16 @@ func (p *Pool[T, K]) read() {
 	p.mu.Lock()
 	room := p.waitRoomLocked()
 	p.mu.Unlock()
-	drain := p.drains()
 	batch := make([]Delivery[T], 0, min(maxBatch, p.o.QueueLength))
 	for room > 0 {
-		d, err := p.receive(p.readCtx)
-		if err != nil {
+		var err error
+		if batch, err = p.receive(batch, room); err != nil {
 			p.mu.Lock()
 			if !p.stopped {
 				p.readErr = err
 			}
 			p.mu.Unlock()
 			return
-		}
-		batch = append(batch, d)
-		for drain != nil && len(batch) < room && p.readCtx.Err() == nil {
-			d, err := p.receive(drain)
-			if err != nil {
-				break
-			}
-			batch = append(batch, d)
 		}
 		room = p.accept(batch)
 		clear(batch)
@@ -53,19 +40,6 @@ func (p *Pool[T, K]) read() {
 // maxBatch is how many values the reader takes from its source at most
 // before it places them.
 const maxBatch = 64
-
-// drains returns an ended context if the Pool's source is a
-// broadcast.Watcher, whose Next hands out a value it holds in spite of an
-// ended context, and so returns at once, with one or with an error; nil
-// otherwise (another source may wait, with values taken and not placed).
-func (p *Pool[T, K]) drains() context.Context {
-	if _, ok := p.src.(*broadcast.Watcher[T]); !ok {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
 
 // waitRoomLocked waits until the Pool has room for a value, and returns
 // how many values it has room for (at most maxBatch), or 0 once it is
@@ -104,13 +78,33 @@ func (p *Pool[T, K]) roomLocked() int {
 	return min(p.o.QueueLength-held, p.o.Window-p.ords.span())
 }
 
-// receive takes the source's next value.
-func (p *Pool[T, K]) receive(ctx context.Context) (Delivery[T], error) {
-	if p.acks != nil {
-		return p.acks.Receive(ctx)
+// receive appends to batch the source's next values, at most room: from a
+// broadcast.Watcher the values it holds (see Watcher.NextBatch); from
+// another source one value (a durable natsbridge watcher's Receive must not
+// be called again once the Pool is stopping). On an error it appends
+// nothing.
+func (p *Pool[T, K]) receive(batch []Delivery[T], room int) ([]Delivery[T], error) {
+	switch {
+	case p.acks != nil:
+		d, err := p.acks.Receive(p.readCtx)
+		if err != nil {
+			return batch, err
+		}
+		return append(batch, d), nil
+	case p.watcher != nil:
+		vals, err := p.watcher.NextBatch(p.readCtx, p.valBuf[:0], room)
+		for _, v := range vals {
+			batch = append(batch, Delivery[T]{Value: v, Attempt: 1})
+		}
+		clear(vals)
+		p.valBuf = vals
+		return batch, err
 	}
-	v, err := p.src.Next(ctx)
-	return Delivery[T]{Value: v, Attempt: 1}, err
+	v, err := p.src.Next(p.readCtx)
+	if err != nil {
+		return batch, err
+	}
+	return append(batch, Delivery[T]{Value: v, Attempt: 1}), nil
 }
 
 // accept places the values received behind their keys, or, those that

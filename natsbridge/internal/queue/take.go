@@ -86,6 +86,26 @@ func (q *Queue[T]) TakeBatch(b *Batch[T], done <-chan struct{}) error {
 	return err
 }
 
+// TakeUpTo appends to dst the values in front, at most n (n >= 1), under
+// one lock, waiting for one. It returns ErrClosed once the queue is closed
+// and empty, and ErrDone if done is closed while nothing is queued, dst
+// unchanged then.
+func (q *Queue[T]) TakeUpTo(dst []T, n int, done <-chan struct{}) ([]T, error) {
+	q.mu.Lock()
+	err := q.waitLocked(done)
+	if err == nil {
+		p := min(n, len(q.pinned))
+		dst = append(dst, q.pinned[:p]...)
+		clear(q.pinned[:p])
+		if q.pinned = q.pinned[p:]; len(q.pinned) == 0 {
+			q.pinned = nil
+		}
+		dst = q.ring.PopTo(dst, min(n-p, q.ring.Len()))
+	}
+	q.leaveLocked(err == nil)
+	return dst, err
+}
+
 // All yields the queue's values, in order, until it is closed and every
 // value is taken: an iterator over TakeBatch, at one lock and at most one
 // wake-up per batch. When the loop ends early, the values it took and did
