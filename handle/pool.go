@@ -66,10 +66,16 @@ type Pool[T any, K comparable] struct {
 
 	floor wait.Counter // every value received before this order has its fate
 
-	mu      sync.Mutex // guards the fields below
-	keys    map[K]*lane[T, K]
-	ready   ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
-	busy    busyList[T, K]         // lanes whose head has begun, oldest first
+	mu    sync.Mutex // guards the fields below
+	keys  map[K]*lane[T, K]
+	ready ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
+	// held[i] is the lane worker i holds (its head in a handler, or its
+	// dead letter being stored), nil if none; failed lists the lanes whose
+	// head failed, until it has its fate. Together: the lanes whose head
+	// has begun (see eachBegunLocked).
+	held    []*lane[T, K]
+	failed  busyList[T, K]
+	begun   uint64 // how many heads began their first attempt: the next lane.begun
 	retry   retryHeap[T, K]
 	free    []*lane[T, K]
 	ords    ordSet
@@ -125,8 +131,11 @@ type lane[T any, K comparable] struct {
 	// dead is the head's dead letter when storing it failed: it is stored
 	// again after a wait, and the head is not handled again.
 	dead *Failure
-	// prev and next link the lane in the Pool's busy list while its head
-	// has begun; inBusy says whether it is there.
+	// begun orders the lanes by when their head began its first attempt:
+	// the least is the one held up longest.
+	begun uint64
+	// prev and next link the lane in the Pool's failed list once its head
+	// failed; inBusy says whether it is there.
 	prev, next *lane[T, K]
 	inBusy     bool
 }
@@ -167,6 +176,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 		ready:    ring.New[*lane[T, K]](0),
 		workers:  wait.NewQueue(),
 		reader:   wait.NewQueue(),
+		held:     make([]*lane[T, K], o.Workers),
 	}
 	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
@@ -178,8 +188,8 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.readOver, p.endRead = context.WithCancel(context.Background())
 	p.g.Go(p.read)
 	p.g.Go(p.supervise)
-	for range o.Workers {
-		p.g.Go(p.work)
+	for i := range o.Workers {
+		p.g.Go(func() { p.work(i) })
 	}
 	return p
 }

@@ -1,9 +1,11 @@
 package handle
 
 import (
+	"cmp"
 	"container/heap"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -30,11 +32,14 @@ func (l *lane[T, K]) attempts() int {
 	return n
 }
 
-// busyList is a list of the lanes whose head has begun, in the order
-// their heads began: the oldest, the longest held up, first.
+// busyList is a list of lanes, linked through them (Pool.failed).
 type busyList[T any, K comparable] struct{ head, tail *lane[T, K] }
 
+// push adds l at the end, unless it is in the list already.
 func (b *busyList[T, K]) push(l *lane[T, K]) {
+	if l.inBusy {
+		return
+	}
 	l.prev, l.next, l.inBusy = b.tail, nil, true
 	if b.tail != nil {
 		b.tail.next = l
@@ -91,6 +96,21 @@ func (h *retryHeap[T, K]) push(l *lane[T, K]) bool {
 	return l.heapIdx == 0
 }
 
+// eachBegunLocked calls f for each lane whose head has begun and has no
+// fate yet: in a handler, being dead-lettered, waiting out a retry or
+// waiting for a worker after one. A worker's lanes are found in held, not
+// in a list, so that a value's way through the Pool links nothing.
+func (p *Pool[T, K]) eachBegunLocked(f func(*lane[T, K])) {
+	for _, l := range p.held {
+		if l != nil && !l.inBusy {
+			f(l)
+		}
+	}
+	for l := p.failed.head; l != nil; l = l.next {
+		f(l)
+	}
+}
+
 // tickEvery is how often the supervisor looks for slow keys, and moves
 // the clock that dates a value's first attempt.
 const tickEvery = 100 * time.Millisecond
@@ -144,16 +164,18 @@ func (p *Pool[T, K]) logSlowKeys(now time.Time) {
 		since    time.Time
 		attempts int
 		behind   int
+		begun    uint64
 	}
 	var out []slow
 	p.mu.Lock()
-	for l := p.busy.head; l != nil && now.Sub(l.first) >= p.o.SlowKey; l = l.next {
-		if now.Sub(l.logged) >= p.o.SlowKey {
+	p.eachBegunLocked(func(l *lane[T, K]) {
+		if now.Sub(l.first) >= p.o.SlowKey && now.Sub(l.logged) >= p.o.SlowKey {
 			l.logged = now
-			out = append(out, slow{l.key, l.first, l.attempts(), l.vals.Len() - 1})
+			out = append(out, slow{l.key, l.first, l.attempts(), l.vals.Len() - 1, l.begun})
 		}
-	}
+	})
 	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b slow) int { return cmp.Compare(a.begun, b.begun) }) // the oldest first
 	for _, s := range out {
 		if n, due := p.logSlow.Add(now, 1); due {
 			p.o.Logger.Warn("handle: a key holds up its values", slog.Any("key", s.key), slog.Duration("for", now.Sub(s.since)),

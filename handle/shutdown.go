@@ -119,7 +119,7 @@ func (p *Pool[T, K]) abandonWaitingLocked() {
 			l.vals.Push(kept.e)
 			return
 		}
-		p.busy.remove(l)
+		p.failed.remove(l)
 		if p.key != nil {
 			delete(p.keys, l.key)
 		}
@@ -184,7 +184,13 @@ func (p *Pool[T, K]) Stats() Stats[K] {
 	if p.key == nil {
 		s.Keys = 0
 	}
-	if worst := p.busy.head; worst != nil && worst.vals.Len() > 0 {
+	var worst *lane[T, K]
+	p.eachBegunLocked(func(l *lane[T, K]) {
+		if l.vals.Len() > 0 && (worst == nil || l.begun < worst.begun) {
+			worst = l
+		}
+	})
+	if worst != nil {
 		s.Blocked = &Blocked[K]{
 			Key:      worst.key,
 			Since:    worst.first,

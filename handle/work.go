@@ -24,7 +24,7 @@ const maxRun = 64
 // time, until Shutdown. It goes on with the same lane while that lane has
 // values (up to maxRun in a row), which spares the ready queue and a
 // wake-up per value.
-func (p *Pool[T, K]) work() {
+func (p *Pool[T, K]) work(i int) {
 	var (
 		l   *lane[T, K]
 		e   entry[T]
@@ -42,6 +42,7 @@ func (p *Pool[T, K]) work() {
 		if l != nil {
 			if l = p.finishLocked(l, e, err, run < maxRun); l == nil {
 				run = 0
+				p.held[i] = nil
 			}
 		}
 		if l == nil {
@@ -49,6 +50,7 @@ func (p *Pool[T, K]) work() {
 				p.mu.Unlock()
 				return
 			}
+			p.held[i] = l
 		}
 		e = p.startLocked(l)
 		run++
@@ -109,15 +111,15 @@ func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
 	l.running = true
 	switch {
 	case l.dead != nil:
-		// Its dead letter stored again: no attempt, and it is in the busy
-		// list already.
+		// Its dead letter stored again: no attempt.
 	case l.tries == 0:
 		// The supervisor's clock, not time.Now: a clock read costs as
 		// much as the rest of a value's way through the Pool (see
 		// BenchmarkEmptyHandler), and this one is right to a tick.
 		l.first = p.clock()
 		l.last = l.first
-		p.busy.push(l)
+		l.begun = p.begun
+		p.begun++
 	default:
 		p.stats.Retries++
 		l.last = time.Now()
@@ -204,6 +206,7 @@ func (p *Pool[T, K]) storeDeadLocked(l *lane[T, K], e entry[T], f Failure, more 
 // waitRetryLocked makes l's head, just failed, wait out its retry.
 func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
 	l.running = false
+	p.failed.push(l) // unless it is there
 	p.stats.InFlight--
 	p.stats.Backoff++
 	l.retryAt = time.Now().Add(p.backoff(max(l.tries, 1)))
@@ -219,7 +222,7 @@ func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
 func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bool) *lane[T, K] {
 	l.vals.Pop()
 	l.running, l.tries, l.dead = false, 0, nil
-	p.busy.remove(l)
+	p.failed.remove(l)
 	p.countLocked(e.ord, count)
 	switch {
 	case l.vals.Len() > 0 && more:
@@ -286,115 +289,4 @@ func (p *Pool[T, K]) countLocked(ord uint64, count *uint64) {
 	p.stats.InFlight--
 	*count++
 	p.fateLocked(ord)
-}
-
-// unsureLocked keeps the value of order ord, counted in flight, in unsure
-// until its dead letter, published after DeadLetters had queued before,
-// is known queued or dropped.
-func (p *Pool[T, K]) unsureLocked(ord, before uint64) {
-	p.unsure = append(p.unsure, unsureLetter{ord, before})
-	p.settleLocked()
-}
-
-// settleLocked, once dead has shut down, gives the values in unsure their
-// fate from what DeadLetters queued: dead-lettered if their letter is in
-// its queue, abandoned if not (dropped, or the watcher was stopped). There
-// is at most one: a letter is unsure only once Shutdown ran out of time,
-// and from then on no Publish succeeds; so it is the last one published,
-// queued if DeadLetters queued more than before it. A worker whose letter
-// was still unsure when the Pool's Shutdown returned settles its own.
-func (p *Pool[T, K]) settleLocked() {
-	if !p.deadShut {
-		return
-	}
-	queued := p.deadW.Delivered()
-	for _, u := range p.unsure {
-		if queued > u.before {
-			p.countLocked(u.ord, &p.stats.DeadLettered)
-		} else {
-			p.countLocked(u.ord, &p.stats.Abandoned)
-		}
-	}
-	p.unsure = p.unsure[:0]
-}
-
-// storing is what became of a dead letter handed on.
-type storing int
-
-const (
-	notStored   storing = iota // not handed on: the caller tries again later
-	stored                     // kept by the source, or queued in DeadLetters
-	unconfirmed                // published to DeadLetters, not seen queued there (see unsure)
-)
-
-// giveUp hands a dead letter to the source, if it keeps them, or to the
-// Pool's dead-letter broadcaster, and reports what became of it, and, for
-// an unconfirmed one, how many dead letters DeadLetters had queued before
-// it. A failure to store it is logged; the caller tries again later.
-func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) (storing, uint64) {
-	if n, due := p.logDead.Add(time.Now(), 1); due {
-		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
-			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))
-	}
-	ctx := p.g.Aborting()
-	if p.sink != nil && e.seq != 0 {
-		err := p.sink.DeadLetter(ctx, e.seq, f)
-		if err == nil {
-			return stored, 0
-		}
-		if !errors.Is(err, ErrNoDeadLetterSink) {
-			p.o.Logger.Warn("handle: dead letter not stored: trying again", slog.Uint64("seq", e.seq), slog.String("error", err.Error()))
-			return notStored, 0
-		}
-	}
-	// One at a time: Flush waits for every value published before it, so
-	// a dead letter published by another worker after this one and
-	// waiting for room would make this one's Flush fail, counted
-	// abandoned though it is in the queue.
-	select {
-	case p.deadTurn <- struct{}{}:
-		defer func() { <-p.deadTurn }()
-	case <-ctx.Done():
-		return notStored, 0
-	}
-	before := p.deadW.Delivered()
-	if err := p.dead.Publish(ctx, DeadLetter[T, K]{Key: k, Value: e.v, Seq: e.seq, Failure: f}); err != nil {
-		return notStored, 0
-	}
-	// Stored once it is in the watcher's queue. Published, it can no
-	// longer be withdrawn: if the Pool's Shutdown runs out of time first,
-	// dead's Shutdown queues it or drops it (see settleLocked).
-	if p.dead.Flush(ctx) != nil {
-		return unconfirmed, before
-	}
-	if p.deadW.Delivered() == before { // DeadLetters was stopped: it went nowhere
-		if n, due := p.logStopped.Add(time.Now(), 1); due {
-			p.o.Logger.Warn("handle: dead letter not stored: Pool.DeadLetters was stopped; its key waits until Shutdown",
-				slog.Uint64("seq", e.seq), slog.Uint64("count", n))
-		}
-		return notStored, 0
-	}
-	return stored, 0
-}
-
-// errorType names an error by its Go type: its text may quote the value.
-func errorType(err error) string {
-	if err == nil {
-		return ""
-	}
-	return fmt.Sprintf("%T", err)
-}
-
-// pause waits before the reader's next of tries to store a dead letter,
-// and reports false once the Pool's Shutdown has begun: the reader holds
-// no handler to wait for, and every value behind it waits for it.
-func (p *Pool[T, K]) pause(try int) bool {
-	t := time.NewTimer(p.backoff(try))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.g.Stopping().Done():
-		return false
-	}
 }

@@ -1,0 +1,73 @@
+package handle_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldgo/herald/handle"
+)
+
+// TestBlockedNamesTheOldestHeldKey: Stats().Blocked names the key whose
+// oldest value began first and has no fate yet, whether it waits out a
+// retry or is in a handler; and the slow-key log, once keys were held
+// past SlowKey, names that oldest key first.
+func TestBlockedNamesTheOldestHeldKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var logs bytes.Buffer
+		var failing atomic.Bool
+		failing.Store(true)
+		b, w := source(t)
+		release := make(chan struct{})
+		p := handle.New(w, byKey, func(_ context.Context, j job) error {
+			if j.Key == 2 {
+				if failing.Load() {
+					return errors.New("not yet") // waits out a retry of 10 to 20s
+				}
+				return nil
+			}
+			<-release
+			return nil
+		}, handle.Options{Workers: 4, RetryMin: 20 * time.Second, RetryMax: 20 * time.Second, SlowKey: 5 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+		defer p.Shutdown(context.Background())
+		publish(t, b, []job{{Key: 2}}) // begins first, fails
+		synctest.Wait()
+		publish(t, b, []job{{Key: 1, ID: 1}, {Key: 1, N: 1, ID: 2}}) // the first held in its handler
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if s := p.Stats().Blocked; s == nil || s.Key != 2 || s.Attempts != 1 || s.For != 3*time.Second || s.Behind != 0 {
+			t.Errorf("Blocked %+v, want key 2 (waiting out its retry, begun first) for 3s, 1 attempt, none behind", s)
+		}
+		time.Sleep(3 * time.Second) // both keys held past SlowKey
+		synctest.Wait()
+		mu.Lock()
+		lines := strings.Count(logs.String(), "a key holds up its values")
+		first := strings.Contains(logs.String(), "holds up its values\" key=2 ")
+		mu.Unlock()
+		if lines != 1 || !first {
+			t.Errorf("slow-key log %q: want one line (the next is counted into a later one), naming the oldest, key 2", logs.String())
+		}
+		failing.Store(false)
+		time.Sleep(20 * time.Second) // key 2's retry is due, and succeeds
+		synctest.Wait()
+		if s := p.Stats().Blocked; s == nil || s.Key != 1 || s.Attempts != 1 || s.For != 26*time.Second || s.Behind != 1 {
+			t.Errorf("Blocked %+v, want key 1 (in its handler) for 26s, 1 attempt, 1 behind", s)
+		}
+		close(release)
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Stats(); s.Blocked != nil || s.Handled != 3 {
+			t.Errorf("after the release: Blocked %+v, Handled %d; want none, 3", s.Blocked, s.Handled)
+		}
+	})
+}
