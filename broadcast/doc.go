@@ -59,19 +59,22 @@
 // and no read call panics because of another.
 //
 // A queue watcher (ReadQueue, the default, and what Watch makes) is read
-// with Watcher.All or Watcher.Next. All is an iterator that takes all
-// queued values in one step: it is the fastest way to read, with one lock
-// and at most one wake-up per batch rather than per value (see
-// bench_test.go). Next takes one value with a context. The two can be
-// mixed: they share one queue, and the values an All loop took but did not
-// yield go back to the front of it, in order. Events on a queue watcher
+// with Watcher.All, Watcher.NextBatch or Watcher.Next. All is an iterator
+// that takes all queued values in one step: it is the fastest way to
+// read, with one lock and at most one wake-up per batch rather than per
+// value (see bench_test.go). NextBatch takes up to n values with a
+// context, under one lock, for a reader with bounded room to hand them
+// on; Next takes one value with a context. They can be mixed: they share
+// one queue, and the values an All loop took but did not yield go back
+// to the front of it, in order. Events on a queue watcher
 // returns a closed channel: make a watcher meant for select statements
 // with WatchOptions{Read: ReadChannel}.
 //
 // A channel watcher (ReadChannel) is read with Watcher.Events, for select
 // statements: the distributor sends its values straight into a channel of
-// the watcher's queue length (plus room for a prefix). Next and All on a
-// channel watcher read that channel, and mix with receives from it.
+// the watcher's queue length (plus room for a prefix). Next, NextBatch and
+// All on a channel watcher read that channel, and mix with receives from
+// it.
 //
 // # Concurrency
 //

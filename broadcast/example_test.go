@@ -140,6 +140,29 @@ func ExampleWatcher_Next() {
 	// broadcast: Watcher.Next: the watcher is stopped (Stop or Shutdown) and was read to the end; watch again to read on: broadcast: closed
 }
 
+// NextBatch takes what is queued, up to n values at once: here a reader
+// with room for 2.
+func ExampleWatcher_NextBatch() {
+	ctx := context.Background()
+	b := broadcast.New[int](broadcast.Options{})
+	defer b.Shutdown(ctx)
+	w, _ := b.Watch()
+	defer w.Stop()
+	for i := range 5 {
+		_ = b.Publish(ctx, i)
+	}
+	_ = b.Flush(ctx) // all 5 in w's queue
+	var batch []int
+	for range 3 {
+		batch, _ = w.NextBatch(ctx, batch[:0], 2)
+		fmt.Println(batch)
+	}
+	// Output:
+	// [0 1]
+	// [2 3]
+	// [4]
+}
+
 // Flush waits until what was published so far is in every watcher's queue:
 // here, a DropNewest watcher nobody reads yet, whose drops are then known.
 func ExampleBroadcaster_Flush() {

@@ -61,14 +61,14 @@ type WatchOptions struct {
 type ReadMode int
 
 const (
-	// ReadQueue makes a queue watcher, what Watch makes: read it with All,
-	// the fastest way to read, a batch at a time, NextBatch, or Next. Its Events
-	// returns a closed channel: a watcher meant for select statements is
-	// made with ReadChannel. This is the default.
+	// ReadQueue makes a queue watcher, what Watch makes: read it with All
+	// (the fastest way to read, a batch at a time), NextBatch or Next. Its
+	// Events returns a closed channel: a watcher meant for select
+	// statements is made with ReadChannel. This is the default.
 	ReadQueue ReadMode = iota
 	// ReadChannel makes a channel watcher: the distributor sends its
-	// values into a channel, Events, for select statements; All and Next
-	// receive from it. The channel is made at once with the watcher's
+	// values into a channel, Events, for select statements; All, Next and
+	// NextBatch receive from it. The channel is made at once with the watcher's
 	// full queue length.
 	ReadChannel
 )

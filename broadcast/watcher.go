@@ -15,8 +15,8 @@ import (
 //
 //   - a queue watcher (ReadQueue, what Watch makes) is read with All, an
 //     iterator that takes the queued values in batches, the fastest way to
-//     read, or Next, one value at a time with a context. Events returns a
-//     closed channel.
+//     read; NextBatch, up to n values at a time with a context; or Next,
+//     one value at a time with a context. Events returns a closed channel.
 //   - a channel watcher (ReadChannel) delivers into a channel, Events, for
 //     select statements; All and Next read that channel too.
 //
@@ -135,13 +135,15 @@ func takeErr(ctx context.Context, err error) error {
 // rest queued. NextBatch panics on a nil ctx or an n below 1.
 //
 // On a channel watcher it receives the first value as Next does, then the
-// values ready on the channel, up to n.
+// values ready on the channel, up to n. Called inside the body of an All
+// loop on the same queue watcher, it does not see the values that loop
+// took and has not yet yielded, as Next does not.
 func (w *Watcher[T]) NextBatch(ctx context.Context, dst []T, n int) ([]T, error) {
 	if ctx == nil {
 		panic("broadcast: nil Context")
 	}
 	if n < 1 {
-		panic("broadcast: NextBatch of fewer than 1 value")
+		panic("broadcast: non-positive n for Watcher.NextBatch")
 	}
 	if w.ch != nil {
 		return receiveBatch(ctx, w.ch, dst, n)

@@ -71,3 +71,49 @@ func TestBlockedNamesTheOldestHeldKey(t *testing.T) {
 		}
 	})
 }
+
+// TestBlockedForgetsWhatHasItsFate: a key retried and then handled, and a
+// worker's last key once handled, are not named Blocked nor logged as
+// slow afterwards, however long the Pool then waits.
+func TestBlockedForgetsWhatHasItsFate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var logs bytes.Buffer
+		var failed atomic.Bool
+		b, w := source(t)
+		release := make(chan struct{})
+		p := handle.New(w, byKey, func(_ context.Context, j job) error {
+			switch {
+			case j.Key == 1 && !failed.Swap(true):
+				return errors.New("once")
+			case j.Key == 2:
+				<-release
+			}
+			return nil
+		}, handle.Options{Workers: 1, RetryMin: time.Second, RetryMax: time.Second, SlowKey: time.Second,
+			Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+		defer p.Shutdown(context.Background())
+		publish(t, b, []job{{Key: 1}})
+		time.Sleep(2 * time.Second) // key 1 failed, was retried and handled
+		synctest.Wait()
+		publish(t, b, []job{{Key: 2, ID: 1}, {Key: 1, N: 1, ID: 2}}) // key 2 held; key 1 waits for the worker
+		synctest.Wait()
+		if s := p.Stats().Blocked; s == nil || s.Key != 2 {
+			t.Errorf("Blocked %+v, want key 2, in its handler (key 1's retried value has its fate)", s)
+		}
+		close(release)
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		logs.Reset()
+		mu.Unlock()
+		time.Sleep(15 * time.Second) // past SlowKey and the log's burst interval, with nothing held
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if s := p.Stats(); s.Blocked != nil || strings.Contains(logs.String(), "holds up") {
+			t.Errorf("with every value handled: Blocked %+v, log %q; want none", s.Blocked, logs.String())
+		}
+	})
+}

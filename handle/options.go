@@ -172,7 +172,9 @@ type Stats[K comparable] struct {
 	Paused bool
 	Pauses uint64
 	// Blocked is the key that has held up its values the longest, if any
-	// does: its oldest value is in a handler or waiting out a retry.
+	// does: its oldest value has begun and has no fate yet (in a handler,
+	// being dead-lettered, waiting out a retry or, after one, for a
+	// worker).
 	Blocked *Blocked[K]
 }
 

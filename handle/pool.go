@@ -55,8 +55,8 @@ type Pool[T any, K comparable] struct {
 	// letter in dead: another's Publish between its Publish and Flush
 	// would hold its Flush too (see giveUp).
 	deadTurn chan struct{}
-	// watcher is src, if it is a broadcast.Watcher, read in batches.
-	watcher  *broadcast.Watcher[T]
+	// batches is src, if it reads in batches (a broadcast.Watcher).
+	batches  batchReader[T]
 	keyBuf   []keyed[K] // the reader's, for keysOf
 	valBuf   []T        // the reader's, for receive
 	shutOnce sync.Once
@@ -74,7 +74,7 @@ type Pool[T any, K comparable] struct {
 	// head failed, until it has its fate. Together: the lanes whose head
 	// has begun (see eachBegunLocked).
 	held    []*lane[T, K]
-	failed  busyList[T, K]
+	failed  laneList[T, K]
 	begun   uint64 // how many heads began their first attempt: the next lane.begun
 	retry   retryHeap[T, K]
 	free    []*lane[T, K]
@@ -135,9 +135,9 @@ type lane[T any, K comparable] struct {
 	// the least is the one held up longest.
 	begun uint64
 	// prev and next link the lane in the Pool's failed list once its head
-	// failed; inBusy says whether it is there.
+	// failed; inFailed says whether it is there.
 	prev, next *lane[T, K]
-	inBusy     bool
+	inFailed   bool
 }
 
 // New returns a Pool that handles the values of src with fn, ordered by
@@ -182,7 +182,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.acks, _ = src.(AckSource[T])
 	p.parts, _ = src.(PartitionedSource)
 	p.sink, _ = src.(DeadLetterSink)
-	p.watcher, _ = src.(*broadcast.Watcher[T])
+	p.batches, _ = src.(batchReader[T])
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
 	p.readOver, p.endRead = context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package handle
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,7 +10,9 @@ import (
 // read is the reader goroutine: it takes values from the source while
 // the Pool has room, and places them behind their keys. From a
 // broadcast.Watcher it takes, under one lock, the values queued, up to the
-// room left and maxBatch (see receive), and places them under one lock.
+// room left and maxBatch (see receive), and places them under one lock. A
+// batch taken as Shutdown begins is placed too: its values are counted
+// received and abandoned, as the Pool takes no more values to a handler.
 func (p *Pool[T, K]) read() {
 	defer func() {
 		p.mu.Lock()
@@ -78,11 +81,16 @@ func (p *Pool[T, K]) roomLocked() int {
 	return min(p.o.QueueLength-held, p.o.Window-p.ords.span())
 }
 
+// batchReader is a source that hands out what it holds, up to n values
+// at once, in spite of an ended ctx (broadcast.Watcher.NextBatch).
+type batchReader[T any] interface {
+	NextBatch(ctx context.Context, dst []T, n int) ([]T, error)
+}
+
 // receive appends to batch the source's next values, at most room: from a
-// broadcast.Watcher the values it holds (see Watcher.NextBatch); from
-// another source one value (a durable natsbridge watcher's Receive must not
-// be called again once the Pool is stopping). On an error it appends
-// nothing.
+// batchReader the values it holds; from another source one value (a
+// durable natsbridge watcher's Receive must not be called again once the
+// Pool is stopping). On an error it appends nothing.
 func (p *Pool[T, K]) receive(batch []Delivery[T], room int) ([]Delivery[T], error) {
 	switch {
 	case p.acks != nil:
@@ -91,8 +99,8 @@ func (p *Pool[T, K]) receive(batch []Delivery[T], room int) ([]Delivery[T], erro
 			return batch, err
 		}
 		return append(batch, d), nil
-	case p.watcher != nil:
-		vals, err := p.watcher.NextBatch(p.readCtx, p.valBuf[:0], room)
+	case p.batches != nil:
+		vals, err := p.batches.NextBatch(p.readCtx, p.valBuf[:0], room)
 		for _, v := range vals {
 			batch = append(batch, Delivery[T]{Value: v, Attempt: 1})
 		}

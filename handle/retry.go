@@ -32,15 +32,15 @@ func (l *lane[T, K]) attempts() int {
 	return n
 }
 
-// busyList is a list of lanes, linked through them (Pool.failed).
-type busyList[T any, K comparable] struct{ head, tail *lane[T, K] }
+// laneList is a list of lanes, linked through them (Pool.failed).
+type laneList[T any, K comparable] struct{ head, tail *lane[T, K] }
 
 // push adds l at the end, unless it is in the list already.
-func (b *busyList[T, K]) push(l *lane[T, K]) {
-	if l.inBusy {
+func (b *laneList[T, K]) push(l *lane[T, K]) {
+	if l.inFailed {
 		return
 	}
-	l.prev, l.next, l.inBusy = b.tail, nil, true
+	l.prev, l.next, l.inFailed = b.tail, nil, true
 	if b.tail != nil {
 		b.tail.next = l
 	} else {
@@ -49,8 +49,8 @@ func (b *busyList[T, K]) push(l *lane[T, K]) {
 	b.tail = l
 }
 
-func (b *busyList[T, K]) remove(l *lane[T, K]) {
-	if !l.inBusy {
+func (b *laneList[T, K]) remove(l *lane[T, K]) {
+	if !l.inFailed {
 		return
 	}
 	if l.prev != nil {
@@ -63,7 +63,7 @@ func (b *busyList[T, K]) remove(l *lane[T, K]) {
 	} else {
 		b.tail = l.prev
 	}
-	l.prev, l.next, l.inBusy = nil, nil, false
+	l.prev, l.next, l.inFailed = nil, nil, false
 }
 
 // retryHeap holds the lanes whose head waits out a retry, the earliest
@@ -99,10 +99,12 @@ func (h *retryHeap[T, K]) push(l *lane[T, K]) bool {
 // eachBegunLocked calls f for each lane whose head has begun and has no
 // fate yet: in a handler, being dead-lettered, waiting out a retry or
 // waiting for a worker after one. A worker's lanes are found in held, not
-// in a list, so that a value's way through the Pool links nothing.
+// in a list, so that a value's way through the Pool links nothing; the
+// walk costs Workers steps and one per failing lane, under the Pool's
+// mutex, at each Stats call and each supervisor tick (see logSlowKeys).
 func (p *Pool[T, K]) eachBegunLocked(f func(*lane[T, K])) {
 	for _, l := range p.held {
-		if l != nil && !l.inBusy {
+		if l != nil && !l.inFailed {
 			f(l)
 		}
 	}

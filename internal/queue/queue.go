@@ -5,9 +5,10 @@
 // The writer, one goroutine, never blocks inside the queue: a put under
 // Block that finds it full takes what fits and returns a channel that
 // signals room, so that the writer can wait on it in a select with
-// whatever else ends its wait. Readers take one value (Take) or every
-// queued value (TakeBatch), waiting for one; a reader that took a batch
-// and did not use all of it hands the rest back to the front (PutBack).
+// whatever else ends its wait. Readers take one value (Take), up to n
+// (TakeUpTo) or every queued value (TakeBatch), waiting for one; a reader
+// that took a batch and did not use all of it hands the rest back to the
+// front (PutBack).
 // Close, by the writer's side, ends the readers once they have taken what
 // is queued.
 //

@@ -171,6 +171,31 @@ func TestPutBackGoesToTheFront(t *testing.T) {
 	}
 }
 
+// TestTakeUpToHandsOnWhatItLeaves: of two readers waiting in TakeUpTo,
+// the one woken takes its share and wakes the other for the value it
+// left.
+func TestTakeUpToHandsOnWhatItLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := queue.New[int](4, queue.Block, nil)
+		got := make(chan []int, 2)
+		for range 2 {
+			go func() {
+				v, err := q.TakeUpTo(nil, 1, nil)
+				if err != nil {
+					t.Errorf("TakeUpTo() = %v", err)
+				}
+				got <- v
+			}()
+		}
+		synctest.Wait() // both readers wait
+		q.PutAll([]int{1, 2})
+		a, b := <-got, <-got
+		if len(a) != 1 || len(b) != 1 || a[0]+b[0] != 3 {
+			t.Errorf("the two readers got %v and %v, want [1] and [2]", a, b)
+		}
+	})
+}
+
 // TestTakeWaitsThenEnds: Take and TakeBatch wait for a value; a closed
 // done ends the wait with ErrDone, but a queued value wins over it; after
 // Close, readers take what is queued, then get ErrClosed.
@@ -342,6 +367,11 @@ func TestConcurrentReaders(t *testing.T) {
 						return
 					}
 					results[r] = append(results[r], v)
+				case r == 1 || i%3 == 1:
+					var err error
+					if results[r], err = q.TakeUpTo(results[r], 1+i%5, nil); err != nil {
+						return
+					}
 				default:
 					if q.TakeBatch(&b, nil) != nil {
 						return
