@@ -37,7 +37,11 @@
 // before a crash count (Delivery.Attempt): a value that kills its process
 // every time is dead-lettered after MaxAttempts. Options.Window bounds how
 // far reading runs ahead of a held value: past it the Pool stops reading
-// (Stats().Paused), so that a crash sends at most that many again.
+// (Stats().Paused), so that a crash sends at most that many again. A
+// TurnSource (a durable natsbridge.Watcher or Member) is asked, before
+// each attempt, whether its reader still holds the value: a reader paused
+// past its lease, whose position another reader may take over, begins
+// none of the values it holds until it knows (see TurnSource).
 //
 // # Order, throughput and a hot key
 //

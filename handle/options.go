@@ -157,9 +157,13 @@ type Stats[K comparable] struct {
 	// retry.
 	Backoff int
 	// Abandoned counts the values Shutdown left without a fate: never
-	// handled, or whose handler had not returned by its deadline. A
-	// durable source hands them out again.
+	// handled, or whose handler had not returned by its deadline; and
+	// those Voided counts. A durable source hands them out again.
 	Abandoned uint64
+	// Voided counts the values of a TurnSource whose reader no longer
+	// held them when they were due to be handled (another reader took its
+	// position over): not handled here, counted in Abandoned too.
+	Voided uint64
 	// Retries counts the attempts after a failure; Panics the handlers
 	// that panicked (each counted as a failure too).
 	Retries, Panics uint64

@@ -32,6 +32,7 @@ type Pool[T any, K comparable] struct {
 	acks  AckSource[T]      // src, if it is one
 	sink  DeadLetterSink    // src, if it is one
 	parts PartitionedSource // src, if it is one
+	turns TurnSource        // src, if it is one
 	key   func(T) K         // nil: every value is its own key
 	fn    Func[T]
 	o     Options
@@ -110,6 +111,7 @@ type entry[T any] struct {
 	v      T
 	seq    uint64
 	ord    uint64
+	turn   uint64 // its source's turn when handed out (see TurnSource)
 	before int
 }
 
@@ -181,6 +183,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
 	p.parts, _ = src.(PartitionedSource)
+	p.turns, _ = src.(TurnSource)
 	p.sink, _ = src.(DeadLetterSink)
 	p.batches, _ = src.(batchReader[T])
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse

@@ -135,7 +135,7 @@ func (p *Pool[T, K]) accept(batch []Delivery[T]) int {
 // it if it has no key (see keyOf), or abandons it once the Pool is
 // stopped.
 func (p *Pool[T, K]) acceptLocked(d *Delivery[T], k keyed[K]) {
-	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), before: max(d.Attempt, 1) - 1}
+	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), turn: d.Turn, before: max(d.Attempt, 1) - 1}
 	p.stats.Received++
 	switch {
 	case p.stopped:

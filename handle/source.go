@@ -3,6 +3,7 @@ package handle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -45,6 +46,60 @@ type Delivery[T any] struct {
 	// Err is set when the source could not decode the value (a poison
 	// message): it goes to the dead letters before any handler runs.
 	Err error
+	// Turn is the source's turn when it handed the value out, for a
+	// TurnSource (0 for another source).
+	Turn uint64
+}
+
+// A TurnSource is an AckSource whose reader may lose the values it handed
+// out before they have a fate: a durable *natsbridge.Watcher, whose
+// position another reader may take over (its lease ran out while its
+// process was paused; a consumer leader change) while values it handed
+// out wait in the Pool behind their keys. Its turn counts the times its
+// reader took the position over: the values handed out in an earlier
+// turn are another reader's now (they come again to it, or came). A Pool
+// reading a TurnSource asks Holds before each attempt at a value: it
+// begins the value if the reader holds it, waits while the reader is
+// fenced in that same turn (its lease ran out, and whether another reader
+// takes the position over is not known yet: a reader that resumes its
+// position goes on with what it holds), and gives the value up, counted
+// Abandoned and never marked done, if its turn is over. It marks values
+// done with DoneTurn, which the source ignores for a value of an earlier
+// turn (the same Seq may have been handed out again since).
+type TurnSource interface {
+	// Holds reports whether the reader holds the value at seq, handed
+	// out in turn, and, if it is fenced, a channel closed when that may
+	// change.
+	Holds(seq, turn uint64) (Holding, <-chan struct{})
+	// DoneTurn marks the value at seq, handed out in turn, done.
+	DoneTurn(seq, turn uint64)
+}
+
+// Holding is what a TurnSource reports of the values it handed out in a
+// turn.
+type Holding int
+
+const (
+	// Held: the reader holds them; they may be handled.
+	Held Holding = iota
+	// Fenced: the reader stopped handing out (its lease ran out) and may
+	// resume, or another reader may take its position over: wait.
+	Fenced
+	// Void: another reader had the position since: they are not to be
+	// handled here.
+	Void
+)
+
+func (h Holding) String() string {
+	switch h {
+	case Held:
+		return "Held"
+	case Fenced:
+		return "Fenced"
+	case Void:
+		return "Void"
+	}
+	return fmt.Sprintf("Holding(%d)", int(h))
 }
 
 // DeadLetterSink is a source that keeps the dead letters of its own values

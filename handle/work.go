@@ -11,6 +11,33 @@ import (
 	"github.com/heraldgo/herald/internal/wait"
 )
 
+// errVoid is the failure of a value its TurnSource no longer holds (see
+// Pool.holds): it gets its fate without a handler, abandoned.
+var errVoid = errors.New("handle: the source's reader no longer holds the value")
+
+// holds reports whether the value e may be handled now: always, but for a
+// TurnSource's value, which waits while its reader is fenced in its turn,
+// and is not handled once its turn is over or the Pool stops meanwhile.
+func (p *Pool[T, K]) holds(e entry[T]) bool {
+	if p.turns == nil || e.seq == 0 {
+		return true
+	}
+	for {
+		h, changed := p.turns.Holds(e.seq, e.turn)
+		switch h {
+		case Held:
+			return true
+		case Void:
+			return false
+		}
+		select {
+		case <-changed:
+		case <-p.g.Stopping().Done():
+			return false
+		}
+	}
+}
+
 // errExhausted is the failure of a value whose source delivered it
 // MaxAttempts times before (its readers died in its handler): it is
 // dead-lettered without a handler.
@@ -55,9 +82,12 @@ func (p *Pool[T, K]) work(i int) {
 		e = p.startLocked(l)
 		run++
 		p.mu.Unlock()
-		if l.dead != nil || e.before >= p.o.MaxAttempts {
+		switch {
+		case l.dead != nil || e.before >= p.o.MaxAttempts:
 			err = errExhausted // a dead letter stored again, or failed that often before: not handled again
-		} else {
+		case !p.holds(e):
+			err = errVoid // another reader's now, or the Pool is stopping
+		default:
 			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
 			err = p.call(ctx, e.v)
 		}
@@ -160,13 +190,18 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 		}
 		return p.storeDeadLocked(l, e, f, more)
 	}
-	if err != errExhausted {
+	if err != errExhausted && err != errVoid {
 		l.tries++
 	}
 	attempts := e.before + l.tries
 	switch {
 	case err == nil:
 		return p.popLocked(l, e, &p.stats.Handled, more)
+	case err == errVoid:
+		if !p.stopped {
+			p.stats.Voided++
+		}
+		return p.popLocked(l, e, &p.stats.Abandoned, more)
 	case p.stopped:
 		p.popLocked(l, e, &p.stats.Abandoned, false)
 		return nil
@@ -275,7 +310,11 @@ func (p *Pool[T, K]) fateLocked(ord uint64) {
 // done tells an AckSource that e has its fate (nothing for the zero
 // entry).
 func (p *Pool[T, K]) done(e entry[T]) {
-	if p.acks != nil && e.seq != 0 {
+	switch {
+	case e.seq == 0:
+	case p.turns != nil:
+		p.turns.DoneTurn(e.seq, e.turn)
+	case p.acks != nil:
 		p.acks.Done(e.seq)
 	}
 }

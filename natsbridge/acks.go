@@ -2,6 +2,7 @@ package natsbridge
 
 import (
 	"context"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,9 @@ type acks struct {
 	// idle, made when someone waits for it (outstanding), is closed and
 	// cleared when the last outstanding value is done.
 	idle chan struct{}
+	// turn counts this reader's takeovers of the position (see newTurn):
+	// the values handed out in an earlier turn are void.
+	turn uint64
 }
 
 func newAcks(nc *nats.Conn) *acks { return &acks{nc: nc} }
@@ -131,10 +135,43 @@ func newAcks(nc *nats.Conn) *acks { return &acks{nc: nc} }
 // the consumer's epoch, was handed out (done: skipped, a poison message
 // that All and Next pass over). seq is above every sequence handed out
 // before.
-func (a *acks) hand(seq uint64, msg jetstream.Msg, epoch uint64, done bool) {
+func (a *acks) hand(seq uint64, msg jetstream.Msg, epoch uint64, done bool) (turn uint64) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.set.add(seq, ackRef{msg: msg, epoch: epoch}, done)
+	return a.turn
+}
+
+// newTurn begins a turn: this reader took the position over, and another
+// reader may have had it since the values outstanding were handed out.
+// Those are void: they are forgotten (their Done, with their turn, is
+// ignored), and the set starts again at floor, the position's
+// acknowledged floor, after which every value comes again.
+func (a *acks) newTurn(floor uint64) {
+	a.mu.Lock()
+	a.turn = turns.Add(1)
+	var idle chan struct{}
+	if a.set.open > 0 {
+		a.set = handedSet{floor: floor, top: floor}
+		a.acked = floor
+		idle, a.idle = a.idle, nil
+	}
 	a.mu.Unlock()
+	if idle != nil {
+		close(idle)
+	}
+}
+
+// turns numbers the turns of every durable watcher of the process, so
+// that no two share one (a group member reads a partition it had before
+// with a new watcher).
+var turns atomic.Uint64
+
+// turnNow returns the current turn.
+func (a *acks) turnNow() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.turn
 }
 
 // refresh records msg, a delivery of the value at seq in the consumer's
@@ -157,12 +194,21 @@ func (a *acks) refresh(seq uint64, msg jetstream.Msg, epoch uint64) {
 	}
 }
 
-// done marks the value at seq done and acknowledges the floor if a batch
-// is due; within the eager range (see keeper.activate), it waits for the
-// server to confirm the ack. It reports false if seq names no value
-// outstanding.
-func (a *acks) done(seq uint64) bool {
+// anyTurn, as doneTurn's turn, marks a value done whatever its turn (a
+// Done without one: see Watcher.Done).
+const anyTurn = math.MaxUint64
+
+// doneTurn marks the value at seq, handed out in turn, done and
+// acknowledges the floor if a batch is due; within the eager range (see
+// keeper.activate), it waits for the server to confirm the ack. It
+// reports false if seq names no value outstanding, or if turn is over (a
+// value of the turn before a takeover: see newTurn).
+func (a *acks) doneTurn(seq, turn uint64) bool {
 	a.mu.Lock()
+	if turn != anyTurn && turn != a.turn {
+		a.mu.Unlock()
+		return false
+	}
 	ok := a.set.markDone(seq)
 	ref, due := a.dueLocked(time.Now(), false)
 	confirm := due && seq <= a.eager

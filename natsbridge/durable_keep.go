@@ -117,6 +117,9 @@ type keeper struct {
 	// before is the highest sequence the record said was handed out when
 	// this reader took it over: release never writes less.
 	before uint64
+	// fenceChange, made when someone waits for it (see holds), is closed
+	// and cleared when the fence ends or reads close.
+	fenceChange atomic.Pointer[chan struct{}]
 	// closed is set once the watcher hands nothing more out (closeReads).
 	closed atomic.Bool
 	// floor and deaths are the record's when this reader took it over.
@@ -155,6 +158,7 @@ func (k *keeper) closeReads() {
 	k.closed.Store(true)
 	k.openGate()
 	k.reserved.End()
+	k.fenceChangedLocked() // those waiting in holds hold their values now
 }
 
 // openGate opens the gate, if one is set: readers may hand out again.

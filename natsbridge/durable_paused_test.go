@@ -71,3 +71,61 @@ func TestDurablePausedReaderHandsOutNothingAfterTakeover(t *testing.T) {
 	}
 	logFault(t, "reader stopped %v in a handler: standby took over %v after the stop; %d handled twice, Redelivered %d", stopFor, tookOver.Round(time.Millisecond), twice, r2.Redelivered)
 }
+
+// TestPoolPausedReaderBeginsNothingItNoLongerHolds: a process handling a
+// durable topic with a handle.Pool, its values waiting behind their keys
+// (handlers of 20ms, one stuck), is stopped (SIGSTOP) past its lease while
+// a standby takes the position over, and continued (SIGCONT): its Pool
+// begins none of the values it held, which the standby handles (each
+// counted in its Redelivered); only the handler that was running goes on.
+// Before the Pool asked its source whether its reader still held a value,
+// it began 15 to 22 of them within 25ms of the SIGCONT.
+func TestPoolPausedReaderBeginsNothingItNoLongerHolds(t *testing.T) {
+	t.Parallel() // it waits on processes and takeovers, not on the CPU
+	s := startServer(t, embedded.Options{Listen: "127.0.0.1:0"})
+	_, js := connect(t, s)
+	const name, n, stuck = "pool.paused", 300, 30
+	topic := newTopic(t, js, name, natsbridge.TopicOptions{})
+	newTopicOf(t, js, name+".dead", natsbridge.JSON[natsbridge.DeadLetter](), natsbridge.TopicOptions{})
+	ctx := testCtx(t)
+	first := watchHandler(t, startHelper(t, ctx, "pool", s.URL(), "ship", 0, topicEnv+"="+name, stuckEnv+"=30", workEnv+"=20ms"))
+	publishAll(t, topic, 1, n)
+	eventually(t, "the first reader in the stuck handler, values waiting", func() bool { return first.started(stuck) && len(first.startedIDs()) > 40 })
+	second := watchHandler(t, startHelper(t, ctx, "pool", s.URL(), "ship", 0, topicEnv+"="+name, workEnv+"=20ms"))
+	proc := first.f.h.cmd.Process
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	eventually(t, "the standby takes the position over", func() bool { return len(second.startedIDs()) > 0 })
+	time.Sleep(time.Until(stopped.Add(4 * time.Second))) // twice the takeover time: the lease is long over
+	before := len(first.startedIDs())
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the standby handles to the end", func() bool { return second.finished(n) })
+	after := first.startedIDs()[before:]
+	if len(after) > 0 {
+		t.Errorf("the continued reader began %d values it held after the takeover: %v", len(after), after)
+	}
+	firstStarted := first.startedIDs()
+	first.kill() // its stuck handler would hold a Shutdown
+	r := second.stop(t)
+	done := slices.Concat(first.finishedIDs(), second.finishedIDs())
+	twice := 0
+	for id := 1; id <= n; id++ {
+		if !slices.Contains(done, id) {
+			t.Errorf("value %d never handled", id)
+		}
+	}
+	for _, id := range second.startedIDs() {
+		if slices.Contains(firstStarted, id) {
+			twice++
+		}
+	}
+	if r.Redelivered < uint64(twice) {
+		t.Errorf("Redelivered %d, fewer than the %d values both readers began", r.Redelivered, twice)
+	}
+	checkKeyOrder(t, "standby", second.startedIDs())
+	logFault(t, "pool paused past its lease: %d begun by both (Redelivered %d); the continued reader began %d after SIGCONT", twice, r.Redelivered, len(after))
+}

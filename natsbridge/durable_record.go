@@ -155,6 +155,7 @@ func (k *keeper) unfence() {
 		return
 	}
 	k.fenced.Store(false)
+	k.fenceChangedLocked()
 	k.refused, k.resumeFrom = 0, 0
 	k.reopenLocked()
 	k.signal()
@@ -187,7 +188,11 @@ func (k *keeper) ownLocked(prev, rec record, rev uint64, now time.Time) {
 		k.acks.eagerTo(rec.Handed)
 	}
 	k.last, k.lastAt = rec.Handed, now
+	// A new turn before the fence ends: a value handed out before, which
+	// another reader may have had since, is never taken for this turn's.
+	k.acks.newTurn(rec.Floor)
 	k.fenced.Store(false)
+	k.fenceChangedLocked()
 	k.refused, k.resumeFrom = 0, 0 // the feed reads again from the floor
 	k.reopenLocked()
 	k.reserved.Advance(rec.Handed)

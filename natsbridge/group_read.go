@@ -92,6 +92,25 @@ func (m *Member[T]) Done(seq uint64) {
 	}
 }
 
+// Holds reports whether the member holds the value seq names, handed out
+// in turn (see Watcher.Holds); a value of a partition it no longer reads
+// is held, as before: a partition moving away waits for its handlers.
+func (m *Member[T]) Holds(seq, turn uint64) (handle.Holding, <-chan struct{}) {
+	if w, s := m.watcherOf(seq); w != nil {
+		return w.Holds(s, turn)
+	}
+	return handle.Held, nil
+}
+
+// DoneTurn marks the value seq names, handed out in turn, done (see
+// Watcher.DoneTurn).
+func (m *Member[T]) DoneTurn(seq, turn uint64) {
+	if w, s := m.watcherOf(seq); w != nil {
+		w.DoneTurn(s, turn)
+		wait.Signal(m.notify) // as Done
+	}
+}
+
 // DeadLetter stores the dead letter of the value seq names (see
 // Watcher.DeadLetter).
 func (m *Member[T]) DeadLetter(ctx context.Context, seq uint64, f handle.Failure) error {

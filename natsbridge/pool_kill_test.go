@@ -25,6 +25,7 @@ import (
 const (
 	failEnv  = "HERALD_NATSBRIDGE_FAIL"  // an ID whose first attempt fails; its retry waits 10s
 	crashEnv = "HERALD_NATSBRIDGE_CRASH" // an ID whose handler ends the process (os.Exit(3))
+	workEnv  = "HERALD_NATSBRIDGE_WORK"  // how long a handler works (a Go duration; 1ms if unset)
 )
 
 // poolKeys is how many keys the pool helpers' values spread over.
@@ -181,6 +182,10 @@ func playPool(ctx context.Context, js jetstream.JetStream, topic *natsbridge.Top
 	stuck, _ := strconv.Atoi(os.Getenv(stuckEnv))
 	fail, _ := strconv.Atoi(os.Getenv(failEnv))
 	crash, _ := strconv.Atoi(os.Getenv(crashEnv))
+	work, err := time.ParseDuration(os.Getenv(workEnv))
+	if err != nil {
+		work = time.Millisecond
+	}
 	var mu sync.Mutex
 	failed := map[int]bool{}
 	p := handle.New(w, poolKey, func(ctx context.Context, o Order) error {
@@ -199,7 +204,7 @@ func playPool(ctx context.Context, js jetstream.JetStream, topic *natsbridge.Top
 				return errors.New("the first attempt fails")
 			}
 		}
-		time.Sleep(time.Millisecond) // the handler's work
+		time.Sleep(work) // the handler's work
 		fmt.Printf("done %d\n", o.ID)
 		return nil
 	}, handle.Options{Workers: 4, MaxAttempts: 3, RetryMin: 10 * time.Second, RetryMax: 10 * time.Second})

@@ -26,6 +26,7 @@ type item[T any] struct {
 	msg   jetstream.Msg
 	epoch uint64 // a durable consumer's epoch (see acks.epoch) when msg came
 	count int    // how many times the server delivered it, this time included
+	turn  uint64 // a durable watcher's turn when it was handed out (see acks.turn)
 	h     nats.Header
 }
 

@@ -230,7 +230,7 @@ func (w *Watcher[T]) delivery(it item[T]) handle.Delivery[T] {
 	if w.d != nil {
 		attempt += w.d.keep.attemptsBefore(it.seq)
 	}
-	return handle.Delivery[T]{Value: it.v, Seq: it.seq, Attempt: attempt, Err: it.err}
+	return handle.Delivery[T]{Value: it.v, Seq: it.seq, Attempt: attempt, Err: it.err, Turn: it.turn}
 }
 
 // Events returns the channel on which a channel watcher's values arrive,
@@ -261,6 +261,8 @@ func closedChan[T any]() <-chan T {
 // finishes values elsewhere, or out of order. Done of a sequence that is
 // not outstanding (done already, never handed out, or on a watcher that is
 // not durable) does nothing.
+//
+// A handle.Pool calls DoneTurn instead (see Holds).
 func (w *Watcher[T]) Done(seq uint64) {
 	if w.d != nil {
 		w.doneSeq(seq)
@@ -270,13 +272,7 @@ func (w *Watcher[T]) Done(seq uint64) {
 // doneSeq marks seq done on a durable watcher, and hands the position over
 // if the watcher was stopped (its feed exited: see afterStop) and this was
 // the last value outstanding.
-func (w *Watcher[T]) doneSeq(seq uint64) {
-	if w.d.acks.done(seq) && w.d.ending.Load() {
-		if n, _ := w.d.acks.outstanding(); n == 0 {
-			w.finish()
-		}
-	}
-}
+func (w *Watcher[T]) doneSeq(seq uint64) { w.DoneTurn(seq, anyTurn) }
 
 // takeDurable takes the next value of a durable watcher's queue and hands
 // it out (poison: hands out poison messages too, rather than pass them
@@ -329,7 +325,7 @@ func (w *Watcher[T]) takeDurableDone(done <-chan struct{}, ctx context.Context, 
 		if it.seq <= d.redeliverTo.Load() {
 			d.redelivered.Add(1)
 		}
-		d.acks.hand(it.seq, it.msg, it.epoch, false)
+		it.turn = d.acks.hand(it.seq, it.msg, it.epoch, false)
 		w.read(it)
 		return it, nil
 	}

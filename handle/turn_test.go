@@ -1,0 +1,125 @@
+package handle_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldgo/herald/handle"
+)
+
+// turnSource is an ackSource whose reader may be fenced and lose its
+// turn, as a durable natsbridge watcher's may.
+type turnSource struct {
+	*ackSource
+	mu      sync.Mutex // guards turn, fenced, changed, doneTurn
+	turn    uint64
+	fenced  bool
+	changed chan struct{}
+	// doneTurn lists the (seq, turn) pairs DoneTurn was called with.
+	doneTurn [][2]uint64
+}
+
+func newTurnSource() *turnSource {
+	return &turnSource{ackSource: newAckSource(false), turn: 1, changed: make(chan struct{})}
+}
+
+func (s *turnSource) Holds(_, turn uint64) (handle.Holding, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case turn != s.turn:
+		return handle.Void, nil
+	case s.fenced:
+		return handle.Fenced, s.changed
+	}
+	return handle.Held, nil
+}
+
+func (s *turnSource) DoneTurn(seq, turn uint64) {
+	s.mu.Lock()
+	s.doneTurn = append(s.doneTurn, [2]uint64{seq, turn})
+	s.mu.Unlock()
+	s.Done(seq)
+}
+
+// set fences the reader, or ends its fence, in turn.
+func (s *turnSource) set(fenced bool, turn uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fenced, s.turn = fenced, turn
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// TestTurnSourceFencedValuesWaitThenGoOnOrAreVoid: a Pool begins no value
+// of a TurnSource while its reader is fenced; if the reader resumes in
+// the same turn, the values it held are handled, in order; if a later
+// turn began, they are not handled, not marked done, and counted Voided
+// (and Abandoned); a value handed out in the new turn is handled and
+// marked done with its turn.
+func TestTurnSourceFencedValuesWaitThenGoOnOrAreVoid(t *testing.T) {
+	for _, resume := range []bool{true, false} {
+		name := map[bool]string{true: "resumed", false: "taken-over"}[resume]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newTurnSource()
+				release := make(chan struct{})
+				var mu sync.Mutex
+				var handled []int
+				var begun atomic.Int32
+				p := handle.New[job, int](src, byKey, func(_ context.Context, j job) error {
+					begun.Add(1)
+					if j.ID == 0 {
+						<-release // in its handler when the reader is fenced
+					}
+					mu.Lock()
+					handled = append(handled, j.ID)
+					mu.Unlock()
+					return nil
+				}, handle.Options{Workers: 2, Logger: quiet})
+				defer p.Shutdown(context.Background())
+				for i := range 4 { // key 0: 0 1 2 3, the last three behind the first
+					src.in <- handle.Delivery[job]{Value: job{Key: 0, N: i, ID: i}, Seq: uint64(i + 1), Attempt: 1, Turn: 1}
+				}
+				synctest.Wait()
+				src.set(true, 1) // fenced: its lease ran out
+				close(release)   // value 0's handler returns: a running handler finishes
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if n := begun.Load(); n != 1 {
+					t.Fatalf("%d handlers begun while the reader was fenced, want only value 0's, begun before", n)
+				}
+				if resume {
+					src.set(false, 1)
+				} else {
+					src.set(false, 2)
+					src.in <- handle.Delivery[job]{Value: job{Key: 0, N: 1, ID: 1}, Seq: 2, Attempt: 2, Turn: 2} // comes again
+				}
+				synctest.Wait() // the Pool received it
+				if err := p.Flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				s := p.Stats()
+				checkConserved(t, s)
+				want, wantDone, voided := []int{0, 1, 2, 3}, [][2]uint64{{1, 1}, {2, 1}, {3, 1}, {4, 1}}, uint64(0)
+				if !resume {
+					want, wantDone, voided = []int{0, 1}, [][2]uint64{{1, 1}, {2, 2}}, 3
+				}
+				mu.Lock()
+				got := slices.Clone(handled)
+				mu.Unlock()
+				src.mu.Lock()
+				done := slices.Clone(src.doneTurn)
+				src.mu.Unlock()
+				if !slices.Equal(got, want) || !slices.Equal(done, wantDone) || s.Voided != voided || s.Abandoned != voided {
+					t.Errorf("handled %v, DoneTurn %v, Voided %d, Abandoned %d; want %v, %v, %d, %d", got, done, s.Voided, s.Abandoned, want, wantDone, voided, voided)
+				}
+			})
+		})
+	}
+}

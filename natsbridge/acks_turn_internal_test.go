@@ -1,0 +1,94 @@
+package natsbridge
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/heraldgo/herald/handle"
+)
+
+// TestAcksNewTurnForgetsTheValuesOfTheTurnBefore: at a takeover of its
+// own, a reader's values outstanding from its turn before are void: they
+// no longer hold the floor back or its Shutdown's wait, the values after
+// the floor are handed out again in order, and a Done of the turn before
+// does not mark the same sequence of the new turn done.
+func TestAcksNewTurnForgetsTheValuesOfTheTurnBefore(t *testing.T) {
+	a := newAcks(nil)
+	old := a.hand(5, nil, 0, false)
+	a.hand(6, nil, 0, false)
+	n, idle := a.outstanding()
+	if n != 2 || idle == nil {
+		t.Fatalf("outstanding() = %d, %v; want 2 and a channel", n, idle)
+	}
+	a.newTurn(3) // the other reader acknowledged up to 3
+	select {
+	case <-idle:
+	default:
+		t.Fatal("a Shutdown waiting for the values of the turn before still waits")
+	}
+	now := a.hand(4, nil, 0, false) // 4 comes again, in the new turn
+	a.hand(5, nil, 0, false)
+	if now == old {
+		t.Fatalf("the turn is %d before and after a takeover", now)
+	}
+	if a.doneTurn(5, old) {
+		t.Error("a Done of the turn before marked the new turn's 5 done")
+	}
+	if !a.doneTurn(4, now) || !a.doneTurn(5, now) {
+		t.Fatal("the new turn's values could not be marked done")
+	}
+	if open, _ := a.state(); open != 0 || a.set.floor != 5 {
+		t.Errorf("after both done: %d open, floor %d; want 0, 5", open, a.set.floor)
+	}
+}
+
+// TestKeeperHoldsWaitsWhileFencedAndVoidsAnEndedTurn: holds reports a
+// value of the current turn held, of a fenced reader fenced (with a
+// channel closed when the fence ends), of an ended turn void, and of a
+// stopped watcher's turn held.
+func TestKeeperHoldsWaitsWhileFencedAndVoidsAnEndedTurn(t *testing.T) {
+	k := newKeeper(nil, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	turn := k.acks.hand(1, nil, 0, false)
+	if h, _ := k.holds(turn); h != handle.Held {
+		t.Fatalf("holds of the current turn = %v, want Held", h)
+	}
+	k.mu.Lock()
+	k.fenceLocked("test")
+	k.mu.Unlock()
+	h, changed := k.holds(turn)
+	if h != handle.Fenced || changed == nil {
+		t.Fatalf("holds of a fenced reader = %v, %v; want Fenced and a channel", h, changed)
+	}
+	k.mu.Lock()
+	k.acks.newTurn(0) // as ownLocked: a new turn, then the fence ends
+	k.fenced.Store(false)
+	k.fenceChangedLocked()
+	k.mu.Unlock()
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the fence ended and its channel is not closed")
+	}
+	if h, _ := k.holds(turn); h != handle.Void {
+		t.Errorf("holds of the turn before a takeover = %v, want Void", h)
+	}
+
+	// Fenced again, then stopped: its values are held, for its hand-over
+	// to wait for, as before the fence.
+	turn = k.acks.turnNow()
+	k.mu.Lock()
+	k.fenceLocked("test")
+	k.mu.Unlock()
+	_, changed = k.holds(turn)
+	k.closeReads()
+	select {
+	case <-changed:
+	default:
+		t.Fatal("reads closed and the fence's channel is not closed")
+	}
+	if h, _ := k.holds(turn); h != handle.Held {
+		t.Errorf("holds of a stopped watcher's turn = %v, want Held", h)
+	}
+}
