@@ -68,8 +68,8 @@ type Delivery[T any] struct {
 // turn (the same Seq may have been handed out again since).
 type TurnSource interface {
 	// Holds reports whether the reader holds the value at seq, handed
-	// out in turn, and, if it is fenced, a channel closed when that may
-	// change.
+	// out in turn, and, with Fenced, a channel (never nil) closed when
+	// that may change.
 	Holds(seq, turn uint64) (Holding, <-chan struct{})
 	// DoneTurn marks the value at seq, handed out in turn, done.
 	DoneTurn(seq, turn uint64)

@@ -123,3 +123,30 @@ func TestTurnSourceFencedValuesWaitThenGoOnOrAreVoid(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnSourceShutdownWhileFencedAbandons: a Shutdown while values wait
+// for their fenced reader returns; those values are abandoned, never
+// begun nor marked done.
+func TestTurnSourceShutdownWhileFencedAbandons(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTurnSource()
+		var begun atomic.Int32
+		p := handle.New[job, int](src, byKey, func(context.Context, job) error {
+			begun.Add(1)
+			return nil
+		}, handle.Options{Workers: 2, Logger: quiet})
+		src.set(true, 1)
+		for i := range 4 {
+			src.in <- handle.Delivery[job]{Value: job{Key: i % 2, N: i / 2, ID: i}, Seq: uint64(i + 1), Attempt: 1, Turn: 1}
+		}
+		synctest.Wait()
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if begun.Load() != 0 || s.Abandoned != 4 || s.Voided != 0 || len(src.doneSeqs()) != 0 {
+			t.Errorf("begun %d, Stats %+v, done %v; want none begun, 4 abandoned (not voided), none done", begun.Load(), s, src.doneSeqs())
+		}
+	})
+}

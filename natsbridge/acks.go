@@ -148,12 +148,26 @@ func (a *acks) hand(seq uint64, msg jetstream.Msg, epoch uint64, done bool) (tur
 // ignored), and the set starts again at floor, the position's
 // acknowledged floor, after which every value comes again.
 func (a *acks) newTurn(floor uint64) {
+	a.endTurn(func(handedSet) handedSet { return handedSet{floor: floor, top: floor} })
+}
+
+// voidTurn ends the turn without a new one: the reader stopped while
+// fenced. The values outstanding are forgotten (their Done is ignored);
+// the floor, and its message for a last acknowledgement, stay.
+func (a *acks) voidTurn() {
+	a.endTurn(func(s handedSet) handedSet { return handedSet{floor: s.floor, top: s.floor, ref: s.ref} })
+}
+
+// endTurn raises the turn and, if values are outstanding, forgets them:
+// the set becomes fresh(set), and those waiting for the last outstanding
+// value are released.
+func (a *acks) endTurn(fresh func(handedSet) handedSet) {
 	a.mu.Lock()
 	a.turn = turns.Add(1)
 	var idle chan struct{}
 	if a.set.open > 0 {
-		a.set = handedSet{floor: floor, top: floor}
-		a.acked = floor
+		a.set = fresh(a.set)
+		a.acked = min(a.acked, a.set.floor)
 		idle, a.idle = a.idle, nil
 	}
 	a.mu.Unlock()

@@ -47,7 +47,7 @@ func TestAcksNewTurnForgetsTheValuesOfTheTurnBefore(t *testing.T) {
 // TestKeeperHoldsWaitsWhileFencedAndVoidsAnEndedTurn: holds reports a
 // value of the current turn held, of a fenced reader fenced (with a
 // channel closed when the fence ends), of an ended turn void, and of a
-// stopped watcher's turn held.
+// watcher stopped while fenced void.
 func TestKeeperHoldsWaitsWhileFencedAndVoidsAnEndedTurn(t *testing.T) {
 	k := newKeeper(nil, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	turn := k.acks.hand(1, nil, 0, false)
@@ -75,20 +75,41 @@ func TestKeeperHoldsWaitsWhileFencedAndVoidsAnEndedTurn(t *testing.T) {
 		t.Errorf("holds of the turn before a takeover = %v, want Void", h)
 	}
 
-	// Fenced again, then stopped: its values are held, for its hand-over
-	// to wait for, as before the fence.
-	turn = k.acks.turnNow()
+	// Fenced again with a value out, then stopped: it will not resume, so
+	// its turn ends, and its hand-over no longer waits for that value.
+	turn = k.acks.hand(2, nil, 0, false)
 	k.mu.Lock()
 	k.fenceLocked("test")
 	k.mu.Unlock()
 	_, changed = k.holds(turn)
+	_, idle := k.acks.outstanding()
 	k.closeReads()
 	select {
 	case <-changed:
 	default:
 		t.Fatal("reads closed and the fence's channel is not closed")
 	}
+	if h, _ := k.holds(turn); h != handle.Void {
+		t.Errorf("holds of a watcher stopped while fenced = %v, want Void", h)
+	}
+	select {
+	case <-idle:
+	default:
+		t.Error("the hand-over of a watcher stopped while fenced still waits for its values")
+	}
+}
+
+// TestKeeperHoldsAStoppedOwnersTurn: a watcher stopped while it owns its
+// position (not fenced) holds the values of its turn: its hand-over waits
+// for them to be done.
+func TestKeeperHoldsAStoppedOwnersTurn(t *testing.T) {
+	k := newKeeper(nil, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	turn := k.acks.hand(1, nil, 0, false)
+	k.closeReads()
 	if h, _ := k.holds(turn); h != handle.Held {
-		t.Errorf("holds of a stopped watcher's turn = %v, want Held", h)
+		t.Errorf("holds of a stopped owner's turn = %v, want Held", h)
+	}
+	if n, _ := k.acks.outstanding(); n != 1 {
+		t.Errorf("%d values outstanding, want 1: its hand-over waits for it", n)
 	}
 }

@@ -37,12 +37,17 @@ func (k *keeper) fenceWait() <-chan struct{} {
 // turn (see handle.TurnSource): not if a later turn began, and not yet
 // if it is fenced (its lease ran out, as a hand-out checks), with a
 // channel closed when the fence ends. Once the watcher hands nothing more
-// out (stopped: a Shutdown, a partition moving to another member), it
-// holds the values of its turn, as before it was fenced: its hand-over
-// waits for them to be done, or for its bound.
+// out (stopped: a Shutdown, a partition moving to another member), a
+// reader that still owns the position holds the values of its turn (its
+// hand-over waits for them to be done, or for its bound); a fenced one
+// will not resume, and its turn ends (see voidClosedTurn).
 func (k *keeper) holds(turn uint64) (handle.Holding, <-chan struct{}) {
 	for {
 		if turn != k.acks.turnNow() {
+			return handle.Void, nil
+		}
+		if k.closed.Load() && (k.fenced.Load() || k.leaseRanOut()) {
+			k.voidClosedTurn()
 			return handle.Void, nil
 		}
 		if k.closed.Load() || !k.fenced.Load() && !k.leaseRanOut() {
@@ -62,19 +67,42 @@ func (k *keeper) holds(turn uint64) (handle.Holding, <-chan struct{}) {
 	}
 }
 
+// voidClosedTurn ends the turn of a reader stopped while fenced, once:
+// the values it handed out are another reader's (they come again to the
+// next one, unacknowledged), and its hand-over no longer waits for them.
+func (k *keeper) voidClosedTurn() {
+	if k.closedVoid.CompareAndSwap(false, true) {
+		k.acks.voidTurn()
+	}
+}
+
 // Holds reports, for a handle.Pool (a handle.TurnSource), whether this
 // reader holds the value at seq it handed out in turn (Delivery.Turn): a
 // durable reader whose lease ran out (its process paused past it) is
 // fenced until it resumes its position or another reader takes it over,
 // and the values it handed out before a takeover of its own are void
 // (another reader had the position: they came, or come, to it). A Pool
-// begins no value its reader does not hold. A watcher that is not durable
-// holds every value.
+// begins no value its reader does not hold. Once the watcher has handed
+// its position over (stopped, and its values done or its bound passed),
+// or was stopped while fenced, it holds none. A watcher that is not
+// durable holds every value.
 func (w *Watcher[T]) Holds(seq, turn uint64) (handle.Holding, <-chan struct{}) {
-	if w.d == nil {
+	d := w.d
+	if d == nil {
 		return handle.Held, nil
 	}
-	return w.d.keep.holds(turn)
+	select {
+	case <-d.finished:
+		return handle.Void, nil // handed over: the next reader has them
+	default:
+	}
+	h, c := d.keep.holds(turn)
+	if h == handle.Void && d.ending.Load() {
+		if n, _ := d.acks.outstanding(); n == 0 {
+			w.finish() // nothing left to wait for
+		}
+	}
+	return h, c
 }
 
 // DoneTurn is Done for the value at seq handed out in turn: it does

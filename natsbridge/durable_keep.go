@@ -120,6 +120,7 @@ type keeper struct {
 	// fenceChange, made when someone waits for it (see holds), is closed
 	// and cleared when the fence ends or reads close.
 	fenceChange atomic.Pointer[chan struct{}]
+	closedVoid  atomic.Bool // see voidClosedTurn
 	// closed is set once the watcher hands nothing more out (closeReads).
 	closed atomic.Bool
 	// floor and deaths are the record's when this reader took it over.
