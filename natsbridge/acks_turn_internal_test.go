@@ -99,17 +99,47 @@ func TestKeeperHoldsWaitsWhileFencedAndVoidsAnEndedTurn(t *testing.T) {
 	}
 }
 
-// TestKeeperHoldsAStoppedOwnersTurn: a watcher stopped while it owns its
-// position (not fenced) holds the values of its turn: its hand-over waits
-// for them to be done.
+// TestKeeperHoldsAStoppedOwnersTurn: a watcher stopped while it owned its
+// position holds the values of its turn, though its lease runs out after
+// the stop (renewals end with it): its hand-over waits for them. One
+// whose lease had run out before it stopped (its process paused past it)
+// holds none.
 func TestKeeperHoldsAStoppedOwnersTurn(t *testing.T) {
-	k := newKeeper(nil, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	turn := k.acks.hand(1, nil, 0, false)
-	k.closeReads()
-	if h, _ := k.holds(turn); h != handle.Held {
-		t.Errorf("holds of a stopped owner's turn = %v, want Held", h)
+	for _, tc := range []struct {
+		name    string
+		leaseTo time.Duration // the lease's end, from the stop
+		want    handle.Holding
+		open    int
+	}{
+		{"lease-ends-after-the-stop", time.Second, handle.Held, 1},
+		{"lease-ended-before-the-stop", -time.Second, handle.Void, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newKeeper(nil, "d", nil, "", 2*time.Second, newAcks(nil), newLimitedLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			turn := k.acks.hand(1, nil, 0, false)
+			stopped := time.Now().Add(-2 * time.Second) // both leases over by now
+			k.mu.Lock()
+			k.owned = true
+			k.fenceBy.Store(stopped.Add(tc.leaseTo).UnixNano())
+			k.mu.Unlock()
+			k.closeReads()
+			k.closedAt.Store(stopped.UnixNano())
+			if h, _ := k.holds(turn); h != tc.want {
+				t.Errorf("holds of a stopped owner's turn = %v, want %v", h, tc.want)
+			}
+			if n, _ := k.acks.outstanding(); n != tc.open {
+				t.Errorf("%d values outstanding, want %d", n, tc.open)
+			}
+		})
 	}
-	if n, _ := k.acks.outstanding(); n != 1 {
-		t.Errorf("%d values outstanding, want 1: its hand-over waits for it", n)
+}
+
+// TestMemberHoldsNoneOfAPartitionItNoLongerReads: once a member's
+// partition has moved away and its hand-over is over, a value of it still
+// in the member's Pool is another member's: void, not begun here.
+func TestMemberHoldsNoneOfAPartitionItNoLongerReads(t *testing.T) {
+	var m Member[int] // reads no partition
+	if h, _ := m.Holds(3<<seqBits|7, 1); h != handle.Void {
+		t.Errorf("Holds of a partition the member no longer reads = %v, want Void", h)
 	}
 }

@@ -38,15 +38,21 @@ func (k *keeper) fenceWait() <-chan struct{} {
 // if it is fenced (its lease ran out, as a hand-out checks), with a
 // channel closed when the fence ends. Once the watcher hands nothing more
 // out (stopped: a Shutdown, a partition moving to another member), a
-// reader that still owns the position holds the values of its turn (its
-// hand-over waits for them to be done, or for its bound); a fenced one
-// will not resume, and its turn ends (see voidClosedTurn).
+// reader that owned the position when it stopped holds the values of its
+// turn (its hand-over waits for them to be done, or for its bound); a
+// fenced one, or one whose lease had run out then, will not resume, and
+// its turn ends (see voidClosedTurn).
 func (k *keeper) holds(turn uint64) (handle.Holding, <-chan struct{}) {
 	for {
 		if turn != k.acks.turnNow() {
 			return handle.Void, nil
 		}
-		if k.closed.Load() && (k.fenced.Load() || k.leaseRanOut()) {
+		if k.closed.Load() && (k.fenced.Load() || k.fenceBy.Load() < k.closedAt.Load()) {
+			// Fenced, or its lease had run out when it stopped (its process
+			// paused past it): it will not resume. A lease that runs out
+			// after the stop (renewals end with it) does not count: the
+			// hand-over of a reader that stopped while it owned its
+			// position waits for its values.
 			k.voidClosedTurn()
 			return handle.Void, nil
 		}
@@ -74,6 +80,16 @@ func (k *keeper) voidClosedTurn() {
 	if k.closedVoid.CompareAndSwap(false, true) {
 		k.acks.voidTurn()
 	}
+}
+
+// takenLocked ends this reader's turn when its record names another
+// owner: it will not resume (a resume needs the record to name it), so
+// the values it handed out are the next owner's, and a Pool waiting for
+// its fence to end gives them up now, rather than for as long as this
+// reader stands by.
+func (k *keeper) takenLocked() {
+	k.acks.voidTurn()
+	k.fenceChangedLocked()
 }
 
 // Holds reports, for a handle.Pool (a handle.TurnSource), whether this

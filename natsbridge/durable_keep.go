@@ -120,7 +120,8 @@ type keeper struct {
 	// fenceChange, made when someone waits for it (see holds), is closed
 	// and cleared when the fence ends or reads close.
 	fenceChange atomic.Pointer[chan struct{}]
-	closedVoid  atomic.Bool // see voidClosedTurn
+	closedVoid  atomic.Bool  // see voidClosedTurn
+	closedAt    atomic.Int64 // when reads closed (Unix nanoseconds), 0 before
 	// closed is set once the watcher hands nothing more out (closeReads).
 	closed atomic.Bool
 	// floor and deaths are the record's when this reader took it over.
@@ -156,6 +157,7 @@ func (k *keeper) start() { k.g.Go(k.run) }
 // own bound (resumeTimeout) with the server gone, and a Shutdown is
 // bounded by its ctx.
 func (k *keeper) closeReads() {
+	k.closedAt.CompareAndSwap(0, time.Now().UnixNano())
 	k.closed.Store(true)
 	k.openGate()
 	k.reserved.End()

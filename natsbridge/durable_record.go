@@ -309,6 +309,7 @@ func (k *keeper) refusedLocked(ctx context.Context) {
 	} else {
 		k.fenceLocked("taken over by another reader")
 	}
+	k.takenLocked()
 	// Asked under a bound of its own: ctx ends at the fence point, which
 	// a slow read of the record (its bucket made again) may have reached.
 	pctx, cancel := context.WithTimeout(k.g.Stopping(), resumeTimeout)

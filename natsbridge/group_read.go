@@ -93,13 +93,13 @@ func (m *Member[T]) Done(seq uint64) {
 }
 
 // Holds reports whether the member holds the value seq names, handed out
-// in turn (see Watcher.Holds); a value of a partition it no longer reads
-// is held, as before: a partition moving away waits for its handlers.
+// in turn (see Watcher.Holds): a partition moving away holds its values
+// until its hand-over; once the member no longer reads it, none.
 func (m *Member[T]) Holds(seq, turn uint64) (handle.Holding, <-chan struct{}) {
 	if w, s := m.watcherOf(seq); w != nil {
 		return w.Holds(s, turn)
 	}
-	return handle.Held, nil
+	return handle.Void, nil
 }
 
 // DoneTurn marks the value seq names, handed out in turn, done (see
