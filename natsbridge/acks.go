@@ -125,8 +125,9 @@ type acks struct {
 	// cleared when the last outstanding value is done.
 	idle chan struct{}
 	// turn counts this reader's takeovers of the position (see newTurn):
-	// the values handed out in an earlier turn are void.
-	turn uint64
+	// the values handed out in an earlier turn are void. Written under mu
+	// (with the set it numbers), read without it by turnNow.
+	turn atomic.Uint64
 }
 
 func newAcks(nc *nats.Conn) *acks { return &acks{nc: nc} }
@@ -139,7 +140,7 @@ func (a *acks) hand(seq uint64, msg jetstream.Msg, epoch uint64, done bool) (tur
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.set.add(seq, ackRef{msg: msg, epoch: epoch}, done)
-	return a.turn
+	return a.turn.Load()
 }
 
 // newTurn begins a turn: this reader took the position over, and another
@@ -163,7 +164,7 @@ func (a *acks) voidTurn() {
 // value are released.
 func (a *acks) endTurn(fresh func(handedSet) handedSet) {
 	a.mu.Lock()
-	a.turn = turns.Add(1)
+	a.turn.Store(turns.Add(1))
 	var idle chan struct{}
 	if a.set.open > 0 {
 		a.set = fresh(a.set)
@@ -181,12 +182,9 @@ func (a *acks) endTurn(fresh func(handedSet) handedSet) {
 // with a new watcher).
 var turns atomic.Uint64
 
-// turnNow returns the current turn.
-func (a *acks) turnNow() uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.turn
-}
+// turnNow returns the current turn: a Pool asks it before each attempt
+// (see keeper.holds), without the lock the hand-outs and Dones take.
+func (a *acks) turnNow() uint64 { return a.turn.Load() }
 
 // refresh records msg, a delivery of the value at seq in the consumer's
 // epoch after a reset, for a value handed out before it: the value (or
@@ -219,7 +217,7 @@ const anyTurn = math.MaxUint64
 // value of the turn before a takeover: see newTurn).
 func (a *acks) doneTurn(seq, turn uint64) bool {
 	a.mu.Lock()
-	if turn != anyTurn && turn != a.turn {
+	if turn != anyTurn && turn != a.turn.Load() {
 		a.mu.Unlock()
 		return false
 	}

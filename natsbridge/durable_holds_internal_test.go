@@ -19,43 +19,8 @@ import (
 // unacknowledged for the next reader, and the watcher hands its position
 // over without waiting for them.
 func TestPoolOfAReaderStoppedWhileFencedBeginsNothing(t *testing.T) {
-	ctx, topic := ordersTopic(t)
-	p := publisher(t, topic, PublisherOptions{})
-	for i := range 20 {
-		if err := p.Publish(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1, Takeover: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var began []int
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	defer free() // before the Pool's Shutdown, which waits for value 0's handler
-	pool := handle.New(a, func(v int) int { return v % 2 }, func(_ context.Context, v int) error {
-		mu.Lock()
-		began = append(began, v)
-		mu.Unlock()
-		if v == 0 {
-			<-release // the even values wait behind it
-		}
-		return nil
-	}, handle.Options{Workers: 2})
-	defer func() {
-		free()
-		_ = pool.Shutdown(ctx)
-	}()
-	poll(t, "the odd values handled, the even ones held", func() bool {
-		s := pool.Stats()
-		return s.Handled == 10 && s.Waiting == 9
-	})
+	h := heldEvens(t)
+	ctx, a, pool, free := h.ctx, h.a, h.pool, h.free
 
 	k := a.d.keep
 	k.mu.Lock()
@@ -72,9 +37,7 @@ func TestPoolOfAReaderStoppedWhileFencedBeginsNothing(t *testing.T) {
 	if err := pool.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if evens := slices.DeleteFunc(slices.Clone(began), func(v int) bool { return v%2 == 1 || v == 0 }); len(evens) > 0 {
+	if evens := slices.DeleteFunc(h.begun(), func(v int) bool { return v%2 == 1 || v == 0 }); len(evens) > 0 {
 		t.Errorf("the Pool of the reader stopped while fenced began %v", evens)
 	}
 	if s := pool.Stats(); s.Voided != 9 || s.Abandoned != 9 {
@@ -99,46 +62,8 @@ func poll(t *testing.T, what string, cond func() bool) {
 // they are voided, come again after the position's floor, and are
 // handled then, each key in order; none is lost.
 func TestPoolOfAReaderThatTakesItsPositionBackVoidsItsTurnBefore(t *testing.T) {
-	ctx, topic := ordersTopic(t)
-	p := publisher(t, topic, PublisherOptions{})
-	for i := range 20 {
-		if err := p.Publish(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1, Takeover: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var began []int
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	defer free()
-	first := true
-	pool := handle.New(a, func(v int) int { return v % 2 }, func(_ context.Context, v int) error {
-		mu.Lock()
-		began = append(began, v)
-		stuck := v == 0 && first
-		first = first && v != 0
-		mu.Unlock()
-		if stuck {
-			<-release // the even values wait behind it
-		}
-		return nil
-	}, handle.Options{Workers: 2})
-	defer func() {
-		free()
-		_ = pool.Shutdown(ctx)
-	}()
-	poll(t, "the odd values handled, the even ones held", func() bool {
-		s := pool.Stats()
-		return s.Handled == 10 && s.Waiting == 9
-	})
+	h := heldEvens(t)
+	ctx, a, pool, free := h.ctx, h.a, h.pool, h.free
 	// Another reader writes itself in as the owner, its lease over: the
 	// reader is fenced at its next write, gives its turn up, and, the only
 	// reader, takes the position back.
@@ -159,24 +84,19 @@ func TestPoolOfAReaderThatTakesItsPositionBackVoidsItsTurnBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, "the position taken back", func() bool { return me() != before })
-	mu.Lock()
-	cut := len(began) // the turn before's begins; none since: value 0 is stuck, the evens wait
-	mu.Unlock()
-	free() // value 0's handler returns; the evens behind it are of the turn before
+	cut := len(h.begun()) // the turn before's begins; none since: value 0 is stuck, the evens wait
+	free()                // value 0's handler returns; the evens behind it are of the turn before
 	if err := pool.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "every value begun in the new turn", func() bool { // each comes again: none was acknowledged
-		mu.Lock()
-		defer mu.Unlock()
 		got := map[int]bool{}
-		for _, v := range began[cut:] {
+		for _, v := range h.begun()[cut:] {
 			got[v] = true
 		}
 		return len(got) == 20
 	})
-	mu.Lock()
-	defer mu.Unlock()
+	began := h.begun()
 	seen := map[int]bool{}
 	for _, turn := range [][]int{began[:cut], began[cut:]} {
 		last := map[int]int{0: -1, 1: -1}
@@ -196,4 +116,69 @@ func TestPoolOfAReaderThatTakesItsPositionBackVoidsItsTurnBefore(t *testing.T) {
 	if s := pool.Stats(); s.Voided == 0 {
 		t.Errorf("Stats %+v: want the held values of the turn before voided", s)
 	}
+}
+
+// evensHeld is a Pool over a durable reader of 20 values (0..19) keyed by
+// parity, with 2 workers: the odd values handled, value 0's first attempt
+// in its handler until free, the even values waiting behind it.
+type evensHeld struct {
+	ctx  context.Context
+	a    *Watcher[int]
+	pool *handle.Pool[int, int]
+	free func() // lets value 0's first handler return
+
+	mu    sync.Mutex // guards began
+	began []int      // the values begun, in order
+}
+
+// heldEvens returns an evensHeld, once the odd values are handled; the
+// test's end frees value 0 and shuts the Pool down.
+func heldEvens(t *testing.T) *evensHeld {
+	t.Helper()
+	ctx, topic := ordersTopic(t)
+	p := publisher(t, topic, PublisherOptions{})
+	for i := range 20 {
+		if err := p.Publish(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := topic.Watch(ctx, WatchOptions{Durable: "d", From: 1, Takeover: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &evensHeld{ctx: ctx, a: a}
+	release := make(chan struct{})
+	var once sync.Once
+	h.free = func() { once.Do(func() { close(release) }) }
+	first := true
+	h.pool = handle.New(a, func(v int) int { return v % 2 }, func(_ context.Context, v int) error {
+		h.mu.Lock()
+		h.began = append(h.began, v)
+		stuck := v == 0 && first
+		first = first && v != 0
+		h.mu.Unlock()
+		if stuck {
+			<-release // the even values wait behind it
+		}
+		return nil
+	}, handle.Options{Workers: 2})
+	t.Cleanup(func() {
+		h.free() // before the Pool's Shutdown, which waits for value 0's handler
+		_ = h.pool.Shutdown(ctx)
+	})
+	poll(t, "the odd values handled, the even ones held", func() bool {
+		s := h.pool.Stats()
+		return s.Handled == 10 && s.Waiting == 9
+	})
+	return h
+}
+
+// begun returns the values begun so far, in order.
+func (h *evensHeld) begun() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.began)
 }
