@@ -7,12 +7,14 @@ import (
 	"time"
 )
 
-// unsureLocked keeps the value of order ord, counted in flight, in unsure
+// keepUnsure keeps the value e of shard s, counted in flight, in p.unsure
 // until its dead letter, published after DeadLetters had queued before,
 // is known queued or dropped.
-func (p *Pool[T, K]) unsureLocked(ord, before uint64) {
-	p.unsure = append(p.unsure, unsureLetter{ord, before})
+func (p *Pool[T, K]) keepUnsure(s *shard[T, K], e *entry[T], before uint64) {
+	p.mu.Lock()
+	p.unsure = append(p.unsure, unsureLetter[T, K]{s: s, e: *e, before: before})
 	p.settleLocked()
+	p.mu.Unlock()
 }
 
 // settleLocked, once dead has shut down, gives the values in unsure their
@@ -28,12 +30,16 @@ func (p *Pool[T, K]) settleLocked() {
 	}
 	queued := p.deadW.Delivered()
 	for _, u := range p.unsure {
+		count := &u.s.stats.Abandoned
 		if queued > u.before {
-			p.countLocked(u.ord, &p.stats.DeadLettered)
-		} else {
-			p.countLocked(u.ord, &p.stats.Abandoned)
+			count = &u.s.stats.DeadLettered
 		}
+		u.s.mu.Lock()
+		n := u.s.countLocked(p, &u.e, count)
+		u.s.mu.Unlock()
+		p.afterFate(n)
 	}
+	clear(p.unsure)
 	p.unsure = p.unsure[:0]
 }
 
@@ -50,7 +56,7 @@ const (
 // Pool's dead-letter broadcaster, and reports what became of it, and, for
 // an unconfirmed one, how many dead letters DeadLetters had queued before
 // it. A failure to store it is logged; the caller tries again later.
-func (p *Pool[T, K]) giveUp(k K, e entry[T], f Failure) (storing, uint64) {
+func (p *Pool[T, K]) giveUp(k K, e *entry[T], f Failure) (storing, uint64) {
 	if n, due := p.logDead.Add(time.Now(), 1); due {
 		p.o.Logger.Warn("handle: value dead-lettered", slog.Uint64("seq", e.seq), slog.Int("attempts", f.Attempts),
 			slog.String("error", errorType(f.Err)), slog.Uint64("count", n))

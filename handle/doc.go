@@ -65,7 +65,15 @@
 // New starts a reader, a supervisor (retries and slow keys) and
 // Options.Workers workers; none per value or per key. A key that holds no
 // value keeps its small state, idle, until idle keys outnumber
-// max(1024, Options.QueueLength); then every idle key's state is freed.
+// max(4096, Options.QueueLength) (counted by shard, below); then every
+// idle key's state of its shard is freed.
+//
+// Inside, keys are spread by their hash over shards (a power of two, at
+// most one per worker and 16), each with its own lock: the reader hands
+// each shard its part of a batch under one lock, and a worker takes the
+// keys of its own shard first, then of the others, so that workers meet
+// on a lock only when they take work of one shard, and a slow key holds
+// its own values, never its shard's.
 // Shutdown stops reading, lets the handlers in flight finish within its
 // ctx, abandons the rest (a durable source hands it back to the server at
 // once), and stops the source. Flush returns once every value received

@@ -1,41 +1,56 @@
 package handle
 
-// ordSet follows the values a Pool received, by their receive order (0,
-// 1, 2…), from the oldest without a fate to the last received: how far
-// reading runs ahead of that oldest one (the window), and up to which
-// order every value has its fate (the floor, for Flush). Its zero value
-// is empty. It is not safe for concurrent use: the Pool's mutex guards it.
-type ordSet struct {
-	fated []bool // fated[i-head] for orders base+i-head … next-1
+import "math"
+
+// noOrd is a shard's floor when it holds no value without a fate.
+const noOrd = math.MaxUint64
+
+// fateRec follows the values placed in one shard, by their receive order:
+// which have their fate, and the order of the oldest that has none (the
+// shard's floor; the Pool's floor, for Flush and Window, is the least of
+// its shards'). Values are added in increasing order. Its zero value is
+// empty. It is not safe for concurrent use: its shard's mutex guards it.
+type fateRec struct {
+	ords  []uint64 // ords[i-head]: the receive order of the value of index base+i-head
+	fated []bool
 	head  int
-	base  uint64 // the order of fated[head]: every order below has its fate
-	next  uint64 // the order the next value received gets
+	base  uint64 // the index of ords[head]: every index below has its fate
+	next  uint64 // the index the next value added gets
 }
 
-// add returns the order of a value just received.
-func (s *ordSet) add() uint64 {
-	if s.head == len(s.fated) {
-		s.fated, s.head = s.fated[:0], 0
-	} else if s.head > len(s.fated)/2 && len(s.fated) == cap(s.fated) {
-		n := copy(s.fated, s.fated[s.head:])
-		s.fated, s.head = s.fated[:n], 0
+// add records a value of order ord, the greatest yet, and returns its
+// index, for fate.
+func (r *fateRec) add(ord uint64) uint64 {
+	if r.head == len(r.ords) {
+		r.ords, r.fated, r.head = r.ords[:0], r.fated[:0], 0
+	} else if r.head > len(r.ords)/2 && len(r.ords) == cap(r.ords) {
+		n := copy(r.ords, r.ords[r.head:])
+		copy(r.fated, r.fated[r.head:])
+		r.ords, r.fated, r.head = r.ords[:n], r.fated[:n], 0
 	}
-	s.fated = append(s.fated, false)
-	s.next++
-	return s.next - 1
+	r.ords = append(r.ords, ord)
+	r.fated = append(r.fated, false)
+	r.next++
+	return r.next - 1
 }
 
-// fate records that the value of order ord has its fate, and returns the
-// new floor: every order below it has its fate.
-func (s *ordSet) fate(ord uint64) uint64 {
-	s.fated[s.head+int(ord-s.base)] = true
-	for s.head < len(s.fated) && s.fated[s.head] {
-		s.head++
-		s.base++
+// fate records that the value of index idx has its fate, and reports
+// whether the oldest without one changed.
+func (r *fateRec) fate(idx uint64) bool {
+	r.fated[r.head+int(idx-r.base)] = true
+	moved := false
+	for r.head < len(r.fated) && r.fated[r.head] {
+		r.head++
+		r.base++
+		moved = true
 	}
-	return s.base
+	return moved
 }
 
-// span is the window: the values received from the oldest without a fate
-// on.
-func (s *ordSet) span() int { return int(s.next - s.base) }
+// oldest returns the order of the oldest value without a fate, or noOrd.
+func (r *fateRec) oldest() uint64 {
+	if r.head < len(r.ords) {
+		return r.ords[r.head]
+	}
+	return noOrd
+}

@@ -2,6 +2,8 @@ package handle
 
 import (
 	"context"
+	"hash/maphash"
+	"math/bits"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -27,6 +29,11 @@ type Func[T any] func(ctx context.Context, v T) error
 // gets one fate: handled, dead-lettered, or, at Shutdown, abandoned (see
 // Stats). Its zero value is not usable: make one with New, and call
 // Shutdown when done with it. It is safe for concurrent use.
+//
+// Inside, the keys are spread over shards by their hash, each with its
+// own mutex, lanes and counts (see shard): the reader hands each shard
+// its values once per batch, and workers meet on a lock only when they
+// take work of the same shard.
 type Pool[T any, K comparable] struct {
 	src   Source[T]
 	acks  AckSource[T]      // src, if it is one
@@ -57,60 +64,77 @@ type Pool[T any, K comparable] struct {
 	// would hold its Flush too (see giveUp).
 	deadTurn chan struct{}
 	// batches is src, if it reads in batches (a broadcast.Watcher).
-	batches  batchReader[T]
-	keyBuf   []keyed[K] // the reader's, for keysOf
-	valBuf   []T        // the reader's, for receive
+	batches batchReader[T]
+	// The reader's: its buffers, and the order the next value received
+	// gets.
+	keyBuf   []keyed[K]
+	valBuf   []T
+	bufs     [][]placing[T, K]
+	next     uint64
+	roomLeft int  // room, as last found (see waitRoom)
+	pausedR  bool // paused, as last stored
 	shutOnce sync.Once
 	shutErr  error
 
 	logPanic, logDead, logSlow, logMixed, logStopped burst.Burst
 
-	floor wait.Counter // every value received before this order has its fate
+	seed      maphash.Seed
+	shards    []*shard[T, K]
+	mask      uint64 // len(shards)-1: a power of two
+	idleLanes int    // how many idle lanes a shard keeps (see popLocked)
+	wake      []chan struct{}
+	// readerWake, of capacity 1, wakes the reader waiting for room.
+	readerWake chan struct{}
 
-	mu    sync.Mutex // guards the fields below
-	keys  map[K]*lane[T, K]
-	ready ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
-	// held[i] is the lane worker i holds (its head in a handler, or its
-	// dead letter being stored), nil if none; failed lists the lanes whose
-	// head failed, until it has its fate. Together: the lanes whose head
-	// has begun (see eachBegunLocked).
-	held    []*lane[T, K]
-	failed  laneList[T, K]
-	begun   uint64 // how many heads began their first attempt: the next lane.begun
-	retry   retryHeap[T, K]
-	free    []*lane[T, K]
-	ords    ordSet
-	workers wait.Queue // workers waiting for a ready lane
-	// spinning counts the workers that looked for a ready lane, found
-	// none, and look again a few times before they park: a lane made
-	// ready meanwhile needs no wake-up.
-	spinning  int
-	idle      int        // lanes in keys that hold no value (see popLocked)
-	reader    wait.Queue // the reader waiting for room
-	stats     Stats[K]   // counters; Keys, Paused, Blocked are filled in by Stats()
-	stopped   bool       // Shutdown began
-	readErr   error      // why reading ended
-	readEnded bool       // the reader has returned
+	_ [64]byte
+	// received: the values of every order below it were handed to their
+	// shards.
+	received atomic.Uint64
+	_        [56]byte
+	// parked has a bit for each worker parked on its wake channel.
+	parked []atomic.Uint64
+	// spinning counts the workers that look for a ready lane a few times
+	// before they park: work made ready meanwhile needs no wake-up.
+	spinning atomic.Int32
+	_        [60]byte
+	rParked  atomic.Bool // the reader waits for room
+	// stopped: Shutdown began. Stored with every shard locked: read under
+	// any shard's lock, it is the same for all of them.
+	stopped atomic.Bool
+	_       [62]byte
+	floor   wait.Counter // every value received before this order has its fate
+
+	mu        sync.Mutex // guards the fields below; taken before a shard's
+	paused    bool       // the reader waits for room
+	pauses    uint64
+	readErr   error // why reading ended
+	readEnded bool  // the reader has returned
 	// unsure holds the values, counted in flight, whose dead letter was
 	// published to dead but not seen in DeadLetters' queue when the
 	// Pool's Shutdown ran out of time: dead's Shutdown places it there,
 	// or drops it for want of room. settleLocked counts them once it has
 	// (deadShut).
-	unsure   []unsureLetter
+	unsure   []unsureLetter[T, K]
 	deadShut bool
 }
 
 // unsureLetter is a value whose dead letter is unsure (see Pool.unsure):
-// its order, and how many dead letters DeadLetters had queued before it
-// was published.
-type unsureLetter struct{ ord, before uint64 }
+// the value and its shard, and how many dead letters DeadLetters had
+// queued before it was published.
+type unsureLetter[T any, K comparable] struct {
+	s      *shard[T, K]
+	e      entry[T]
+	before uint64
+}
 
-// entry is a value in the Pool: its receive order, its source's sequence,
-// and the attempts its source counted before this delivery.
+// entry is a value in the Pool: its receive order and its index in its
+// shard's record of fates, its source's sequence, and the attempts its
+// source counted before this delivery.
 type entry[T any] struct {
 	v      T
 	seq    uint64
 	ord    uint64
+	idx    uint64
 	turn   uint64 // its source's turn when handed out (see TurnSource)
 	before int
 }
@@ -120,7 +144,7 @@ type entry[T any] struct {
 // value, until sweepIdleLocked frees it.
 type lane[T any, K comparable] struct {
 	key     K
-	vals    ring.Ring[entry[T]]
+	vals    vals[T]
 	running bool      // a worker holds the head
 	retryAt time.Time // the head waits out a retry until then; zero if not
 	heapIdx int       // the lane's place in the retry heap, -1 if none
@@ -128,13 +152,14 @@ type lane[T any, K comparable] struct {
 	// The head's attempts in this Pool, when its first and last began,
 	// and when the key was last logged as slow.
 	tries       int
-	first, last time.Time
+	first, last int64 // UnixNano
 	logged      time.Time
 	// dead is the head's dead letter when storing it failed: it is stored
 	// again after a wait, and the head is not handled again.
 	dead *Failure
-	// begun orders the lanes by when their head began its first attempt:
-	// the least is the one held up longest.
+	// begun is the receive order of the head when its first attempt
+	// began: with first, it orders the lanes by when their head began
+	// (see older).
 	begun uint64
 	// prev and next link the lane in the Pool's failed list once its head
 	// failed; inFailed says whether it is there.
@@ -165,20 +190,31 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 		panic("handle: nil Func")
 	}
 	o = o.resolved()
+	n := shardsFor(o.Workers)
 	p := &Pool[T, K]{
-		src:      src,
-		key:      key,
-		fn:       fn,
-		o:        o,
-		dead:     broadcast.New[DeadLetter[T, K]](broadcast.Options{QueueLength: o.DeadLetterQueue, IncomingQueueLength: 1}),
-		g:        lifecycle.New(),
-		wakeSup:  make(chan struct{}, 1),
-		deadTurn: make(chan struct{}, 1),
-		keys:     make(map[K]*lane[T, K]),
-		ready:    ring.New[*lane[T, K]](0),
-		workers:  wait.NewQueue(),
-		reader:   wait.NewQueue(),
-		held:     make([]*lane[T, K], o.Workers),
+		src:        src,
+		key:        key,
+		fn:         fn,
+		o:          o,
+		dead:       broadcast.New[DeadLetter[T, K]](broadcast.Options{QueueLength: o.DeadLetterQueue, IncomingQueueLength: 1}),
+		g:          lifecycle.New(),
+		wakeSup:    make(chan struct{}, 1),
+		deadTurn:   make(chan struct{}, 1),
+		seed:       maphash.MakeSeed(),
+		mask:       uint64(n - 1),
+		idleLanes:  max(idleLanes, o.QueueLength)/n + 1,
+		bufs:       make([][]placing[T, K], n),
+		wake:       make([]chan struct{}, o.Workers),
+		readerWake: make(chan struct{}, 1),
+		parked:     make([]atomic.Uint64, (o.Workers+63)/64),
+	}
+	for range n {
+		s := &shard[T, K]{keys: make(map[K]*lane[T, K]), ready: ring.New[*lane[T, K]](0), held: make([]*lane[T, K], o.Workers)}
+		s.floor.Store(noOrd)
+		p.shards = append(p.shards, s)
+	}
+	for i := range p.wake {
+		p.wake[i] = make(chan struct{}, 1)
 	}
 	p.now.Store(time.Now().UnixNano())
 	p.acks, _ = src.(AckSource[T])
@@ -197,6 +233,17 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	return p
 }
 
+// maxShards bounds a Pool's shards: past it, more shards only make
+// Stats and Shutdown, which lock them all, slower.
+const maxShards = 16
+
+// shardsFor returns how many shards a Pool of that many workers has: a
+// power of two, at most one per worker (each has an owner, whose worker
+// looks at it first) and maxShards.
+func shardsFor(workers int) int {
+	return 1 << (bits.Len(uint(min(workers, maxShards))) - 1)
+}
+
 // DeadLetters returns the watcher of the Pool's dead letters: every value
 // it gives up on, with its key and why, unless its source keeps them (see
 // DeadLetterSink). It was registered when the Pool was made, so it misses
@@ -212,10 +259,11 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 // AckSource, so a durable source hands it out again.
 func (p *Pool[T, K]) DeadLetters() *broadcast.Watcher[DeadLetter[T, K]] { return p.deadW }
 
-// giveUpAtOnce dead-letters e, counted in flight, which no handler can
-// take (failed says why), and gives it its fate: dead-lettered and marked
-// done, or abandoned if the Pool's Shutdown runs out of time first.
-func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
+// giveUpAtOnce dead-letters e, counted in flight in shard s, which no
+// handler can take (failed says why), and gives it its fate:
+// dead-lettered and marked done, or abandoned if the Pool's Shutdown runs
+// out of time first.
+func (p *Pool[T, K]) giveUpAtOnce(s *shard[T, K], k K, e *entry[T], failed error) {
 	now := time.Now()
 	f := Failure{Err: failed, Attempts: e.before, First: now, Last: now}
 	r, before := p.giveUp(k, e, f)
@@ -225,50 +273,57 @@ func (p *Pool[T, K]) giveUpAtOnce(k K, e entry[T], failed error) {
 	if r == stored {
 		p.done(e) // before it is counted: a Flush that returns has told the source
 	}
-	p.mu.Lock()
-	switch r {
-	case stored:
-		p.countLocked(e.ord, &p.stats.DeadLettered)
-	case unconfirmed:
-		p.unsureLocked(e.ord, before)
-	default:
-		p.countLocked(e.ord, &p.stats.Abandoned)
+	if r == unconfirmed {
+		p.keepUnsure(s, e, before)
+		return
 	}
-	p.mu.Unlock()
+	count := &s.stats.DeadLettered
+	if r != stored {
+		count = &s.stats.Abandoned
+	}
+	s.mu.Lock()
+	n := s.countLocked(p, e, count)
+	s.mu.Unlock()
+	p.afterFate(n)
 }
 
-// laneLocked returns the lane of key k, made if it has none: a new lane
-// for every value when there is no key function.
-func (p *Pool[T, K]) laneLocked(k K) *lane[T, K] {
-	if p.key != nil {
-		if l, ok := p.keys[k]; ok {
-			if l.vals.Len() == 0 && !l.running {
-				p.idle-- // idle no more
-			}
-			return l
+// afterFate, once the lock of the shard where a value got its fate is
+// released, moves the Pool's floor if that shard held it, and wakes the
+// reader if it waits for room.
+func (p *Pool[T, K]) afterFate(n fateNote) {
+	if n.moved && n.old <= p.floor.Load() {
+		p.raiseFloor()
+	}
+	p.wakeReader()
+}
+
+// raiseFloor sets the Pool's floor to the least of the orders received
+// and the shards' floors, until it stands still: a shard whose floor
+// moved while this one read it, and that did not raise the floor itself
+// (it saw another shard hold it), is seen by the next pass.
+func (p *Pool[T, K]) raiseFloor() {
+	var prev uint64
+	for {
+		m := p.received.Load()
+		for _, s := range p.shards {
+			m = min(m, s.floor.Load())
 		}
+		if m <= prev {
+			return
+		}
+		p.floor.Advance(m)
+		prev = m
 	}
-	var l *lane[T, K]
-	if n := len(p.free); n > 0 {
-		l, p.free = p.free[n-1], p.free[:n-1]
-	} else {
-		l = &lane[T, K]{vals: ring.New[entry[T]](0), heapIdx: -1}
-	}
-	l.key, l.dead = k, nil
-	if p.key != nil {
-		p.keys[k] = l
-	}
-	return l
 }
 
-// clock returns the time of the supervisor's last tick (see tickEvery).
-func (p *Pool[T, K]) clock() time.Time { return time.Unix(0, p.now.Load()) }
-
-// readyLocked queues l for a worker and wakes one, unless one is looking
-// for work already (see nextReadyLocked).
-func (p *Pool[T, K]) readyLocked(l *lane[T, K]) {
-	p.ready.Push(l)
-	if p.spinning == 0 {
-		wait.Signal(p.workers.WakeLocked())
+// done tells an AckSource that e has its fate (nothing for the zero
+// entry).
+func (p *Pool[T, K]) done(e *entry[T]) {
+	switch {
+	case e.seq == 0:
+	case p.turns != nil:
+		p.turns.DoneTurn(e.seq, e.turn)
+	case p.acks != nil:
+		p.acks.Done(e.seq)
 	}
 }

@@ -3,16 +3,20 @@ package handle
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"time"
+
+	"github.com/heraldgo/herald/internal/wait"
 )
 
 // read is the reader goroutine: it takes values from the source while
-// the Pool has room, and places them behind their keys. From a
+// the Pool has room, and hands them to the shards of their keys. From a
 // broadcast.Watcher it takes, under one lock, the values queued, up to the
-// room left and maxBatch (see receive), and places them under one lock. A
-// batch taken as Shutdown begins is placed too: its values are counted
-// received and abandoned, as the Pool takes no more values to a handler.
+// room left and maxBatch (see receive), and hands each shard its part
+// under one lock. A batch taken as Shutdown begins is handed on too: its
+// values are counted received and abandoned, as the Pool takes no more
+// values to a handler.
 func (p *Pool[T, K]) read() {
 	defer func() {
 		p.mu.Lock()
@@ -20,65 +24,92 @@ func (p *Pool[T, K]) read() {
 		p.mu.Unlock()
 		p.endRead()
 	}()
-	p.mu.Lock()
-	room := p.waitRoomLocked()
-	p.mu.Unlock()
-	batch := make([]Delivery[T], 0, min(maxBatch, p.o.QueueLength))
-	for room > 0 {
-		var err error
-		if batch, err = p.receive(batch, room); err != nil {
+	for room := p.waitRoom(); room > 0; room = p.waitRoom() {
+		n, err := p.receive(room)
+		p.roomLeft -= n
+		if err != nil {
 			p.mu.Lock()
-			if !p.stopped {
+			if !p.stopped.Load() {
 				p.readErr = err
 			}
 			p.mu.Unlock()
 			return
 		}
-		room = p.accept(batch)
-		clear(batch)
-		batch = batch[:0]
 	}
 }
 
 // maxBatch is how many values the reader takes from its source at most
-// before it places them.
-const maxBatch = 64
+// before it hands them on.
+const maxBatch = 256
 
-// waitRoomLocked waits until the Pool has room for a value, and returns
-// how many values it has room for (at most maxBatch), or 0 once it is
-// stopped.
-func (p *Pool[T, K]) waitRoomLocked() int {
-	for !p.stopped && p.full() {
-		if !p.stats.Paused {
-			p.stats.Paused = true
-			p.stats.Pauses++
+// waitRoom waits until the Pool has room for a value, and returns how
+// many values it has room for (at most maxBatch), or 0 once it is
+// stopped. The room it found is kept (roomLeft) and counted down: it only
+// grows meanwhile, so it is looked for again only when it is short.
+func (p *Pool[T, K]) waitRoom() int {
+	for !p.stopped.Load() {
+		if p.roomLeft < maxBatch {
+			p.roomLeft = p.room(p.next)
 		}
-		c := p.reader.ParkLocked()
-		p.mu.Unlock()
+		if p.roomLeft > 0 {
+			p.setPaused(false)
+			return min(p.roomLeft, maxBatch)
+		}
+		// The workers publish every fate from here on (see fateLocked);
+		// those before, not yet published, are published here.
+		p.rParked.Store(true)
+		for _, s := range p.shards {
+			s.mu.Lock()
+			s.publishLocked()
+			s.mu.Unlock()
+		}
+		if p.roomLeft = p.room(p.next); p.roomLeft > 0 {
+			p.rParked.Store(false)
+			continue
+		}
+		p.setPaused(true)
 		select {
-		case <-c:
+		case <-p.readerWake:
 		case <-p.readCtx.Done():
 		}
-		p.mu.Lock()
-		p.reader.UnparkLocked()
+		p.rParked.Store(false)
 	}
-	p.stats.Paused = false
-	if p.stopped {
-		return 0
-	}
-	return min(p.roomLocked(), maxBatch)
+	return 0
 }
 
-// full reports whether the Pool holds QueueLength values, or reading runs
-// Window values ahead of the oldest without a fate.
-func (p *Pool[T, K]) full() bool { return p.roomLocked() <= 0 }
+// setPaused records whether the reader waits for room, for Stats.
+func (p *Pool[T, K]) setPaused(paused bool) {
+	if p.pausedR == paused {
+		return
+	}
+	p.pausedR = paused
+	p.mu.Lock()
+	p.paused = paused
+	if paused {
+		p.pauses++
+	}
+	p.mu.Unlock()
+}
 
-// roomLocked returns how many values the Pool may receive: fewer than
-// QueueLength less those it holds, and than Window less how far reading
-// runs ahead of the oldest value without a fate.
-func (p *Pool[T, K]) roomLocked() int {
-	held := p.stats.InFlight + p.stats.Waiting + p.stats.Backoff
-	return min(p.o.QueueLength-held, p.o.Window-p.ords.span())
+// room returns how many values the Pool may receive, with the orders
+// below next received: fewer than QueueLength less those it holds, and
+// than Window less how far reading runs ahead of the oldest value without
+// a fate. It may be less than that (the shards publish their fates in
+// bunches), never more.
+func (p *Pool[T, K]) room(next uint64) int {
+	var fated uint64
+	for _, s := range p.shards {
+		fated += s.fated.Load()
+	}
+	held := int(next - fated)
+	return min(p.o.QueueLength-held, p.o.Window-int(next-p.floor.Load()))
+}
+
+// wakeReader wakes the reader if it waits for room, and there is some.
+func (p *Pool[T, K]) wakeReader() {
+	if p.rParked.Load() && p.room(p.received.Load()) > 0 && p.rParked.CompareAndSwap(true, false) {
+		wait.Signal(p.readerWake)
+	}
 }
 
 // batchReader is a source that hands out what it holds, up to n values
@@ -87,88 +118,197 @@ type batchReader[T any] interface {
 	NextBatch(ctx context.Context, dst []T, n int) ([]T, error)
 }
 
-// receive appends to batch the source's next values, at most room: from a
-// batchReader the values it holds; from another source one value (a
-// durable natsbridge watcher's Receive must not be called again once the
-// Pool is stopping). On an error it appends nothing.
-func (p *Pool[T, K]) receive(batch []Delivery[T], room int) ([]Delivery[T], error) {
+// receive takes the source's next values, at most room, hands them on,
+// and returns how many it took: from a batchReader the values it holds;
+// from another source one value (a durable natsbridge watcher's Receive
+// must not be called again once the Pool is stopping).
+func (p *Pool[T, K]) receive(room int) (int, error) {
 	switch {
 	case p.acks != nil:
 		d, err := p.acks.Receive(p.readCtx)
 		if err != nil {
-			return batch, err
+			return 0, err
 		}
-		return append(batch, d), nil
+		p.accept(&d)
+		p.push()
+		return 1, nil
 	case p.batches != nil:
-		vals, err := p.batches.NextBatch(p.readCtx, p.valBuf[:0], room)
-		for _, v := range vals {
-			batch = append(batch, Delivery[T]{Value: v, Attempt: 1})
-		}
+		vals, err := p.takeBatch(room)
+		p.acceptAll(vals)
 		clear(vals)
-		p.valBuf = vals
-		return batch, err
+		return len(vals), err
 	}
 	v, err := p.src.Next(p.readCtx)
 	if err != nil {
-		return batch, err
+		return 0, err
 	}
-	return append(batch, Delivery[T]{Value: v, Attempt: 1}), nil
+	p.accept(&Delivery[T]{Value: v, Attempt: 1})
+	p.push()
+	return 1, nil
 }
 
-// accept places the values received behind their keys, or, those that
-// have none (they could not be decoded, or the key function panicked),
-// dead-letters; then it waits for room for the next values, and returns
-// how many it has room for, or 0 once the Pool is stopped.
-func (p *Pool[T, K]) accept(batch []Delivery[T]) int {
-	keys := p.keysOf(batch)
-	p.mu.Lock()
-	for i := range batch {
-		p.acceptLocked(&batch[i], keys[i])
+// takeBatch takes from a batchReader the values it holds, at most room
+// (in spite of an ended read ctx: values taken as Shutdown begins are
+// counted, abandoned, rather than lost between the take and the push).
+func (p *Pool[T, K]) takeBatch(room int) ([]T, error) {
+	vals, err := p.batches.NextBatch(p.readCtx, p.valBuf[:0], room)
+	p.valBuf = vals
+	return vals, err
+}
+
+// accept buffers a value received for the shard of its key, or, if it
+// has none (it could not be decoded, or the key function panicked),
+// dead-letters it, after the values buffered before it are pushed.
+func (p *Pool[T, K]) accept(d *Delivery[T]) {
+	var k keyed[K]
+	if d.Err == nil && p.key != nil {
+		k.k, k.err = p.keyOf(d.Value)
 	}
-	room := p.waitRoomLocked()
-	p.mu.Unlock()
+	if d.Err != nil || k.err != nil {
+		p.push()
+		p.poison(d, k)
+		return
+	}
+	p.buffer(entry[T]{v: d.Value, seq: d.Seq, ord: p.next, turn: d.Turn, before: max(d.Attempt, 1) - 1}, k.k)
+}
+
+// acceptAll accepts vals, a batch of a batchReader, and pushes them: as
+// accept does, with one deferred recover for the batch's keys rather
+// than one a value.
+func (p *Pool[T, K]) acceptAll(vals []T) {
+	var keys []keyed[K]
+	if p.key != nil {
+		keys = p.keysOf(vals)
+	}
+	for i := range vals {
+		var k keyed[K]
+		if keys != nil {
+			k = keys[i]
+		}
+		if k.err != nil {
+			p.push()
+			p.poison(&Delivery[T]{Value: vals[i], Attempt: 1}, k)
+			continue
+		}
+		p.buffer(entry[T]{v: vals[i], ord: p.next}, k.k)
+	}
+	p.push()
 	clear(keys)
-	return room
 }
 
-// acceptLocked places a value received behind its key k, or dead-letters
-// it if it has no key (see keyOf), or abandons it once the Pool is
-// stopped.
-func (p *Pool[T, K]) acceptLocked(d *Delivery[T], k keyed[K]) {
-	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.ords.add(), turn: d.Turn, before: max(d.Attempt, 1) - 1}
-	p.stats.Received++
-	switch {
-	case p.stopped:
-		// Handed out as Shutdown began (a source's queued value wins over
-		// the ended read): abandoned with the values that waited, since
-		// no worker takes a value any more.
-		p.stats.Abandoned++
-		p.fateLocked(e.ord)
-	case d.Err != nil || k.err != nil:
-		failed := d.Err
-		if d.Err != nil {
-			p.stats.Poisoned++
-		} else {
-			failed = k.err
+// buffer appends e, of key k, to the buffer of its key's shard, for push.
+func (p *Pool[T, K]) buffer(e entry[T], k K) {
+	s := p.next & p.mask // no key: spread
+	if p.key != nil {
+		s = maphash.Comparable(p.seed, k) & p.mask
+	}
+	p.bufs[s] = append(p.bufs[s], placing[T, K]{e: e, k: k})
+	p.next++
+}
+
+// push hands each shard the values buffered for it, under its lock, and
+// wakes a worker (the hand-off rule wakes more).
+func (p *Pool[T, K]) push() {
+	first := -1
+	var n fateNote
+	for i, b := range p.bufs {
+		if len(b) == 0 {
+			continue
 		}
-		p.stats.InFlight++
-		p.mu.Unlock()
-		p.giveUpAtOnce(k.k, e, failed)
-		p.mu.Lock()
-	default:
-		l := p.laneLocked(k.k)
-		mixed := p.partitionLocked(l, d.Seq)
-		l.vals.Push(e)
-		p.stats.Waiting++
-		if l.vals.Len() == 1 && !l.running && l.retryAt.IsZero() {
-			p.readyLocked(l)
-		}
-		if mixed {
-			p.mu.Unlock()
-			p.warnMixed(k.k)
-			p.mu.Lock()
+		s := p.shards[i]
+		s.mu.Lock()
+		var fn fateNote
+		p.bufs[i], fn = s.acceptLocked(p, b)
+		s.mu.Unlock()
+		n = n.add(fn)
+		if first < 0 {
+			first = i
 		}
 	}
+	if first < 0 {
+		return
+	}
+	p.publishReceived()
+	p.afterFate(n)
+	p.wakeOne(first)
+}
+
+// publishReceived publishes the orders received (every one below
+// p.next was handed to its shard), and moves the Pool's floor if it was
+// held by what was received.
+func (p *Pool[T, K]) publishReceived() {
+	if old := p.received.Swap(p.next); p.floor.Load() >= old {
+		p.raiseFloor()
+	}
+}
+
+// acceptLocked takes in b, values received for the shard: into its
+// inbox, to be placed behind their keys by a worker (see placeLocked), or,
+// once the Pool is stopped, abandoned (a source's queued value wins over
+// the ended read), since no worker takes a value any more.
+//
+// It returns the buffer the reader fills next: b itself, emptied, or, if
+// the inbox was empty, the inbox's buffer, as b becomes the inbox (no
+// copy).
+func (s *shard[T, K]) acceptLocked(p *Pool[T, K], b []placing[T, K]) ([]placing[T, K], fateNote) {
+	for i := range b {
+		b[i].e.idx = s.rec.add(b[i].e.ord)
+	}
+	s.stats.Received += uint64(len(b))
+	if p.stopped.Load() {
+		var n fateNote
+		for i := range b {
+			s.stats.Abandoned++
+			n = n.add(s.fateLocked(p, &b[i].e))
+		}
+		clear(b)
+		return b[:0], n
+	}
+	if s.floor.Load() == noOrd {
+		s.floor.Store(b[0].e.ord)
+	}
+	s.stats.Waiting += len(b)
+	s.setWork(true)
+	if len(s.inbox) == 0 {
+		next := s.inbox
+		s.inbox = b
+		return next, fateNote{}
+	}
+	s.inbox = append(s.inbox, b...)
+	clear(b)
+	return b[:0], fateNote{}
+}
+
+// poison dead-letters a value received that has no key (d.Err or k.err
+// says why), in shard 0, or abandons it once the Pool is stopped.
+func (p *Pool[T, K]) poison(d *Delivery[T], k keyed[K]) {
+	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.next, turn: d.Turn, before: max(d.Attempt, 1) - 1}
+	p.next++
+	s := p.shards[0]
+	s.mu.Lock()
+	e.idx = s.rec.add(e.ord)
+	s.stats.Received++
+	if p.stopped.Load() {
+		s.stats.Abandoned++
+		n := s.fateLocked(p, &e)
+		s.mu.Unlock()
+		p.publishReceived()
+		p.afterFate(n)
+		return
+	}
+	failed := d.Err
+	if d.Err != nil {
+		s.stats.Poisoned++
+	} else {
+		failed = k.err
+	}
+	if s.floor.Load() == noOrd {
+		s.floor.Store(e.ord)
+	}
+	s.stats.InFlight++
+	s.mu.Unlock()
+	p.publishReceived()
+	p.giveUpAtOnce(s, k.k, &e, failed)
 }
 
 // keyed is a value's key, or why it has none.
@@ -177,43 +317,38 @@ type keyed[K comparable] struct {
 	err error
 }
 
-// partitionLocked notes, for a PartitionedSource, the partition of the
-// value seq about to join lane l, and reports whether the value before it
-// in l came from another partition: a key that does not refine the
-// partition key.
-func (p *Pool[T, K]) partitionLocked(l *lane[T, K], seq uint64) bool {
-	if p.parts == nil {
-		return false
-	}
-	part, prev := p.parts.PartitionOf(seq), l.part
-	l.part = part
-	if l.vals.Len() == 0 || prev == part {
-		return false
-	}
-	p.stats.Mixed++
-	return true
-}
-
-// warnMixed logs, in bursts, a key that joined values of two partitions.
-func (p *Pool[T, K]) warnMixed(k K) {
-	if n, due := p.logMixed.Add(time.Now(), 1); due {
+// warnMixed logs, in bursts, a key that joined values of two partitions
+// (n such values, this key the last).
+func (p *Pool[T, K]) warnMixed(k K, n int) {
+	if c, due := p.logMixed.Add(time.Now(), uint64(n)); due {
 		p.o.Logger.Warn("handle: the key function does not refine the source's partition key: a key's values come from two partitions, whose order no one keeps, and may be handled by two members at once; key by the partition key, or refine it (natsbridge.Refine)",
-			slog.Any("key", k), slog.Uint64("count", n))
+			slog.Any("key", k), slog.Uint64("count", c))
 	}
 }
 
-// keysOf returns the keys of the values of batch that could be decoded,
-// in a slice the reader reuses.
-func (p *Pool[T, K]) keysOf(batch []Delivery[T]) []keyed[K] {
+// keysOf returns the keys of vals, in a slice the reader reuses: a key
+// function that panics leaves its error in the value's place, and the
+// others are taken on.
+func (p *Pool[T, K]) keysOf(vals []T) []keyed[K] {
 	keys := p.keyBuf[:0]
-	for i := range batch {
-		var k keyed[K]
-		if batch[i].Err == nil && p.key != nil {
-			k.k, k.err = p.keyOf(batch[i].Value)
-		}
-		keys = append(keys, k)
+	for len(keys) < len(vals) {
+		keys = p.keysFrom(vals, keys)
 	}
 	p.keyBuf = keys
+	return keys
+}
+
+// keysFrom appends to keys the keys of vals from len(keys) on, up to the
+// first whose key function panics: its error is appended then.
+func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = append(keys, keyed[K]{err: keyPanic(r)})
+		}
+	}()
+	for i := len(keys); i < len(vals); i++ {
+		keys = append(keys, keyed[K]{k: p.key(vals[i])})
+	}
 	return keys
 }
 
@@ -221,8 +356,11 @@ func (p *Pool[T, K]) keysOf(batch []Delivery[T]) []keyed[K] {
 func (p *Pool[T, K]) keyOf(v T) (k K, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("handle: key function panicked: %v", r)
+			err = keyPanic(r)
 		}
 	}()
 	return p.key(v), nil
 }
+
+// keyPanic is the error of a key function that panicked with r.
+func keyPanic(r any) error { return fmt.Errorf("handle: key function panicked: %v", r) }

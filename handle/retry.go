@@ -1,7 +1,6 @@
 package handle
 
 import (
-	"cmp"
 	"container/heap"
 	"log/slog"
 	"math/rand/v2"
@@ -25,11 +24,21 @@ func (p *Pool[T, K]) backoff(tries int) time.Duration {
 // attempts returns how many times l's head was handled, across its
 // source's deliveries, the attempt running now included.
 func (l *lane[T, K]) attempts() int {
-	n := l.vals.Peek().before + l.tries
+	n := l.vals.Head().before + l.tries
 	if l.running {
 		n++
 	}
 	return n
+}
+
+// older reports whether l's head began its first attempt before m's:
+// to within the clock's tick (see Pool.clock), and by receive order
+// within one tick.
+func (l *lane[T, K]) older(m *lane[T, K]) bool {
+	if l.first != m.first {
+		return l.first < m.first
+	}
+	return l.begun < m.begun
 }
 
 // laneList is a list of lanes, linked through them (Pool.failed).
@@ -96,19 +105,20 @@ func (h *retryHeap[T, K]) push(l *lane[T, K]) bool {
 	return l.heapIdx == 0
 }
 
-// eachBegunLocked calls f for each lane whose head has begun and has no
-// fate yet: in a handler, being dead-lettered, waiting out a retry or
-// waiting for a worker after one. A worker's lanes are found in held, not
-// in a list, so that a value's way through the Pool links nothing; the
-// walk costs Workers steps and one per failing lane, under the Pool's
-// mutex, at each Stats call and each supervisor tick (see logSlowKeys).
-func (p *Pool[T, K]) eachBegunLocked(f func(*lane[T, K])) {
-	for _, l := range p.held {
+// eachBegunLocked calls f for each lane of the shard whose head has
+// begun and has no fate yet: in a handler, being dead-lettered, waiting
+// out a retry or waiting for a worker after one. A worker's lane is found
+// in held, not in a list, so that a value's way through the Pool links
+// nothing; the walk costs Workers steps and one per failing lane, under
+// the shard's mutex, at each Stats call and each supervisor tick (see
+// logSlowKeys).
+func (s *shard[T, K]) eachBegunLocked(f func(*lane[T, K])) {
+	for _, l := range s.held {
 		if l != nil && !l.inFailed {
 			f(l)
 		}
 	}
-	for l := p.failed.head; l != nil; l = l.next {
+	for l := s.failed.head; l != nil; l = l.next {
 		f(l)
 	}
 }
@@ -118,7 +128,7 @@ func (p *Pool[T, K]) eachBegunLocked(f func(*lane[T, K])) {
 const tickEvery = 100 * time.Millisecond
 
 // supervise is the supervisor goroutine: it hands each lane whose retry is
-// due to a worker, and, every second, logs the keys that held up their
+// due to a worker, and, every tick, logs the keys that held up their
 // values longer than Options.SlowKey.
 func (p *Pool[T, K]) supervise() {
 	timer := time.NewTimer(time.Hour)
@@ -127,21 +137,7 @@ func (p *Pool[T, K]) supervise() {
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	for {
-		p.mu.Lock()
-		now := time.Now()
-		for len(p.retry) > 0 && !p.retry[0].retryAt.After(now) {
-			l := heap.Pop(&p.retry).(*lane[T, K])
-			l.retryAt = time.Time{}
-			p.stats.Backoff--
-			p.stats.Waiting++
-			p.readyLocked(l)
-		}
-		var next time.Duration = -1
-		if len(p.retry) > 0 {
-			next = p.retry[0].retryAt.Sub(now)
-		}
-		p.mu.Unlock()
-		if next >= 0 {
+		if next := p.retryDue(); next >= 0 {
 			timer.Reset(next)
 		}
 		select {
@@ -157,6 +153,35 @@ func (p *Pool[T, K]) supervise() {
 	}
 }
 
+// retryDue hands each lane whose retry is due to a worker, and returns
+// how long until the next is due, or -1 if none waits.
+func (p *Pool[T, K]) retryDue() time.Duration {
+	var next time.Duration = -1
+	now := time.Now()
+	for i, s := range p.shards {
+		s.mu.Lock()
+		woke := false
+		for len(s.retry) > 0 && !s.retry[0].retryAt.After(now) {
+			l := heap.Pop(&s.retry).(*lane[T, K])
+			l.retryAt = time.Time{}
+			s.stats.Backoff--
+			s.stats.Waiting++
+			s.readyLocked(l)
+			woke = true
+		}
+		if len(s.retry) > 0 {
+			if d := s.retry[0].retryAt.Sub(now); next < 0 || d < next {
+				next = d
+			}
+		}
+		s.mu.Unlock()
+		if woke {
+			p.wakeOne(i)
+		}
+	}
+	return next
+}
+
 // logSlowKeys logs each key whose oldest value has been in a handler, or
 // waiting out retries, for longer than Options.SlowKey: at most once per
 // SlowKey for each.
@@ -166,18 +191,25 @@ func (p *Pool[T, K]) logSlowKeys(now time.Time) {
 		since    time.Time
 		attempts int
 		behind   int
-		begun    uint64
+		l        *lane[T, K]
 	}
 	var out []slow
-	p.mu.Lock()
-	p.eachBegunLocked(func(l *lane[T, K]) {
-		if now.Sub(l.first) >= p.o.SlowKey && now.Sub(l.logged) >= p.o.SlowKey {
-			l.logged = now
-			out = append(out, slow{l.key, l.first, l.attempts(), l.vals.Len() - 1, l.begun})
+	for _, s := range p.shards {
+		s.mu.Lock()
+		s.eachBegunLocked(func(l *lane[T, K]) {
+			if now.Sub(time.Unix(0, l.first)) >= p.o.SlowKey && now.Sub(l.logged) >= p.o.SlowKey {
+				l.logged = now
+				out = append(out, slow{l.key, time.Unix(0, l.first), l.attempts(), l.vals.Len() - 1, l})
+			}
+		})
+		s.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b slow) int { // the oldest first
+		if a.l.older(b.l) {
+			return -1
 		}
+		return 1
 	})
-	p.mu.Unlock()
-	slices.SortFunc(out, func(a, b slow) int { return cmp.Compare(a.begun, b.begun) }) // the oldest first
 	for _, s := range out {
 		if n, due := p.logSlow.Add(now, 1); due {
 			p.o.Logger.Warn("handle: a key holds up its values", slog.Any("key", s.key), slog.Duration("for", now.Sub(s.since)),

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/heraldgo/herald/broadcast"
-	"github.com/heraldgo/herald/internal/wait"
 )
 
 // Flush returns once every value the Pool received before the call, and
@@ -27,7 +26,7 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 		panic("handle: nil Context")
 	}
 	p.mu.Lock()
-	target, ended := p.ords.next, p.readEnded
+	target, ended := p.received.Load(), p.readEnded
 	p.mu.Unlock()
 	b, ok := p.src.(interface{ Backlog() broadcast.Backlog })
 	if ended || !ok {
@@ -44,10 +43,7 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 	}
 	// Reading ended (a Shutdown, or the source ended): the values the
 	// Pool received are the last to get a fate.
-	p.mu.Lock()
-	target = p.ords.next
-	p.mu.Unlock()
-	return p.floor.Wait(ctx, target)
+	return p.floor.Wait(ctx, p.received.Load())
 }
 
 // Shutdown stops reading the source, lets the handlers in flight finish,
@@ -72,11 +68,18 @@ func (p *Pool[T, K]) Shutdown(ctx context.Context) error {
 
 func (p *Pool[T, K]) shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	p.stopped = true
-	p.abandonWaitingLocked()
+	p.lockShards()
+	p.stopped.Store(true)
+	var n fateNote
+	for _, s := range p.shards {
+		n = n.add(s.abandonWaitingLocked(p))
+	}
+	p.unlockShards()
 	p.mu.Unlock()
+	p.afterFate(n)
 	p.stopRead()
 	p.g.Stop()
+	p.wakeAll()
 	err := p.g.Wait(ctx)
 	p.stopSource()
 	// The workers have stopped putting dead letters; those queued stay
@@ -91,62 +94,78 @@ func (p *Pool[T, K]) shutdown(ctx context.Context) error {
 	return err
 }
 
-// abandonWaitingLocked gives every value not in a handler its fate:
-// abandoned.
-func (p *Pool[T, K]) abandonWaitingLocked() {
-	drop := func(l *lane[T, K]) {
-		from := 0
-		if l.running {
-			from = 1 // its head is in a handler: it gets its fate there
-		}
-		for i := from; i < l.vals.Len(); i++ {
-			p.fateLocked(l.vals.At(i).ord)
-			p.stats.Abandoned++
-		}
-		if !l.retryAt.IsZero() {
-			p.stats.Backoff--
-			p.stats.Waiting++ // counted below with the others
-			l.retryAt = time.Time{}
-		}
-		p.stats.Waiting -= l.vals.Len() - from
-		head := l.vals.Len() > 0 && l.running
-		var kept entryOrZero[T]
-		if head {
-			kept.e, kept.ok = l.vals.Peek(), true
-		}
-		l.vals.Discard(l.vals.Len())
-		if kept.ok {
-			l.vals.Push(kept.e)
-			return
-		}
-		p.failed.remove(l)
-		if p.key != nil {
-			delete(p.keys, l.key)
+// lockShards locks every shard, in order; unlockShards unlocks them.
+func (p *Pool[T, K]) lockShards() {
+	for _, s := range p.shards {
+		s.mu.Lock()
+	}
+}
+
+func (p *Pool[T, K]) unlockShards() {
+	for _, s := range p.shards {
+		s.mu.Unlock()
+	}
+}
+
+// abandonWaitingLocked gives every value of the shard not in a handler
+// its fate: abandoned.
+func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
+	var n fateNote
+	for i := range s.inbox {
+		s.stats.Abandoned++
+		s.stats.Waiting--
+		n = n.add(s.fateLocked(p, &s.inbox[i].e))
+	}
+	clear(s.inbox)
+	s.inbox = s.inbox[:0]
+	for _, l := range s.keys {
+		n = n.add(s.dropLocked(p, l))
+	}
+	s.sweepIdleLocked(p)
+	for s.ready.Len() > 0 { // lanes of unkeyed values are in no map
+		if l := s.ready.Pop(); p.key == nil {
+			n = n.add(s.dropLocked(p, l))
 		}
 	}
-	for _, l := range p.keys {
-		drop(l)
-	}
-	p.sweepIdleLocked()
-	for p.ready.Len() > 0 { // lanes of unkeyed values are in no map
-		if l := p.ready.Pop(); p.key == nil {
-			drop(l)
-		}
-	}
-	for _, l := range p.retry {
+	for _, l := range s.retry {
 		if p.key == nil {
-			drop(l)
+			n = n.add(s.dropLocked(p, l))
 		}
 		l.heapIdx = -1
 	}
-	p.retry = p.retry[:0]
-	wait.Signal(p.reader.WakeLocked())
+	s.retry = s.retry[:0]
+	s.setWork(false)
+	return n
 }
 
-// entryOrZero is an entry, if ok.
-type entryOrZero[T any] struct {
-	e  entry[T]
-	ok bool
+// dropLocked abandons the values of lane l, but for its head if it is in
+// a handler: it gets its fate there.
+func (s *shard[T, K]) dropLocked(p *Pool[T, K], l *lane[T, K]) fateNote {
+	from := 0
+	if l.running {
+		from = 1
+	}
+	var n fateNote
+	for i := from; i < l.vals.Len(); i++ {
+		e := l.vals.At(i)
+		n = n.add(s.fateLocked(p, &e))
+		s.stats.Abandoned++
+	}
+	if !l.retryAt.IsZero() {
+		s.stats.Backoff--
+		s.stats.Waiting++ // counted below with the others
+		l.retryAt = time.Time{}
+	}
+	s.stats.Waiting -= l.vals.Len() - from
+	l.vals.Truncate(from)
+	if from > 0 {
+		return n
+	}
+	s.failed.remove(l)
+	if p.key != nil {
+		delete(s.keys, l.key)
+	}
+	return n
 }
 
 // stopSource stops the Pool's source (its Stop), and, for a source that
@@ -175,29 +194,54 @@ func (p *Pool[T, K]) Err() error {
 	return p.readErr
 }
 
-// Stats returns a snapshot of the Pool's counters, taken at one instant.
+// Stats returns a snapshot of the Pool's counters, taken at one instant
+// (with every shard locked).
 func (p *Pool[T, K]) Stats() Stats[K] {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.stats
-	s.Keys = len(p.keys) - p.idle
-	if p.key == nil {
-		s.Keys = 0
-	}
+	p.lockShards()
+	defer p.unlockShards()
+	var s Stats[K]
 	var worst *lane[T, K]
-	p.eachBegunLocked(func(l *lane[T, K]) {
-		if l.vals.Len() > 0 && (worst == nil || l.begun < worst.begun) {
-			worst = l
+	for _, sh := range p.shards {
+		if len(sh.inbox) > 0 {
+			sh.placeLocked(p) // its keys counted in Keys
 		}
-	})
+		s.add(&sh.stats)
+		if p.key != nil {
+			s.Keys += len(sh.keys) - sh.idle
+		}
+		sh.eachBegunLocked(func(l *lane[T, K]) {
+			if l.vals.Len() > 0 && (worst == nil || l.older(worst)) {
+				worst = l
+			}
+		})
+	}
+	s.Paused, s.Pauses = p.paused, p.pauses
 	if worst != nil {
 		s.Blocked = &Blocked[K]{
 			Key:      worst.key,
-			Since:    worst.first,
-			For:      time.Since(worst.first),
+			Since:    time.Unix(0, worst.first),
+			For:      time.Since(time.Unix(0, worst.first)),
 			Attempts: worst.attempts(),
 			Behind:   worst.vals.Len() - 1,
 		}
 	}
 	return s
+}
+
+// add adds a shard's counts to s.
+func (s *Stats[K]) add(o *Stats[K]) {
+	s.Received += o.Received
+	s.Handled += o.Handled
+	s.DeadLettered += o.DeadLettered
+	s.Poisoned += o.Poisoned
+	s.Mixed += o.Mixed
+	s.InFlight += o.InFlight
+	s.Waiting += o.Waiting
+	s.Backoff += o.Backoff
+	s.Abandoned += o.Abandoned
+	s.Voided += o.Voided
+	s.Retries += o.Retries
+	s.Panics += o.Panics
 }

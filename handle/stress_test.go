@@ -24,6 +24,8 @@ func TestOrderAndCountsUnderLoad(t *testing.T) {
 		{1, 10000, 20000, 64, 256},
 		{64, 10000, 20000, 0, 0},
 		{64, 10000, 20000, 64, 100},
+		{3, 10, 20000, 0, 0},     // two shards, one worker owning none
+		{17, 1000, 20000, 32, 0}, // sixteen shards
 	} {
 		t.Run(fmt.Sprintf("workers=%d/keys=%d/queue=%d/window=%d", c.workers, c.keys, c.queue, c.window), func(t *testing.T) {
 			b, w := source(t)

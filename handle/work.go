@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/heraldgo/herald/internal/wait"
@@ -18,7 +17,7 @@ var errVoid = errors.New("handle: the source's reader no longer holds the value"
 // holds reports whether the value e may be handled now: always, but for a
 // TurnSource's value, which waits while its reader is fenced in its turn,
 // and is not handled once its turn is over or the Pool stops meanwhile.
-func (p *Pool[T, K]) holds(e entry[T]) bool {
+func (p *Pool[T, K]) holds(e *entry[T]) bool {
 	if p.turns == nil || e.seq == 0 {
 		return true
 	}
@@ -47,41 +46,30 @@ var errExhausted = errors.New("handle: the value was handled Options.MaxAttempts
 // it lets the key queue again behind the other ready keys.
 const maxRun = 64
 
-// work is a worker goroutine: it handles the head of one ready lane at a
-// time, until Shutdown. It goes on with the same lane while that lane has
-// values (up to maxRun in a row), which spares the ready queue and a
-// wake-up per value.
+// work is worker i's goroutine: it handles the head of one ready lane at
+// a time, until Shutdown. It goes on with the same lane while that lane
+// has values (up to maxRun in a row), which spares the ready queue and a
+// wake-up per value, then with another of the same shard, then looks
+// for work (see find).
 func (p *Pool[T, K]) work(i int) {
 	var (
+		s   *shard[T, K]
 		l   *lane[T, K]
-		e   entry[T]
+		e   *entry[T]
 		err error
 		run int
 		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
 	)
 	for {
-		if l != nil && err == nil {
-			// Handled: marked done in its source before it is counted, so
-			// that a Flush that returns has told the source.
-			p.done(e)
-		}
-		p.mu.Lock()
 		if l != nil {
-			if l = p.finishLocked(l, e, err, run < maxRun); l == nil {
-				run = 0
-				p.held[i] = nil
-			}
+			l, e, run = p.finish(i, s, l, e, err, run)
 		}
 		if l == nil {
-			if l = p.nextReadyLocked(); l == nil {
-				p.mu.Unlock()
+			if s, l, e = p.find(i); l == nil {
 				return
 			}
-			p.held[i] = l
+			run = 1
 		}
-		e = p.startLocked(l)
-		run++
-		p.mu.Unlock()
 		switch {
 		case l.dead != nil || e.before >= p.o.MaxAttempts:
 			err = errExhausted // a dead letter stored again, or failed that often before: not handled again
@@ -89,84 +77,83 @@ func (p *Pool[T, K]) work(i int) {
 			err = errVoid // another reader's now, or the Pool is stopping
 		default:
 			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
-			err = p.call(ctx, e.v)
+			err = p.call(s, ctx, e.v)
 		}
 	}
 }
 
-// spinTries is how many times a worker that found no ready lane yields
-// and looks again before it parks; one worker at a time does.
-const spinTries = 16
-
-// nextReadyLocked waits for a ready lane and takes it; it returns nil once
-// the Pool is stopped. Before it parks, one worker at a time yields and
-// looks again a few times: with short handlers, the next value comes
-// sooner than a parked worker wakes.
-func (p *Pool[T, K]) nextReadyLocked() *lane[T, K] {
-	if !p.stopped && p.ready.Len() == 0 && p.spinning == 0 {
-		p.spinning++
-		for range spinTries {
-			p.mu.Unlock()
-			runtime.Gosched()
-			p.mu.Lock()
-			if p.stopped || p.ready.Len() > 0 {
-				break
-			}
-		}
-		p.spinning--
+// finish gives the head e of lane l of shard s its fate after an attempt
+// that returned err, and begins worker i's next attempt in the shard: at
+// l's next value, or another ready lane's head. It returns nil if the
+// shard has none.
+func (p *Pool[T, K]) finish(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) (*lane[T, K], *entry[T], int) {
+	if err == nil {
+		// Handled: marked done in its source before it is counted, so
+		// that a Flush that returns has told the source.
+		p.done(e)
 	}
-	for !p.stopped && p.ready.Len() == 0 {
-		c := p.workers.ParkLocked()
-		p.mu.Unlock()
-		select {
-		case <-c:
-		case <-p.g.Stopping().Done():
-		}
-		p.mu.Lock()
-		p.workers.UnparkLocked()
+	s.mu.Lock()
+	l, n, u := p.finishLocked(s, l, e, err, run < maxRun)
+	if l == nil {
+		run = 0
+		s.held[i] = nil
+		l = s.takeLocked(p)
 	}
-	if p.stopped {
-		return nil
+	if l != nil {
+		s.held[i] = l
+		e = s.startLocked(p, l)
+		run++
 	}
-	l := p.ready.Pop()
-	if p.ready.Len() > 0 {
-		wait.Signal(p.workers.WakeLocked()) // the hand-off rule: work left for another
+	more := s.work
+	mixed, nMixed := s.mixed, s.mixedN
+	s.mixedN = 0
+	s.mu.Unlock()
+	p.afterFate(n)
+	if u != nil {
+		p.keepUnsure(s, &u.e, u.before)
 	}
-	return l
+	if nMixed > 0 {
+		p.warnMixed(mixed, nMixed)
+	}
+	if more && run == 1 {
+		p.wakeOne(-1) // the hand-off rule: work left for another
+	}
+	return l, e, run
 }
 
-// startLocked begins an attempt of l's head, and returns it.
-func (p *Pool[T, K]) startLocked(l *lane[T, K]) entry[T] {
-	e := l.vals.Peek()
+// startLocked begins an attempt of l's head, and returns it: the
+// worker's until it pops it.
+func (s *shard[T, K]) startLocked(p *Pool[T, K], l *lane[T, K]) *entry[T] {
+	e := l.vals.Head()
 	l.running = true
 	switch {
 	case l.dead != nil:
 		// Its dead letter stored again: no attempt.
 	case l.tries == 0:
-		// The supervisor's clock, not time.Now: a clock read costs as
-		// much as the rest of a value's way through the Pool (see
-		// BenchmarkEmptyHandler), and this one is right to a tick.
-		l.first = p.clock()
+		// The supervisor's clock (p.now), not time.Now: a clock read
+		// costs as much as the rest of a value's way through the Pool
+		// (see BenchmarkEmptyHandler), and this one is right to a tick.
+		l.first = p.now.Load()
 		l.last = l.first
-		l.begun = p.begun
-		p.begun++
+		l.begun = e.ord
 	default:
-		p.stats.Retries++
-		l.last = time.Now()
+		s.stats.Retries++
+		l.last = time.Now().UnixNano()
 	}
-	p.stats.Waiting--
-	p.stats.InFlight++
+	s.stats.Waiting--
+	s.stats.InFlight++
 	return e
 }
 
-// call runs the handler, turning a panic into an error.
-func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
+// call runs the handler of a value of shard s, turning a panic into an
+// error.
+func (p *Pool[T, K]) call(s *shard[T, K], ctx context.Context, v T) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handle: handler panicked: %v", r)
-			p.mu.Lock()
-			p.stats.Panics++
-			p.mu.Unlock()
+			s.mu.Lock()
+			s.stats.Panics++
+			s.mu.Unlock()
 			if n, due := p.logPanic.Add(time.Now(), 1); due {
 				p.o.Logger.Warn("handle: handler panicked (handled as a failure)", slog.String("panic", fmt.Sprintf("%T", r)), slog.Uint64("count", n))
 			}
@@ -175,20 +162,21 @@ func (p *Pool[T, K]) call(ctx context.Context, v T) (err error) {
 	return p.fn(ctx, v)
 }
 
-// finishLocked gives the head e of lane l its fate after an attempt that
-// returned err: handled (marked done already), a retry after a wait, or a
-// dead letter (stored, and marked done, with the lock released). It
-// returns the lane the worker goes on with: l again, if it holds more
-// values and more allows it.
-func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more bool) *lane[T, K] {
-	var f Failure
+// finishLocked gives the head e of lane l of shard s its fate after an
+// attempt that returned err: handled (marked done already), a retry after
+// a wait, or a dead letter (stored, and marked done, with the lock
+// released). It returns the lane the worker goes on with: l again, if it
+// holds more values and more allows it; what to do once the lock is
+// released; and a value whose dead letter is unsure (see Pool.unsure).
+func (p *Pool[T, K]) finishLocked(s *shard[T, K], l *lane[T, K], e *entry[T], err error, more bool) (*lane[T, K], fateNote, *unsureLetter[T, K]) {
 	if l.dead != nil { // its dead letter, stored again
-		f, l.dead = *l.dead, nil
-		if p.stopped {
-			p.popLocked(l, e, &p.stats.Abandoned, false)
-			return nil
+		f := *l.dead
+		l.dead = nil
+		if p.stopped.Load() {
+			_, n := s.popLocked(p, l, e, &s.stats.Abandoned, false)
+			return nil, n, nil
 		}
-		return p.storeDeadLocked(l, e, f, more)
+		return p.storeDeadLocked(s, l, e, f, more)
 	}
 	if err != errExhausted && err != errVoid {
 		l.tries++
@@ -196,136 +184,60 @@ func (p *Pool[T, K]) finishLocked(l *lane[T, K], e entry[T], err error, more boo
 	attempts := e.before + l.tries
 	switch {
 	case err == nil:
-		return p.popLocked(l, e, &p.stats.Handled, more)
+		l, n := s.popLocked(p, l, e, &s.stats.Handled, more)
+		return l, n, nil
 	case err == errVoid:
-		if !p.stopped {
-			p.stats.Voided++
+		if !p.stopped.Load() {
+			s.stats.Voided++
 		}
-		return p.popLocked(l, e, &p.stats.Abandoned, more)
-	case p.stopped:
-		p.popLocked(l, e, &p.stats.Abandoned, false)
-		return nil
+		l, n := s.popLocked(p, l, e, &s.stats.Abandoned, more)
+		return l, n, nil
+	case p.stopped.Load():
+		_, n := s.popLocked(p, l, e, &s.stats.Abandoned, false)
+		return nil, n, nil
 	case !errors.Is(err, ErrPermanent) && attempts < p.o.MaxAttempts:
-		p.waitRetryLocked(l)
-		return nil
+		p.waitRetryLocked(s, l)
+		return nil, fateNote{}, nil
 	}
-	f = Failure{Err: err, Attempts: attempts, First: l.first, Last: l.last}
-	return p.storeDeadLocked(l, e, f, more)
+	f := Failure{Err: err, Attempts: attempts, First: time.Unix(0, l.first), Last: time.Unix(0, l.last)}
+	return p.storeDeadLocked(s, l, e, f, more)
 }
 
 // storeDeadLocked gives up on the head e of lane l, failed as f: it
 // stores its dead letter (with the lock released), or, if that fails,
 // has it stored again after a wait. It returns as finishLocked does.
-func (p *Pool[T, K]) storeDeadLocked(l *lane[T, K], e entry[T], f Failure, more bool) *lane[T, K] {
-	p.mu.Unlock()
+func (p *Pool[T, K]) storeDeadLocked(s *shard[T, K], l *lane[T, K], e *entry[T], f Failure, more bool) (*lane[T, K], fateNote, *unsureLetter[T, K]) {
+	s.mu.Unlock()
 	r, before := p.giveUp(l.key, e, f)
 	if r == stored {
 		p.done(e) // before it is counted, as a handled value
 	}
-	p.mu.Lock()
+	s.mu.Lock()
 	switch {
 	case r == stored:
-		return p.popLocked(l, e, &p.stats.DeadLettered, more)
+		l, n := s.popLocked(p, l, e, &s.stats.DeadLettered, more)
+		return l, n, nil
 	case r == unconfirmed:
-		p.popLocked(l, e, nil, false)
-		p.unsureLocked(e.ord, before)
-	case p.stopped:
-		p.popLocked(l, e, &p.stats.Abandoned, false)
-	default:
-		l.dead = &f // stored again after a wait; not handled again
-		p.waitRetryLocked(l)
+		u := &unsureLetter[T, K]{s: s, e: *e, before: before} // before the pop: e is the head
+		s.popLocked(p, l, e, nil, false)
+		return nil, fateNote{}, u
+	case p.stopped.Load():
+		_, n := s.popLocked(p, l, e, &s.stats.Abandoned, false)
+		return nil, n, nil
 	}
-	return nil
+	l.dead = &f // stored again after a wait; not handled again
+	p.waitRetryLocked(s, l)
+	return nil, fateNote{}, nil
 }
 
 // waitRetryLocked makes l's head, just failed, wait out its retry.
-func (p *Pool[T, K]) waitRetryLocked(l *lane[T, K]) {
+func (p *Pool[T, K]) waitRetryLocked(s *shard[T, K], l *lane[T, K]) {
 	l.running = false
-	p.failed.push(l) // unless it is there
-	p.stats.InFlight--
-	p.stats.Backoff++
+	s.failed.push(l) // unless it is there
+	s.stats.InFlight--
+	s.stats.Backoff++
 	l.retryAt = time.Now().Add(p.backoff(max(l.tries, 1)))
-	if p.retry.push(l) {
-		wait.Signal(p.wakeSup) // the earliest retry changed
+	if s.retry.push(l) {
+		wait.Signal(p.wakeSup) // the shard's earliest retry changed
 	}
-}
-
-// popLocked removes l's head e, now fated (counted by countLocked), and
-// releases the lane: to the caller if it holds more values and more is
-// set, to the ready queue if it holds more, to the free list otherwise.
-// It returns the lane if the caller goes on with it, nil otherwise.
-func (p *Pool[T, K]) popLocked(l *lane[T, K], e entry[T], count *uint64, more bool) *lane[T, K] {
-	l.vals.Pop()
-	l.running, l.tries, l.dead = false, 0, nil
-	p.failed.remove(l)
-	p.countLocked(e.ord, count)
-	switch {
-	case l.vals.Len() > 0 && more:
-		return l
-	case l.vals.Len() > 0:
-		p.readyLocked(l)
-		return nil
-	}
-	if p.key == nil {
-		p.free = append(p.free, l)
-		return nil
-	}
-	// The key's lane stays, idle, for its next value: a key seen again
-	// soon costs no map write. Idle lanes are swept once they are many.
-	p.idle++
-	if p.idle > max(idleLanes, p.o.QueueLength) {
-		p.sweepIdleLocked()
-	}
-	return nil
-}
-
-// idleLanes is how many idle lanes a Pool keeps, at least, before it
-// sweeps them: at most one sweep of the map per that many values.
-const idleLanes = 1024
-
-// sweepIdleLocked frees the lanes that hold no value.
-func (p *Pool[T, K]) sweepIdleLocked() {
-	var zero K
-	for k, l := range p.keys {
-		if l.vals.Len() == 0 && !l.running {
-			delete(p.keys, k)
-			l.key = zero
-			if len(p.free) < idleLanes {
-				p.free = append(p.free, l)
-			}
-		}
-	}
-	p.idle = 0
-}
-
-// fateLocked records that the value of order ord has its fate: Flush may
-// return, and the reader, if the Pool was full, may have room.
-func (p *Pool[T, K]) fateLocked(ord uint64) {
-	p.floor.Advance(p.ords.fate(ord))
-	if p.reader.Parked() > 0 && !p.full() {
-		wait.Signal(p.reader.WakeLocked())
-	}
-}
-
-// done tells an AckSource that e has its fate (nothing for the zero
-// entry).
-func (p *Pool[T, K]) done(e entry[T]) {
-	switch {
-	case e.seq == 0:
-	case p.turns != nil:
-		p.turns.DoneTurn(e.seq, e.turn)
-	case p.acks != nil:
-		p.acks.Done(e.seq)
-	}
-}
-
-// countLocked gives the value of order ord, counted in flight, its fate,
-// counted in *count; a nil count leaves it in flight, for unsureLocked.
-func (p *Pool[T, K]) countLocked(ord uint64, count *uint64) {
-	if count == nil {
-		return
-	}
-	p.stats.InFlight--
-	*count++
-	p.fateLocked(ord)
 }
