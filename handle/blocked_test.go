@@ -117,3 +117,41 @@ func TestBlockedForgetsWhatHasItsFate(t *testing.T) {
 		}
 	})
 }
+
+// slowHandler is a slog.Handler that takes its time over each record.
+type slowHandler struct{ d time.Duration }
+
+func (h slowHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h slowHandler) Handle(context.Context, slog.Record) error {
+	time.Sleep(h.d)
+	return nil
+}
+func (h slowHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h slowHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestSlowKeysAreReadUnderTheirLock: the supervisor orders the slow
+// keys it logs by when their value began, read under their shard's lock
+// (a worker that begins a key's next value writes it under that lock:
+// the race detector fails this test if the order is read after). Two
+// keys are held past SlowKey and logged (the logger takes 300ms over
+// each line), and released meanwhile: their next values begin.
+func TestSlowKeysAreReadUnderTheirLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		release := make(chan struct{})
+		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
+			if j.N == 0 {
+				<-release
+			}
+			return nil
+		}, handle.Options{Workers: 4, SlowKey: 50 * time.Millisecond, Logger: slog.New(slowHandler{300 * time.Millisecond})})
+		defer p.Shutdown(context.Background())
+		publish(t, b, jobs(4, 2))          // keys 0 and 1, two values each
+		time.Sleep(250 * time.Millisecond) // past the tick that logs both keys, while its logger runs
+		close(release)                     // each key's next value begins: its lane's first and begun are written
+		synctest.Wait()
+		if s := p.Stats(); s.Handled != 4 {
+			t.Errorf("handled %d of 4 (%+v)", s.Handled, s)
+		}
+	})
+}

@@ -71,9 +71,14 @@
 // Inside, keys are spread by their hash over shards (a power of two, at
 // most one per worker and 16), each with its own lock: the reader hands
 // each shard its part of a batch under one lock, and a worker takes the
-// keys of its own shard first, then of the others, so that workers meet
-// on a lock only when they take work of one shard, and a slow key holds
-// its own values, never its shard's.
+// keys of its own shard first, then of the others, so that workers seldom
+// meet on a lock (Stats and Shutdown take every shard's; the supervisor
+// each in turn, once per retry due and per 100ms tick). A shard whose
+// workers are all held in slow handlers while the others keep to their
+// own is found at the supervisor's tick (its first waiting value has not
+// moved since the last): the next worker that finishes a value goes
+// there. So a slow handler holds its key's values, and its shard's other
+// keys for a tick or two at most.
 // Shutdown stops reading, lets the handlers in flight finish within its
 // ctx, abandons the rest (a durable source hands it back to the server at
 // once), and stops the source. Flush returns once every value received

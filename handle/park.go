@@ -12,13 +12,13 @@ import (
 const spinTries = 16
 
 // find returns a ready lane, begun, its shard and its head, for worker
-// i: of its own shard first, then of the others (a slow key holds only
+// i: of shard own first (its own, or a starved one), then of
+// the others (a slow key holds only
 // its lane, never a shard). While there is none, one worker at a time
 // yields and looks again a few times (with short handlers, the next
 // value comes sooner than a parked worker wakes), then it parks. It
 // returns a nil lane once the Pool is stopped.
-func (p *Pool[T, K]) find(i int) (*shard[T, K], *lane[T, K], *entry[T]) {
-	own := i & int(p.mask)
+func (p *Pool[T, K]) find(i, own int) (*shard[T, K], *lane[T, K], *entry[T]) {
 	for !p.stopped.Load() {
 		if s, l, e := p.scan(i, own); l != nil {
 			return s, l, e

@@ -12,7 +12,6 @@ import (
 	"github.com/heraldgo/herald/broadcast"
 	"github.com/heraldgo/herald/internal/burst"
 	"github.com/heraldgo/herald/internal/lifecycle"
-	"github.com/heraldgo/herald/internal/ring"
 	"github.com/heraldgo/herald/internal/wait"
 )
 
@@ -88,8 +87,12 @@ type Pool[T any, K comparable] struct {
 
 	_ [64]byte
 	// received: the values of every order below it were handed to their
-	// shards.
+	// shards. taken: the reader took them from the source, and is handing
+	// them on (Flush's target: a value counted in a shard's Received, even
+	// in a handler, before the reader has handed on the rest of its batch
+	// is below it).
 	received atomic.Uint64
+	taken    atomic.Uint64
 	_        [56]byte
 	// parked has a bit for each worker parked on its wake channel.
 	parked []atomic.Uint64
@@ -98,6 +101,9 @@ type Pool[T any, K comparable] struct {
 	spinning atomic.Int32
 	_        [60]byte
 	rParked  atomic.Bool // the reader waits for room
+	// starved has a bit for each shard whose first ready value waited a
+	// whole tick for a worker (see findStarved).
+	starved atomic.Uint64
 	// stopped: Shutdown began. Stored with every shard locked: read under
 	// any shard's lock, it is the same for all of them.
 	stopped atomic.Bool
@@ -159,9 +165,9 @@ type lane[T any, K comparable] struct {
 	dead *Failure
 	// begun is the receive order of the head when its first attempt
 	// began: with first, it orders the lanes by when their head began
-	// (see older).
+	// (see began).
 	begun uint64
-	// prev and next link the lane in the Pool's failed list once its head
+	// prev and next link the lane in its shard's failed list once its head
 	// failed; inFailed says whether it is there.
 	prev, next *lane[T, K]
 	inFailed   bool
@@ -208,10 +214,8 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 		readerWake: make(chan struct{}, 1),
 		parked:     make([]atomic.Uint64, (o.Workers+63)/64),
 	}
-	for range n {
-		s := &shard[T, K]{keys: make(map[K]*lane[T, K]), ready: ring.New[*lane[T, K]](0), held: make([]*lane[T, K], o.Workers)}
-		s.floor.Store(noOrd)
-		p.shards = append(p.shards, s)
+	for i := range n {
+		p.shards = append(p.shards, newShard[T, K](i, o.Workers))
 	}
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)

@@ -209,6 +209,7 @@ func (p *Pool[T, K]) buffer(e entry[T], k K) {
 // push hands each shard the values buffered for it, under its lock, and
 // wakes a worker (the hand-off rule wakes more).
 func (p *Pool[T, K]) push() {
+	p.taken.Store(p.next)
 	first := -1
 	var n fateNote
 	for i, b := range p.bufs {
@@ -268,15 +269,15 @@ func (s *shard[T, K]) acceptLocked(p *Pool[T, K], b []placing[T, K]) ([]placing[
 		s.floor.Store(b[0].e.ord)
 	}
 	s.stats.Waiting += len(b)
-	s.setWork(true)
+	next := b[:0]
 	if len(s.inbox) == 0 {
-		next := s.inbox
-		s.inbox = b
-		return next, fateNote{}
+		next, s.inbox = s.inbox, b
+	} else {
+		s.inbox = append(s.inbox, b...)
+		clear(b)
 	}
-	s.inbox = append(s.inbox, b...)
-	clear(b)
-	return b[:0], fateNote{}
+	s.noteLocked()
+	return next, fateNote{}
 }
 
 // poison dead-letters a value received that has no key (d.Err or k.err
@@ -284,6 +285,7 @@ func (s *shard[T, K]) acceptLocked(p *Pool[T, K], b []placing[T, K]) ([]placing[
 func (p *Pool[T, K]) poison(d *Delivery[T], k keyed[K]) {
 	e := entry[T]{v: d.Value, seq: d.Seq, ord: p.next, turn: d.Turn, before: max(d.Attempt, 1) - 1}
 	p.next++
+	p.taken.Store(p.next)
 	s := p.shards[0]
 	s.mu.Lock()
 	e.idx = s.rec.add(e.ord)

@@ -31,17 +31,24 @@ func (l *lane[T, K]) attempts() int {
 	return n
 }
 
-// older reports whether l's head began its first attempt before m's:
-// to within the clock's tick (see Pool.clock), and by receive order
-// within one tick.
-func (l *lane[T, K]) older(m *lane[T, K]) bool {
-	if l.first != m.first {
-		return l.first < m.first
-	}
-	return l.begun < m.begun
+// began is when a lane's head began its first attempt: the supervisor's
+// clock (UnixNano, to within a tick), then its receive order.
+type began struct {
+	at  int64
+	ord uint64
 }
 
-// laneList is a list of lanes, linked through them (Pool.failed).
+func (a began) before(b began) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.ord < b.ord
+}
+
+// since returns when l's head began its first attempt.
+func (l *lane[T, K]) since() began { return began{l.first, l.begun} }
+
+// laneList is a list of lanes, linked through them (shard.failed).
 type laneList[T any, K comparable] struct{ head, tail *lane[T, K] }
 
 // push adds l at the end, unless it is in the list already.
@@ -110,8 +117,8 @@ func (h *retryHeap[T, K]) push(l *lane[T, K]) bool {
 // out a retry or waiting for a worker after one. A worker's lane is found
 // in held, not in a list, so that a value's way through the Pool links
 // nothing; the walk costs Workers steps and one per failing lane, under
-// the shard's mutex, at each Stats call and each supervisor tick (see
-// logSlowKeys).
+// the shard's mutex (Workers times the shards for the Pool), at each
+// Stats call and each supervisor tick (see logSlowKeys).
 func (s *shard[T, K]) eachBegunLocked(f func(*lane[T, K])) {
 	for _, l := range s.held {
 		if l != nil && !l.inFailed {
@@ -148,6 +155,7 @@ func (p *Pool[T, K]) supervise() {
 			timer.Stop()
 		case now := <-tick.C:
 			p.now.Store(now.UnixNano())
+			p.findStarved()
 			p.logSlowKeys(now)
 		}
 	}
@@ -182,6 +190,25 @@ func (p *Pool[T, K]) retryDue() time.Duration {
 	return next
 }
 
+// findStarved marks each shard whose first value waiting for a worker
+// waited since the last tick: its workers are held in slow handlers,
+// while the others keep to their own shards. The next worker that
+// finishes a value goes there (see Pool.finish), and stays while the
+// shard has work; a parked one is woken for it.
+func (p *Pool[T, K]) findStarved() {
+	for _, s := range p.shards {
+		s.mu.Lock()
+		f := s.frontLocked()
+		starved := f != noOrd && f == s.front
+		s.front = f
+		s.mu.Unlock()
+		if starved {
+			p.starved.Or(1 << s.idx)
+			p.wakeOne(s.idx)
+		}
+	}
+}
+
 // logSlowKeys logs each key whose oldest value has been in a handler, or
 // waiting out retries, for longer than Options.SlowKey: at most once per
 // SlowKey for each.
@@ -191,7 +218,7 @@ func (p *Pool[T, K]) logSlowKeys(now time.Time) {
 		since    time.Time
 		attempts int
 		behind   int
-		l        *lane[T, K]
+		began    began // copied under the lock
 	}
 	var out []slow
 	for _, s := range p.shards {
@@ -199,13 +226,13 @@ func (p *Pool[T, K]) logSlowKeys(now time.Time) {
 		s.eachBegunLocked(func(l *lane[T, K]) {
 			if now.Sub(time.Unix(0, l.first)) >= p.o.SlowKey && now.Sub(l.logged) >= p.o.SlowKey {
 				l.logged = now
-				out = append(out, slow{l.key, time.Unix(0, l.first), l.attempts(), l.vals.Len() - 1, l})
+				out = append(out, slow{l.key, time.Unix(0, l.first), l.attempts(), l.vals.Len() - 1, l.since()})
 			}
 		})
 		s.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b slow) int { // the oldest first
-		if a.l.older(b.l) {
+		if a.began.before(b.began) {
 			return -1
 		}
 		return 1

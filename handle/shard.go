@@ -41,6 +41,11 @@ type shard[T any, K comparable] struct {
 	mixed  K
 	mixedN int
 	work   bool // hasWork, as last stored
+	idx    int  // its place in Pool.shards
+	// front is the receive order of the value at the head of the first
+	// ready lane, or in the inbox, at the supervisor's last tick (see
+	// Pool.findStarved).
+	front uint64
 
 	// Read without the lock: stored under it.
 	hasWork atomic.Bool   // the inbox or ready holds a lane or value
@@ -49,19 +54,39 @@ type shard[T any, K comparable] struct {
 	_       [64]byte      // no false sharing with the next shard
 }
 
+// newShard returns shard i of a Pool of that many workers.
+func newShard[T any, K comparable](i, workers int) *shard[T, K] {
+	s := &shard[T, K]{keys: make(map[K]*lane[T, K]), ready: ring.New[*lane[T, K]](0), held: make([]*lane[T, K], workers), idx: i, front: noOrd}
+	s.floor.Store(noOrd)
+	return s
+}
+
 // placing is a value received, not yet placed behind its key.
 type placing[T any, K comparable] struct {
 	e entry[T]
 	k K
 }
 
-// setWork stores hasWork if it changes (a store costs as much as a few
-// of the shard's steps).
-func (s *shard[T, K]) setWork(w bool) {
-	if s.work != w {
+// noteLocked stores hasWork, after the inbox or the ready lanes changed:
+// only if it changed (a store costs as much as a few of the shard's
+// steps).
+func (s *shard[T, K]) noteLocked() {
+	if w := s.ready.Len() > 0 || len(s.inbox) > 0; s.work != w {
 		s.work = w
 		s.hasWork.Store(w)
 	}
+}
+
+// frontLocked returns the receive order of the value at the head of the
+// first ready lane, or else the first in the inbox, or noOrd.
+func (s *shard[T, K]) frontLocked() uint64 {
+	switch {
+	case s.ready.Len() > 0:
+		return s.ready.Peek().vals.Head().ord
+	case len(s.inbox) > 0:
+		return s.inbox[0].e.ord
+	}
+	return noOrd
 }
 
 // placeLocked moves the inbox behind the values' keys, and makes each
@@ -122,18 +147,21 @@ func (s *shard[T, K]) takeLocked(p *Pool[T, K]) *lane[T, K] {
 		s.placeLocked(p)
 	}
 	if s.ready.Len() == 0 {
-		s.setWork(false)
+		s.noteLocked()
 		return nil
 	}
 	l := s.ready.Pop()
-	s.setWork(s.ready.Len() > 0)
+	s.noteLocked()
+	if bit := uint64(1) << s.idx; p.starved.Load()&bit != 0 {
+		p.starved.And(^bit) // a worker came: it stays (see Pool.finish)
+	}
 	return l
 }
 
-// readyLocked queues l for a worker (the caller wakes one).
+// readyLocked queues l for a worker: the caller takes it, or wakes one.
 func (s *shard[T, K]) readyLocked(l *lane[T, K]) {
 	s.ready.Push(l)
-	s.setWork(true)
+	s.noteLocked()
 }
 
 // empty reports whether the shard holds no value without a fate.
@@ -189,7 +217,7 @@ func (a fateNote) add(n fateNote) fateNote {
 }
 
 // countLocked gives the value e, counted in flight, its fate, counted in
-// *count; a nil count leaves it in flight, for Pool.unsureLocked.
+// *count; a nil count leaves it in flight, for Pool.keepUnsure (see storeDeadLocked).
 func (s *shard[T, K]) countLocked(p *Pool[T, K], e *entry[T], count *uint64) fateNote {
 	if count == nil {
 		return fateNote{}

@@ -84,3 +84,35 @@ func TestAHeldKeyHoldsOnlyItsLane(t *testing.T) {
 		}
 	})
 }
+
+// TestAHeldHandlerHoldsNoOtherKeyOfItsShard: two workers, no key (a
+// value's shard is its receive order modulo the shards), a steady load of
+// 1ms handlers; value 1's handler is held. Value 3, of the held value's
+// shard, begins within two of the supervisor's ticks (100ms each) and a
+// handler's time: the shard is found starved, and the free worker goes
+// there, rather than keeping to its own shard until it runs dry (500ms).
+func TestAHeldHandlerHoldsNoOtherKeyOfItsShard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		release := make(chan struct{})
+		start := time.Now()
+		at3 := make(chan time.Duration, 1)
+		p := handle.New[job, struct{}](w, nil, func(ctx context.Context, j job) error {
+			switch j.ID {
+			case 1:
+				<-release
+			case 3:
+				at3 <- time.Since(start)
+			}
+			time.Sleep(time.Millisecond) // the handler's work
+			return nil
+		}, handle.Options{Workers: 2, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		publish(t, b, jobs(1000, 1000))
+		d := <-at3
+		close(release)
+		if d > 250*time.Millisecond {
+			t.Errorf("value 3 (no held key) began after %v, with a worker free for it all along", d)
+		}
+	})
+}

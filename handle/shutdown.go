@@ -26,7 +26,7 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 		panic("handle: nil Context")
 	}
 	p.mu.Lock()
-	target, ended := p.received.Load(), p.readEnded
+	target, ended := p.taken.Load(), p.readEnded
 	p.mu.Unlock()
 	b, ok := p.src.(interface{ Backlog() broadcast.Backlog })
 	if ended || !ok {
@@ -43,7 +43,7 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 	}
 	// Reading ended (a Shutdown, or the source ended): the values the
 	// Pool received are the last to get a fate.
-	return p.floor.Wait(ctx, p.received.Load())
+	return p.floor.Wait(ctx, p.taken.Load())
 }
 
 // Shutdown stops reading the source, lets the handlers in flight finish,
@@ -133,8 +133,9 @@ func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
 		}
 		l.heapIdx = -1
 	}
+	clear(s.retry)
 	s.retry = s.retry[:0]
-	s.setWork(false)
+	s.noteLocked()
 	return n
 }
 
@@ -212,7 +213,7 @@ func (p *Pool[T, K]) Stats() Stats[K] {
 			s.Keys += len(sh.keys) - sh.idle
 		}
 		sh.eachBegunLocked(func(l *lane[T, K]) {
-			if l.vals.Len() > 0 && (worst == nil || l.older(worst)) {
+			if l.vals.Len() > 0 && (worst == nil || l.since().before(worst.since())) {
 				worst = l
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"time"
 
 	"github.com/heraldgo/herald/internal/wait"
@@ -61,11 +62,12 @@ func (p *Pool[T, K]) work(i int) {
 		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
 	)
 	for {
+		from := i & int(p.mask) // its own shard first
 		if l != nil {
-			l, e, run = p.finish(i, s, l, e, err, run)
+			l, e, run, from = p.finish(i, s, l, e, err, run)
 		}
 		if l == nil {
-			if s, l, e = p.find(i); l == nil {
+			if s, l, e = p.find(i, from); l == nil {
 				return
 			}
 			run = 1
@@ -84,20 +86,26 @@ func (p *Pool[T, K]) work(i int) {
 
 // finish gives the head e of lane l of shard s its fate after an attempt
 // that returned err, and begins worker i's next attempt in the shard: at
-// l's next value, or another ready lane's head. It returns nil if the
-// shard has none.
-func (p *Pool[T, K]) finish(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) (*lane[T, K], *entry[T], int) {
+// l's next value, or another ready lane's head, unless a shard is
+// starved (see findStarved): it goes there then. It returns nil if it
+// begins none, and the shard to look at first then.
+func (p *Pool[T, K]) finish(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) (*lane[T, K], *entry[T], int, int) {
 	if err == nil {
 		// Handled: marked done in its source before it is counted, so
 		// that a Flush that returns has told the source.
 		p.done(e)
 	}
+	from := s.idx
 	s.mu.Lock()
 	l, n, u := p.finishLocked(s, l, e, err, run < maxRun)
 	if l == nil {
 		run = 0
 		s.held[i] = nil
-		l = s.takeLocked(p)
+		if m := p.starved.Load(); m != 0 && m&(1<<s.idx) == 0 {
+			from = bits.TrailingZeros64(m)
+		} else {
+			l = s.takeLocked(p)
+		}
 	}
 	if l != nil {
 		s.held[i] = l
@@ -118,7 +126,7 @@ func (p *Pool[T, K]) finish(i int, s *shard[T, K], l *lane[T, K], e *entry[T], e
 	if more && run == 1 {
 		p.wakeOne(-1) // the hand-off rule: work left for another
 	}
-	return l, e, run
+	return l, e, run, from
 }
 
 // startLocked begins an attempt of l's head, and returns it: the
