@@ -72,8 +72,13 @@ type Pool[T any, K comparable] struct {
 	next     uint64
 	roomLeft int  // room, as last found (see waitRoom)
 	pausedR  bool // paused, as last stored
-	shutOnce sync.Once
-	shutErr  error
+	// backlogBase is how many values had left the source's queue (read
+	// by another) when the Pool took it over: Flush's target from the
+	// source's Backlog counts from there.
+	backlogBase uint64
+	shutBegun   atomic.Bool
+	shutDone    chan struct{} // closed once the first Shutdown returned
+	shutErr     error
 
 	logPanic, logDead, logSlow, logMixed, logStopped burst.Burst
 
@@ -152,6 +157,7 @@ type lane[T any, K comparable] struct {
 	key     K
 	vals    vals[T]
 	running bool      // a worker holds the head
+	mapped  bool      // the lane is in its shard's map, by its key
 	retryAt time.Time // the head waits out a retry until then; zero if not
 	heapIdx int       // the lane's place in the retry heap, -1 if none
 	part    int       // the partition of its values, from a PartitionedSource
@@ -212,6 +218,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 		bufs:       make([][]placing[T, K], n),
 		wake:       make([]chan struct{}, o.Workers),
 		readerWake: make(chan struct{}, 1),
+		shutDone:   make(chan struct{}),
 		parked:     make([]atomic.Uint64, (o.Workers+63)/64),
 	}
 	for i := range n {
@@ -226,6 +233,7 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 	p.turns, _ = src.(TurnSource)
 	p.sink, _ = src.(DeadLetterSink)
 	p.batches, _ = src.(batchReader[T])
+	p.backlogBase = readBefore(src)
 	p.deadW, _ = p.dead.Watch() // a new broadcaster: it cannot refuse
 	p.readCtx, p.stopRead = context.WithCancel(context.Background())
 	p.readOver, p.endRead = context.WithCancel(context.Background())
@@ -235,6 +243,17 @@ func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Option
 		p.g.Go(func() { p.work(i) })
 	}
 	return p
+}
+
+// readBefore returns how many values had left src's queue (read by
+// another) when the Pool took it over, for a source with a Backlog.
+func readBefore[T any](src Source[T]) uint64 {
+	b, ok := src.(interface{ Backlog() broadcast.Backlog })
+	if !ok {
+		return 0
+	}
+	bl := b.Backlog()
+	return bl.Entered - min(uint64(bl.Queued), bl.Entered)
 }
 
 // maxShards bounds a Pool's shards: past it, more shards only make

@@ -162,14 +162,14 @@ func (p *Pool[T, K]) takeBatch(room int) ([]T, error) {
 func (p *Pool[T, K]) accept(d *Delivery[T]) {
 	var k keyed[K]
 	if d.Err == nil && p.key != nil {
-		k.k, k.err = p.keyOf(d.Value)
+		k = p.keyOf(d.Value)
 	}
 	if d.Err != nil || k.err != nil {
 		p.push()
 		p.poison(d, k)
 		return
 	}
-	p.buffer(entry[T]{v: d.Value, seq: d.Seq, ord: p.next, turn: d.Turn, before: max(d.Attempt, 1) - 1}, k.k)
+	p.buffer(entry[T]{v: d.Value, seq: d.Seq, ord: p.next, turn: d.Turn, before: max(d.Attempt, 1) - 1}, k)
 }
 
 // acceptAll accepts vals, a batch of a batchReader, and pushes them: as
@@ -190,19 +190,19 @@ func (p *Pool[T, K]) acceptAll(vals []T) {
 			p.poison(&Delivery[T]{Value: vals[i], Attempt: 1}, k)
 			continue
 		}
-		p.buffer(entry[T]{v: vals[i], ord: p.next}, k.k)
+		p.buffer(entry[T]{v: vals[i], ord: p.next}, k)
 	}
 	p.push()
 	clear(keys)
 }
 
 // buffer appends e, of key k, to the buffer of its key's shard, for push.
-func (p *Pool[T, K]) buffer(e entry[T], k K) {
+func (p *Pool[T, K]) buffer(e entry[T], k keyed[K]) {
 	s := p.next & p.mask // no key: spread
 	if p.key != nil {
-		s = maphash.Comparable(p.seed, k) & p.mask
+		s = k.h & p.mask
 	}
-	p.bufs[s] = append(p.bufs[s], placing[T, K]{e: e, k: k})
+	p.bufs[s] = append(p.bufs[s], placing[T, K]{e: e, k: k.k})
 	p.next++
 }
 
@@ -313,9 +313,10 @@ func (p *Pool[T, K]) poison(d *Delivery[T], k keyed[K]) {
 	p.giveUpAtOnce(s, k.k, &e, failed)
 }
 
-// keyed is a value's key, or why it has none.
+// keyed is a value's key and its hash, or why it has none.
 type keyed[K comparable] struct {
 	k   K
+	h   uint64
 	err error
 }
 
@@ -349,20 +350,27 @@ func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 		}
 	}()
 	for i := len(keys); i < len(vals); i++ {
-		keys = append(keys, keyed[K]{k: p.key(vals[i])})
+		k := p.key(vals[i])
+		keys = append(keys, keyed[K]{k: k, h: maphash.Comparable(p.seed, k)})
 	}
 	return keys
 }
 
-// keyOf returns v's key, or the panic of the key function as an error.
-func (p *Pool[T, K]) keyOf(v T) (k K, err error) {
+// keyOf returns v's key and its hash, or the panic of the key function
+// (or of the hash, for a key of an interface type holding a value that
+// cannot be hashed) as an error.
+func (p *Pool[T, K]) keyOf(v T) (k keyed[K]) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = keyPanic(r)
+			k = keyed[K]{err: keyPanic(r)}
 		}
 	}()
-	return p.key(v), nil
+	k.k = p.key(v)
+	k.h = maphash.Comparable(p.seed, k.k)
+	return k
 }
 
 // keyPanic is the error of a key function that panicked with r.
-func keyPanic(r any) error { return fmt.Errorf("handle: key function panicked: %v", r) }
+func keyPanic(r any) error {
+	return fmt.Errorf("handle: key function panicked, or its key cannot be hashed: %v", r)
+}

@@ -114,9 +114,12 @@ func (s *shard[T, K]) placeLocked(p *Pool[T, K]) {
 }
 
 // laneLocked returns the lane of key k, made if it has none: a new lane
-// for every value when there is no key function.
+// for every value when there is no key function, or its key is not equal
+// to itself (a NaN: a map finds no entry of it, so each is its own key,
+// in no map).
 func (s *shard[T, K]) laneLocked(p *Pool[T, K], k K) *lane[T, K] {
-	if p.key != nil {
+	mapped := p.key != nil && k == k
+	if mapped {
 		if l, ok := s.keys[k]; ok {
 			if l.vals.Len() == 0 && !l.running {
 				s.idle-- // idle no more
@@ -130,8 +133,8 @@ func (s *shard[T, K]) laneLocked(p *Pool[T, K], k K) *lane[T, K] {
 	} else {
 		l = &lane[T, K]{heapIdx: -1}
 	}
-	l.key, l.dead = k, nil
-	if p.key != nil {
+	l.key, l.dead, l.mapped = k, nil, mapped
+	if mapped {
 		s.keys[k] = l
 	}
 	return l
@@ -243,7 +246,7 @@ func (s *shard[T, K]) popLocked(p *Pool[T, K], l *lane[T, K], e *entry[T], count
 		s.readyLocked(l)
 		return nil, n
 	}
-	if p.key == nil {
+	if !l.mapped {
 		if len(s.free) < p.idleLanes {
 			s.free = append(s.free, l)
 		}

@@ -37,7 +37,7 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(p.readOver, cancel)()
-	err := p.floor.Wait(wctx, max(target, b.Backlog().Entered))
+	err := p.floor.Wait(wctx, max(target, b.Backlog().Entered-p.backlogBase))
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -56,14 +56,25 @@ func (p *Pool[T, K]) Flush(ctx context.Context) error {
 // over at once) and closes DeadLetters once its values are read. It
 // returns nil, or ctx.Err() if ctx ended first: the values whose worker
 // was still at work then get their fates as it returns, and a Flush
-// called after Shutdown waits for them. It is idempotent; it
-// panics on a nil ctx.
+// called after Shutdown waits for them. It is idempotent: a Shutdown
+// called while another runs waits for it, or for its own ctx (then
+// returns ctx.Err(); the first one's ctx bounds the handlers). It panics
+// on a nil ctx.
 func (p *Pool[T, K]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("handle: nil Context")
 	}
-	p.shutOnce.Do(func() { p.shutErr = p.shutdown(ctx) })
-	return p.shutErr
+	if p.shutBegun.CompareAndSwap(false, true) {
+		p.shutErr = p.shutdown(ctx)
+		close(p.shutDone)
+		return p.shutErr
+	}
+	select { // another runs it: wait for it, or for this ctx
+	case <-p.shutDone:
+		return p.shutErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (p *Pool[T, K]) shutdown(ctx context.Context) error {
@@ -122,13 +133,13 @@ func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
 		n = n.add(s.dropLocked(p, l))
 	}
 	s.sweepIdleLocked(p)
-	for s.ready.Len() > 0 { // lanes of unkeyed values are in no map
-		if l := s.ready.Pop(); p.key == nil {
+	for s.ready.Len() > 0 { // lanes in no map (no key, or a NaN)
+		if l := s.ready.Pop(); !l.mapped {
 			n = n.add(s.dropLocked(p, l))
 		}
 	}
 	for _, l := range s.retry {
-		if p.key == nil {
+		if !l.mapped {
 			n = n.add(s.dropLocked(p, l))
 		}
 		l.heapIdx = -1
@@ -163,7 +174,7 @@ func (s *shard[T, K]) dropLocked(p *Pool[T, K], l *lane[T, K]) fateNote {
 		return n
 	}
 	s.failed.remove(l)
-	if p.key != nil {
+	if l.mapped {
 		delete(s.keys, l.key)
 	}
 	return n

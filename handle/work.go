@@ -167,7 +167,25 @@ func (p *Pool[T, K]) call(s *shard[T, K], ctx context.Context, v T) (err error) 
 			}
 		}
 	}()
-	return p.fn(ctx, v)
+	return checked(p.fn(ctx, v))
+}
+
+// checked returns err, or, if err panics when asked what it is (a typed
+// nil pointer whose Error or Unwrap reads through it), an error that says
+// so: asked later, under a shard's lock or by a dead letter's reader, it
+// would bring the process down.
+func checked(err error) (out error) {
+	if err == nil {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out = fmt.Errorf("handle: the handler returned an error (%T) that panics when read: %v", err, r)
+		}
+	}()
+	_ = err.Error()
+	_ = errors.Is(err, ErrPermanent)
+	return err
 }
 
 // finishLocked gives the head e of lane l of shard s its fate after an
