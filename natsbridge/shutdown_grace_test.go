@@ -14,13 +14,16 @@ import (
 // TestShutdownCancelledCtxRacesStopAndDone: a durable watcher's Shutdown
 // with a ctx already ended, run at once with Stop and Done, returns within
 // the hand-over grace, and the values not done come again to the next
-// reader, counted in Redelivered.
+// reader, counted in Redelivered: at once when the hand-over's calls fit
+// in the grace, after the takeover time at the latest when they do not
+// (a loaded machine: the grace is 250ms for every call).
 func TestShutdownCancelledCtxRacesStopAndDone(t *testing.T) {
 	s := startServer(t, embedded.Options{})
 	_, js := connect(t, s)
 	topic := newTopic(t, js, "grace.shutdown", natsbridge.TopicOptions{})
 	ctx := testCtx(t)
-	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 10 * time.Second})
+	const takeover = 2 * time.Second
+	w := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: takeover})
 	publishAll(t, topic, 1, 10)
 	var got []uint64
 	for range 4 {
@@ -47,10 +50,10 @@ func TestShutdownCancelledCtxRacesStopAndDone(t *testing.T) {
 	if elapsed > 750*time.Millisecond {
 		t.Errorf("Shutdown with a cancelled ctx took %v; want within the hand-over grace", elapsed)
 	}
-	w2 := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: 10 * time.Second})
+	w2 := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: takeover})
 	seen := map[uint64]bool{got[0]: true, got[1]: true} // done: they may not come again
 	for len(seen) < 10 {
-		short, c := context.WithTimeout(ctx, 5*time.Second)
+		short, c := context.WithTimeout(ctx, takeover+5*time.Second)
 		d, err := w2.Receive(short)
 		c()
 		if err != nil {
