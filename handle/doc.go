@@ -17,17 +17,18 @@
 //
 // # Failures
 //
-// A handler that returns an error, or panics, fails its value: the value is
-// handled again after a wait (about Options.RetryMin, doubling up to
-// RetryMax, with jitter), and the values after it with its key wait behind
-// it; other keys go on. After Options.MaxAttempts attempts, or at once for
-// an error marked Permanent, the value is given up as a dead letter, with
-// its key, its last error, its attempts and when they began. A value its
-// source could not decode (a poison message) is a dead letter before any
-// handler runs. Dead letters go to Pool.DeadLetters, a watcher (read it:
-// when its queue is full, giving up waits), or, for a source that keeps
-// them (a natsbridge watcher with a dead-letter topic: see DeadLetterSink),
-// to the source, stored before the value is marked done.
+// A handler that returns an error, or panics, or calls runtime.Goexit
+// (t.FailNow does), fails its value: the value is handled again after a
+// wait (about Options.RetryMin, doubling up to RetryMax, with jitter), and
+// the values after it with its key wait behind it; other keys go on. After
+// Options.MaxAttempts attempts, or at once for an error marked Permanent,
+// the value is given up as a dead letter, with its key, its last error, its
+// attempts and when they began. A value its source could not decode (a
+// poison message) is a dead letter before any handler runs. Dead letters go
+// to Pool.DeadLetters, a watcher (read it: when its queue is full, giving
+// up waits), or, for a source that keeps them (a natsbridge watcher with a
+// dead-letter topic: see DeadLetterSink), to the source, stored before the
+// value is marked done.
 //
 // # Durable sources
 //

@@ -165,7 +165,8 @@ type Stats[K comparable] struct {
 	// position over): not handled here, counted in Abandoned too.
 	Voided uint64
 	// Retries counts the attempts after a failure; Panics the handlers
-	// that panicked (each counted as a failure too).
+	// that panicked or called runtime.Goexit (each counted as a failure
+	// too).
 	Retries, Panics uint64
 	// Keys is the number of keys with values in the Pool.
 	Keys int

@@ -52,15 +52,20 @@ const maxRun = 64
 // has values (up to maxRun in a row), which spares the ready queue and a
 // wake-up per value, then with another of the same shard, then looks
 // for work (see find).
-func (p *Pool[T, K]) work(i int) {
-	var (
-		s   *shard[T, K]
-		l   *lane[T, K]
-		e   *entry[T]
-		err error
-		run int
-		ctx = &valueCtx{Context: p.g.Aborting()} // made once, told each value
-	)
+func (p *Pool[T, K]) work(i int) { p.workFrom(i, nil, nil, nil, nil, 0) }
+
+// workFrom is worker i's loop, begun with the fate of the head e of lane
+// l of shard s after an attempt that returned err, the run-th of l in a
+// row (none if l is nil). A handler that calls runtime.Goexit ends the
+// goroutine it runs on: another goes on from its value (see exited).
+func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) {
+	ctx := &valueCtx{Context: p.g.Aborting()} // made once, told each value
+	inHandler := false
+	defer func() {
+		if inHandler {
+			p.exited(i, s, l, e, run)
+		}
+	}()
 	for {
 		from := i & int(p.mask) // its own shard first
 		if l != nil {
@@ -79,9 +84,25 @@ func (p *Pool[T, K]) work(i int) {
 			err = errVoid // another reader's now, or the Pool is stopping
 		default:
 			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
+			inHandler = true
 			err = p.call(s, ctx, e.v)
+			inHandler = false
 		}
 	}
+}
+
+// errGoexit is the failure of an attempt whose handler called
+// runtime.Goexit.
+var errGoexit = errors.New("handle: handler called runtime.Goexit (t.FailNow and t.Fatal do: report from a handler with t.Error, or return an error)")
+
+// exited counts the attempt of the head e of lane l of shard s, whose
+// handler called runtime.Goexit on worker i's goroutine, as a failure (a
+// panic's kin: counted in Panics, logged in bursts), and has a new
+// goroutine go on as worker i from there: nothing else can, as the value
+// is this worker's.
+func (p *Pool[T, K]) exited(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int) {
+	p.countPanic(s, "handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
+	p.g.Relay(func() { p.workFrom(i, s, l, e, errGoexit, run) })
 }
 
 // finish gives the head e of lane l of shard s its fate after an attempt
@@ -159,15 +180,21 @@ func (p *Pool[T, K]) call(s *shard[T, K], ctx context.Context, v T) (err error) 
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handle: handler panicked: %v", r)
-			s.mu.Lock()
-			s.stats.Panics++
-			s.mu.Unlock()
-			if n, due := p.logPanic.Add(time.Now(), 1); due {
-				p.o.Logger.Warn("handle: handler panicked (handled as a failure)", slog.String("panic", fmt.Sprintf("%T", r)), slog.Uint64("count", n))
-			}
+			p.countPanic(s, "handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r))
 		}
 	}()
 	return checked(p.fn(ctx, v))
+}
+
+// countPanic counts, in shard s's Panics, a handler that panicked or
+// called runtime.Goexit, and logs msg in bursts, with what of its panic.
+func (p *Pool[T, K]) countPanic(s *shard[T, K], msg string, what any) {
+	s.mu.Lock()
+	s.stats.Panics++
+	s.mu.Unlock()
+	if n, due := p.logPanic.Add(time.Now(), 1); due {
+		p.o.Logger.Warn(msg, slog.String("panic", fmt.Sprint(what)), slog.Uint64("count", n))
+	}
 }
 
 // checked returns err, or, if err panics when asked what it is (a typed

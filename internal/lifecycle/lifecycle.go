@@ -47,6 +47,21 @@ func (g *Group) Go(f func()) bool {
 	return true
 }
 
+// Relay runs f on a new goroutine of the group that takes the place of
+// the calling one, a goroutine of the group about to end: unlike Go, it
+// runs f after the shutdown began too (the caller, still counted, keeps
+// the group from having exited). For a goroutine that must go on when a
+// caller's code ends the one it ran on (runtime.Goexit).
+func (g *Group) Relay(f func()) {
+	g.mu.Lock()
+	g.live++
+	g.mu.Unlock()
+	go func() {
+		defer g.Done()
+		f()
+	}()
+}
+
 // Add counts one more goroutine about to start, for an owner that starts
 // it itself. It reports false, counting nothing, once the shutdown has
 // begun.

@@ -5,6 +5,7 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -137,4 +138,36 @@ func TestShutdownRacesTheLastGoroutine(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestRelayAfterStopIsWaitedFor: a goroutine that ends by runtime.Goexit
+// after the shutdown began relays its work to a new goroutine: the group
+// counts it, and has not exited until it ends.
+func TestRelayAfterStopIsWaitedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := lifecycle.New()
+		exit, release := make(chan struct{}), make(chan struct{})
+		relayed := false
+		g.Go(func() {
+			defer func() { g.Relay(func() { <-release; relayed = true }) }()
+			<-exit
+			runtime.Goexit()
+		})
+		g.Stop()
+		close(exit)
+		synctest.Wait()
+		select {
+		case <-g.Exited():
+			t.Fatal("the group exited while the relayed goroutine runs")
+		default:
+		}
+		if g.Live() != 1 {
+			t.Errorf("Live() = %d, want 1: the relayed goroutine", g.Live())
+		}
+		close(release)
+		<-g.Exited()
+		if !relayed {
+			t.Error("the group exited before the relayed goroutine ended")
+		}
+	})
 }
