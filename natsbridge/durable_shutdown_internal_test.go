@@ -2,6 +2,7 @@ package natsbridge
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -39,5 +40,27 @@ func TestDurableShutdownWhileRecordWriteHangs(t *testing.T) {
 	}
 	if how := <-write; how != "ended by the keeper's stop" {
 		t.Errorf("the write in flight %s: Shutdown waited for it", how)
+	}
+}
+
+// TestDurableShutdownCancelledHandsOverBeforeItReturns: a durable
+// watcher's Shutdown whose ctx had ended, a value outstanding, hands the
+// position over before it returns (with what the server answers within
+// the grace), rather than leave it to the takeover timer.
+func TestDurableShutdownCancelledHandsOverBeforeItReturns(t *testing.T) {
+	ctx, topic := ordersTopic(t)
+	w, _ := servedReader(ctx, t, topic, 10, 3)
+	if n, _ := w.d.acks.outstanding(); n == 0 {
+		t.Fatal("no value outstanding: the test would show nothing")
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := w.Shutdown(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown(ended ctx) = %v, want context.Canceled", err)
+	}
+	select {
+	case <-w.d.finished:
+	default:
+		t.Error("Shutdown(ended ctx) returned with the hand-over left to the takeover timer")
 	}
 }

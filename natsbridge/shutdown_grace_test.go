@@ -51,7 +51,7 @@ func TestShutdownCancelledCtxRacesStopAndDone(t *testing.T) {
 		t.Errorf("Shutdown with a cancelled ctx took %v; want within the hand-over grace", elapsed)
 	}
 	w2 := watch(t, topic, natsbridge.WatchOptions{Durable: "d", Takeover: takeover})
-	seen := map[uint64]bool{got[0]: true, got[1]: true} // done: they may not come again
+	seen := map[uint64]bool{got[0]: true, got[1]: true} // done: they need not come again
 	for len(seen) < 10 {
 		short, c := context.WithTimeout(ctx, takeover+5*time.Second)
 		d, err := w2.Receive(short)

@@ -467,9 +467,14 @@ func TestLostRequestsWatchReadsOnce(t *testing.T) {
 				t.Fatalf("Watch after lost requests: %v", r.err)
 			}
 			t.Cleanup(w.Stop)
+			// One consumer, but for a while when the server handled the
+			// first attempt's deletion after the second's create (it
+			// handles the requests that land together side by side): the
+			// watcher loses that consumer and makes another.
 			if names, all := lt.herald(t); len(names) != 1 || all != 1 {
-				t.Errorf("consumers while the watcher runs: herald's %q, %d in all; want one", names, all)
+				t.Logf("consumers as Watch returned: herald's %q, %d in all", names, all)
 			}
+			eventually(t, "one consumer while the watcher runs", func() bool { names, all := lt.herald(t); return len(names) == 1 && all == 1 })
 			readsOnce(t, w, 5)
 			w.Stop()
 			eventually(t, "the watcher's consumer deleted at Stop", func() bool { _, all := lt.herald(t); return all == 0 })
