@@ -2,6 +2,7 @@ package handle_test
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func TestAHandlerThatCallsGoexitFailsItsValue(t *testing.T) {
 				if s.DeadLettered == 0 {
 					return
 				}
-				d, err := p.DeadLetters().Next(context.Background())
+				d, err := p.DeadLetters().Next(minute(t))
 				if err != nil || d.Value.ID != 4 || d.Attempts != 3 || !strings.Contains(d.Err.Error(), "runtime.Goexit") {
 					t.Errorf("dead letter %+v, %v: want value 4's, after 3 attempts, its error naming runtime.Goexit", d, err)
 				}
@@ -99,4 +100,161 @@ func TestAHandlerThatCallsGoexitDuringShutdown(t *testing.T) {
 			t.Errorf("Stats %+v: want all 3 abandoned, 1 Panic (the exit)", s)
 		}
 	})
+}
+
+// TestAHandlerThatPanicsThenCallsGoexitIsOneFailure: a handler whose
+// deferred cleanup panics after it called runtime.Goexit fails its
+// attempt once: one Panic, one attempt, its dead letter's error the
+// panic's.
+func TestAHandlerThatPanicsThenCallsGoexitIsOneFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		p := handle.New(w, byKey, func(context.Context, job) error {
+			defer func() { panic("cleanup failed") }()
+			runtime.Goexit()
+			return nil
+		}, handle.Options{Workers: 1, MaxAttempts: 1, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		publish(t, b, jobs(1, 1))
+		d, err := p.DeadLetters().Next(minute(t))
+		if err != nil || d.Attempts != 1 || !strings.Contains(d.Err.Error(), "cleanup failed") {
+			t.Fatalf("dead letter %+v, %v: want one attempt, its error the panic's", d, err)
+		}
+		if s := p.Stats(); s.Panics != 1 {
+			t.Errorf("Stats %+v: want 1 Panic for one failed attempt", s)
+		}
+	})
+}
+
+// exitOnWarn is a slog.Handler that calls runtime.Goexit on a warning, as
+// a test's logger that calls t.Fatal does.
+type exitOnWarn struct{}
+
+func (exitOnWarn) Enabled(context.Context, slog.Level) bool { return true }
+func (exitOnWarn) WithAttrs([]slog.Attr) slog.Handler       { return exitOnWarn{} }
+func (exitOnWarn) WithGroup(string) slog.Handler            { return exitOnWarn{} }
+func (exitOnWarn) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		runtime.Goexit()
+	}
+	return nil
+}
+
+// TestAGoexitLoggedByALoggerThatExits: the warning of a handler's
+// runtime.Goexit, logged by a Logger that calls runtime.Goexit too, loses
+// no worker: the value is retried and handled.
+func TestAGoexitLoggedByALoggerThatExits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		exited := false
+		p := handle.New(w, byKey, func(context.Context, job) error {
+			if !exited {
+				exited = true
+				runtime.Goexit()
+			}
+			return nil
+		}, handle.Options{Workers: 1, MaxAttempts: 2, RetryMin: time.Millisecond, RetryMax: time.Millisecond, Logger: slog.New(exitOnWarn{})})
+		defer p.Shutdown(context.Background())
+		publish(t, b, jobs(4, 2))
+		flushWithin(t, b, p)
+		if s := p.Stats(); s.Handled != 4 {
+			t.Errorf("Stats %+v: want all 4 handled", s)
+		}
+	})
+}
+
+// TestAKeyFunctionThatCallsGoexitDeadLettersItsValue: a key function that
+// calls runtime.Goexit (it runs on the Pool's reader) dead-letters its
+// value, as one that panics does, and the reading goes on: from a
+// broadcast.Watcher, read in batches, and from a plain Source, a value at
+// a time.
+func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batches", true: "plain Source"}[plain], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, w := source(t)
+				var src handle.Source[job] = w
+				if plain {
+					src = nextOnly{w}
+				}
+				p := handle.New(src, func(j job) int {
+					if j.ID == 5 {
+						runtime.Goexit()
+					}
+					return j.Key
+				}, func(context.Context, job) error { return nil }, handle.Options{Workers: 2, Logger: quiet})
+				defer p.Shutdown(context.Background())
+				publish(t, b, jobs(20, 4))
+				later := jobs(10, 4)
+				for i := range later {
+					later[i].ID += 20
+				}
+				publish(t, b, later) // read after it too
+				flushWithin(t, b, p)
+				s := p.Stats()
+				checkConserved(t, s)
+				if s.Received != 30 || s.Handled != 29 || s.DeadLettered != 1 || p.Err() != nil {
+					t.Errorf("Stats %+v, Err %v: want 30 received, 29 handled, 1 dead-lettered, no error", s, p.Err())
+				}
+				d, err := p.DeadLetters().Next(minute(t))
+				if err != nil || d.Value.ID != 5 || !strings.Contains(d.Err.Error(), "runtime.Goexit") {
+					t.Errorf("dead letter %+v, %v: want value 5's, its error naming runtime.Goexit", d, err)
+				}
+			})
+		})
+	}
+}
+
+// nextOnly is a Source read a value at a time.
+type nextOnly struct{ w handle.Source[job] }
+
+func (n nextOnly) Next(ctx context.Context) (job, error) { return n.w.Next(ctx) }
+
+// exitingSource is a Source whose Next calls runtime.Goexit.
+type exitingSource struct{}
+
+func (exitingSource) Next(context.Context) (job, error) { runtime.Goexit(); return job{}, nil }
+
+// TestASourceWhoseNextCallsGoexitEndsTheReading: the Pool's Err says
+// why, and Flush and Shutdown return. (The source is a struct with no
+// fields: New takes it, as any value that is not a nil pointer.)
+func TestASourceWhoseNextCallsGoexitEndsTheReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := handle.New(handle.Source[job](exitingSource{}), byKey, func(context.Context, job) error { return nil }, handle.Options{Workers: 1, Logger: quiet})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // synctest's time
+		defer cancel()
+		synctest.Wait() // the reader called Next
+		if err := p.Flush(ctx); err != nil {
+			t.Errorf("Flush = %v", err)
+		}
+		if err := p.Err(); err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+			t.Errorf("Err = %v: want one naming runtime.Goexit", err)
+		}
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown = %v", err)
+		}
+	})
+}
+
+// flushWithin flushes b, waits until the Pool has read what it can (a
+// plain Source's Flush waits only for what it read), then flushes p,
+// failing the test if p's values have no fate within a minute of
+// synctest's time.
+func flushWithin(t *testing.T, b interface{ Flush(context.Context) error }, p *handle.Pool[job, int]) {
+	t.Helper()
+	_ = b.Flush(context.Background())
+	synctest.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("Flush = %v: a value has no fate; %+v", err, p.Stats())
+	}
+}
+
+// minute returns a context that ends a minute of synctest's time from
+// now, with the test.
+func minute(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

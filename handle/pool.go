@@ -66,8 +66,13 @@ type Pool[T any, K comparable] struct {
 	batches batchReader[T]
 	// The reader's: its buffers, and the order the next value received
 	// gets.
-	keyBuf   []keyed[K]
-	valBuf   []T
+	keyBuf []keyed[K]
+	valBuf []T
+	// resume is the rest of a receive whose key function called
+	// runtime.Goexit, for the reader that goes on; batchErr the error of
+	// the batch it took. The reader's.
+	resume   func() (int, error)
+	batchErr error
 	bufs     [][]placing[T, K]
 	next     uint64
 	roomLeft int  // room, as last found (see waitRoom)
@@ -179,6 +184,19 @@ type lane[T any, K comparable] struct {
 	inFailed   bool
 }
 
+// isNil reports whether src is nil, or holds a nil pointer (or map,
+// slice, func, chan): a zero struct is a Source as good as another.
+func isNil[T any](src Source[T]) bool {
+	if src == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
 // New returns a Pool that handles the values of src with fn, ordered by
 // key: values with one key are handled one at a time, in the order src
 // delivered them; values with different keys at once, by up to
@@ -195,7 +213,7 @@ type lane[T any, K comparable] struct {
 // and slow keys, the workers), which Shutdown ends. It panics on a nil src
 // or fn, or an invalid o.
 func New[T any, K comparable](src Source[T], key func(T) K, fn Func[T], o Options) *Pool[T, K] {
-	if src == nil || reflect.ValueOf(src).IsZero() {
+	if isNil(src) {
 		panic("handle: nil Source")
 	}
 	if fn == nil {

@@ -2,8 +2,7 @@ package handle
 
 import (
 	"context"
-	"fmt"
-	"hash/maphash"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -17,15 +16,36 @@ import (
 // under one lock. A batch taken as Shutdown begins is handed on too: its
 // values are counted received and abandoned, as the Pool takes no more
 // values to a handler.
-func (p *Pool[T, K]) read() {
+func (p *Pool[T, K]) read() { p.readFrom(nil) }
+
+// readFrom is the reader's loop, begun with the rest of a receive (if
+// resume is not nil) whose key function called runtime.Goexit on the
+// goroutine before (see keysFrom): the reader goes on on a new one. A
+// source whose Next calls runtime.Goexit ends the reading, with an
+// error.
+func (p *Pool[T, K]) readFrom(resume func() (int, error)) {
+	returned := false
 	defer func() {
+		if !returned && p.resume != nil {
+			r := p.resume
+			p.resume = nil
+			p.g.Relay(func() { p.readFrom(r) })
+			return
+		}
 		p.mu.Lock()
+		if !returned && p.readErr == nil {
+			p.readErr = errReaderExited
+		}
 		p.readEnded = true
 		p.mu.Unlock()
 		p.endRead()
 	}()
-	for room := p.waitRoom(); room > 0; room = p.waitRoom() {
-		n, err := p.receive(room)
+	var n int
+	var err error
+	if resume != nil {
+		n, err = resume()
+	}
+	for {
 		p.roomLeft -= n
 		if err != nil {
 			p.mu.Lock()
@@ -33,10 +53,20 @@ func (p *Pool[T, K]) read() {
 				p.readErr = err
 			}
 			p.mu.Unlock()
-			return
+			break
 		}
+		room := p.waitRoom()
+		if room == 0 {
+			break
+		}
+		n, err = p.receive(room)
 	}
+	returned = true
 }
+
+// errReaderExited is why reading ended when the source's Next called
+// runtime.Goexit.
+var errReaderExited = errors.New("handle: the source's Next called runtime.Goexit: reading ended")
 
 // maxBatch is how many values the reader takes from its source at most
 // before it hands them on.
@@ -134,7 +164,8 @@ func (p *Pool[T, K]) receive(room int) (int, error) {
 		return 1, nil
 	case p.batches != nil:
 		vals, err := p.takeBatch(room)
-		p.acceptAll(vals)
+		p.batchErr = err // for a reader that goes on after a key function's runtime.Goexit
+		p.acceptAll(vals, p.keyBuf[:0])
 		clear(vals)
 		return len(vals), err
 	}
@@ -162,8 +193,13 @@ func (p *Pool[T, K]) takeBatch(room int) ([]T, error) {
 func (p *Pool[T, K]) accept(d *Delivery[T]) {
 	var k keyed[K]
 	if d.Err == nil && p.key != nil {
-		k = p.keyOf(d.Value)
+		k = p.keyOf(d)
 	}
+	p.acceptKeyed(d, k)
+}
+
+// acceptKeyed is accept, d's key k found.
+func (p *Pool[T, K]) acceptKeyed(d *Delivery[T], k keyed[K]) {
 	if d.Err != nil || k.err != nil {
 		p.push()
 		p.poison(d, k)
@@ -172,17 +208,19 @@ func (p *Pool[T, K]) accept(d *Delivery[T]) {
 	p.buffer(entry[T]{v: d.Value, seq: d.Seq, ord: p.next, turn: d.Turn, before: max(d.Attempt, 1) - 1}, k)
 }
 
-// acceptAll accepts vals, a batch of a batchReader, and pushes them: as
-// accept does, with one deferred recover for the batch's keys rather
-// than one a value.
-func (p *Pool[T, K]) acceptAll(vals []T) {
-	var keys []keyed[K]
+// acceptAll accepts vals, a batch of a batchReader, keys holding the keys
+// of its first values, and pushes them: as accept does, with one deferred
+// recover for the batch's keys rather than one a value (see keysFrom).
+func (p *Pool[T, K]) acceptAll(vals []T, keys []keyed[K]) {
 	if p.key != nil {
-		keys = p.keysOf(vals)
+		for len(keys) < len(vals) {
+			keys = p.keysFrom(vals, keys)
+		}
+		p.keyBuf = keys
 	}
 	for i := range vals {
 		var k keyed[K]
-		if keys != nil {
+		if p.key != nil {
 			k = keys[i]
 		}
 		if k.err != nil {
@@ -313,13 +351,6 @@ func (p *Pool[T, K]) poison(d *Delivery[T], k keyed[K]) {
 	p.giveUpAtOnce(s, k.k, &e, failed)
 }
 
-// keyed is a value's key and its hash, or why it has none.
-type keyed[K comparable] struct {
-	k   K
-	h   uint64
-	err error
-}
-
 // warnMixed logs, in bursts, a key that joined values of two partitions
 // (n such values, this key the last).
 func (p *Pool[T, K]) warnMixed(k K, n int) {
@@ -327,50 +358,4 @@ func (p *Pool[T, K]) warnMixed(k K, n int) {
 		p.o.Logger.Warn("handle: the key function does not refine the source's partition key: a key's values come from two partitions, whose order no one keeps, and may be handled by two members at once; key by the partition key, or refine it (natsbridge.Refine)",
 			slog.Any("key", k), slog.Uint64("count", c))
 	}
-}
-
-// keysOf returns the keys of vals, in a slice the reader reuses: a key
-// function that panics leaves its error in the value's place, and the
-// others are taken on.
-func (p *Pool[T, K]) keysOf(vals []T) []keyed[K] {
-	keys := p.keyBuf[:0]
-	for len(keys) < len(vals) {
-		keys = p.keysFrom(vals, keys)
-	}
-	p.keyBuf = keys
-	return keys
-}
-
-// keysFrom appends to keys the keys of vals from len(keys) on, up to the
-// first whose key function panics: its error is appended then.
-func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
-	defer func() {
-		if r := recover(); r != nil {
-			out = append(keys, keyed[K]{err: keyPanic(r)})
-		}
-	}()
-	for i := len(keys); i < len(vals); i++ {
-		k := p.key(vals[i])
-		keys = append(keys, keyed[K]{k: k, h: maphash.Comparable(p.seed, k)})
-	}
-	return keys
-}
-
-// keyOf returns v's key and its hash, or the panic of the key function
-// (or of the hash, for a key of an interface type holding a value that
-// cannot be hashed) as an error.
-func (p *Pool[T, K]) keyOf(v T) (k keyed[K]) {
-	defer func() {
-		if r := recover(); r != nil {
-			k = keyed[K]{err: keyPanic(r)}
-		}
-	}()
-	k.k = p.key(v)
-	k.h = maphash.Comparable(p.seed, k.k)
-	return k
-}
-
-// keyPanic is the error of a key function that panicked with r.
-func keyPanic(r any) error {
-	return fmt.Errorf("handle: key function panicked, or its key cannot be hashed: %v", r)
 }

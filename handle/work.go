@@ -1,7 +1,6 @@
 package handle
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,7 +46,7 @@ var errExhausted = errors.New("handle: the value was handled Options.MaxAttempts
 // it lets the key queue again behind the other ready keys.
 const maxRun = 64
 
-// work is worker i's goroutine: it handles the head of one ready lane at
+// work is worker i's first goroutine: it handles the head of one ready lane at
 // a time, until Shutdown. It goes on with the same lane while that lane
 // has values (up to maxRun in a row), which spares the ready queue and a
 // wake-up per value, then with another of the same shard, then looks
@@ -60,10 +59,10 @@ func (p *Pool[T, K]) work(i int) { p.workFrom(i, nil, nil, nil, nil, 0) }
 // goroutine it runs on: another goes on from its value (see exited).
 func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) {
 	ctx := &valueCtx{Context: p.g.Aborting()} // made once, told each value
-	inHandler := false
+	inHandler := false                        // set while the handler runs: a Goexit there leaves it set
 	defer func() {
 		if inHandler {
-			p.exited(i, s, l, e, run)
+			p.exited(i, s, l, e, run, ctx.failed)
 		}
 	}()
 	for {
@@ -83,7 +82,7 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 		case !p.holds(e):
 			err = errVoid // another reader's now, or the Pool is stopping
 		default:
-			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
+			ctx.seq, ctx.attempt, ctx.failed = e.seq, e.before+l.tries+1, nil
 			inHandler = true
 			err = p.call(s, ctx, e.v)
 			inHandler = false
@@ -95,14 +94,19 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 // runtime.Goexit.
 var errGoexit = errors.New("handle: handler called runtime.Goexit (t.FailNow and t.Fatal do: report from a handler with t.Error, or return an error)")
 
-// exited counts the attempt of the head e of lane l of shard s, whose
-// handler called runtime.Goexit on worker i's goroutine, as a failure (a
-// panic's kin: counted in Panics, logged in bursts), and has a new
-// goroutine go on as worker i from there: nothing else can, as the value
-// is this worker's.
-func (p *Pool[T, K]) exited(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int) {
-	p.countPanic(s, "handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
+// exited has a new goroutine go on as worker i, whose handler of the head
+// e of lane l of shard s called runtime.Goexit on its goroutine: nothing
+// else can, as the value is this worker's. The attempt is a failure: a
+// panic's kin, counted in Panics and logged in bursts, once the new
+// worker runs (a Logger may call runtime.Goexit too), unless the handler
+// panicked before (failed: counted then).
+func (p *Pool[T, K]) exited(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int, failed error) {
+	if failed != nil {
+		p.g.Relay(func() { p.workFrom(i, s, l, e, failed, run) })
+		return
+	}
 	p.g.Relay(func() { p.workFrom(i, s, l, e, errGoexit, run) })
+	p.countPanic(s, "handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
 }
 
 // finish gives the head e of lane l of shard s its fate after an attempt
@@ -175,11 +179,13 @@ func (s *shard[T, K]) startLocked(p *Pool[T, K], l *lane[T, K]) *entry[T] {
 }
 
 // call runs the handler of a value of shard s, turning a panic into an
-// error.
-func (p *Pool[T, K]) call(s *shard[T, K], ctx context.Context, v T) (err error) {
+// error (kept in ctx too, for a handler that calls runtime.Goexit after:
+// see exited).
+func (p *Pool[T, K]) call(s *shard[T, K], ctx *valueCtx, v T) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handle: handler panicked: %v", r)
+			ctx.failed = err
 			p.countPanic(s, "handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r))
 		}
 	}()

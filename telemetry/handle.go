@@ -48,7 +48,7 @@ func Pool[T any, K comparable](m metric.Meter, name string, p *handle.Pool[T, K]
 	}
 	r.Counter("herald.handle.retries", "{attempt}", "Attempts after a failure.", s.With(),
 		func(x *snap) uint64 { return x.Retries })
-	r.Counter("herald.handle.panics", "{call}", "Handlers that panicked (each a failure too).", s.Failure("panic"),
+	r.Counter("herald.handle.panics", "{call}", "Handlers that panicked or called runtime.Goexit (each a failure too).", s.Failure("panic"),
 		func(x *snap) uint64 { return x.Panics })
 	r.UpDown("herald.handle.keys", "{key}", "Keys with values in the Pool.", s.With(),
 		func(x *snap) int { return x.Keys })

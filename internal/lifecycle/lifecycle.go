@@ -54,6 +54,10 @@ func (g *Group) Go(f func()) bool {
 // caller's code ends the one it ran on (runtime.Goexit).
 func (g *Group) Relay(f func()) {
 	g.mu.Lock()
+	if g.exitedSent {
+		g.mu.Unlock()
+		panic("lifecycle: Relay from a goroutine the group does not count: it has exited")
+	}
 	g.live++
 	g.mu.Unlock()
 	go func() {
