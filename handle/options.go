@@ -161,8 +161,9 @@ type Stats[K comparable] struct {
 	// those Voided counts. A durable source hands them out again.
 	Abandoned uint64
 	// Voided counts the values of a TurnSource whose reader no longer
-	// held them when they were due to be handled (another reader took its
-	// position over): not handled here, counted in Abandoned too.
+	// held them when they were due to be handled, or dead-lettered after
+	// their last attempt (another reader took its position over): not
+	// handled nor dead-lettered here, counted in Abandoned too.
 	Voided uint64
 	// Retries counts the attempts after a failure; Panics the handlers
 	// that panicked or called runtime.Goexit (each counted as a failure

@@ -2,6 +2,7 @@ package handle_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -149,4 +150,52 @@ func TestTurnSourceShutdownWhileFencedAbandons(t *testing.T) {
 			t.Errorf("begun %d, Stats %+v, done %v; want none begun, 4 abandoned (not voided), none done", begun.Load(), s, src.doneSeqs())
 		}
 	})
+}
+
+// TestTurnSourceValueTakenOverIsNotDeadLettered: a value whose handler
+// fails for the last time after another reader took its position over is
+// not dead-lettered here (that reader handles it again): counted Voided
+// and Abandoned, not marked done. If its reader resumes in its turn, it is
+// dead-lettered.
+func TestTurnSourceValueTakenOverIsNotDeadLettered(t *testing.T) {
+	for _, resume := range []bool{true, false} {
+		t.Run(map[bool]string{true: "resumed", false: "taken-over"}[resume], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newTurnSource()
+				src.keep = true
+				release := make(chan struct{})
+				p := handle.New[job, int](src, byKey, func(context.Context, job) error {
+					<-release
+					return errors.New("failed")
+				}, handle.Options{Workers: 1, MaxAttempts: 1, Logger: quiet})
+				defer p.Shutdown(context.Background())
+				src.in <- handle.Delivery[job]{Value: job{ID: 0}, Seq: 1, Attempt: 1, Turn: 1}
+				synctest.Wait()
+				src.set(true, 1) // fenced while the handler runs
+				close(release)
+				synctest.Wait()
+				if resume {
+					src.set(false, 1)
+				} else {
+					src.set(false, 2)
+				}
+				if err := p.Flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				s := p.Stats()
+				checkConserved(t, s)
+				src.mu.Lock()
+				dead := len(src.dead)
+				src.mu.Unlock()
+				want := handle.Stats[int]{Received: 1, DeadLettered: 1}
+				wantDead := 1
+				if !resume {
+					want, wantDead = handle.Stats[int]{Received: 1, Abandoned: 1, Voided: 1}, 0
+				}
+				if s.DeadLettered != want.DeadLettered || s.Abandoned != want.Abandoned || s.Voided != want.Voided || dead != wantDead {
+					t.Errorf("Stats %+v, %d dead letters stored; want DeadLettered %d, Abandoned %d, Voided %d, %d stored", s, dead, want.DeadLettered, want.Abandoned, want.Voided, wantDead)
+				}
+			})
+		})
+	}
 }

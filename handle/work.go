@@ -246,11 +246,7 @@ func (p *Pool[T, K]) finishLocked(s *shard[T, K], l *lane[T, K], e *entry[T], er
 		l, n := s.popLocked(p, l, e, &s.stats.Handled, more)
 		return l, n, nil
 	case err == errVoid:
-		if !p.stopped.Load() {
-			s.stats.Voided++
-		}
-		l, n := s.popLocked(p, l, e, &s.stats.Abandoned, more)
-		return l, n, nil
+		return p.voidLocked(s, l, e, more)
 	case p.stopped.Load():
 		_, n := s.popLocked(p, l, e, &s.stats.Abandoned, false)
 		return nil, n, nil
@@ -267,6 +263,12 @@ func (p *Pool[T, K]) finishLocked(s *shard[T, K], l *lane[T, K], e *entry[T], er
 // has it stored again after a wait. It returns as finishLocked does.
 func (p *Pool[T, K]) storeDeadLocked(s *shard[T, K], l *lane[T, K], e *entry[T], f Failure, more bool) (*lane[T, K], fateNote, *unsureLetter[T, K]) {
 	s.mu.Unlock()
+	if !p.holds(e) {
+		// Another reader's now: it gives the value its fate (a dead
+		// letter stored here would be one of a value it may handle).
+		s.mu.Lock()
+		return p.voidLocked(s, l, e, more)
+	}
 	r, before := p.giveUp(l.key, e, f)
 	if r == stored {
 		p.done(e) // before it is counted, as a handled value
@@ -287,6 +289,17 @@ func (p *Pool[T, K]) storeDeadLocked(s *shard[T, K], l *lane[T, K], e *entry[T],
 	l.dead = &f // stored again after a wait; not handled again
 	p.waitRetryLocked(s, l)
 	return nil, fateNote{}, nil
+}
+
+// voidLocked abandons the head e of lane l, which its TurnSource no
+// longer holds (counted Voided, unless the Pool is stopping), and returns
+// as finishLocked does.
+func (p *Pool[T, K]) voidLocked(s *shard[T, K], l *lane[T, K], e *entry[T], more bool) (*lane[T, K], fateNote, *unsureLetter[T, K]) {
+	if !p.stopped.Load() {
+		s.stats.Voided++
+	}
+	l, n := s.popLocked(p, l, e, &s.stats.Abandoned, more)
+	return l, n, nil
 }
 
 // waitRetryLocked makes l's head, just failed, wait out its retry.
