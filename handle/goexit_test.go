@@ -164,21 +164,33 @@ func TestAGoexitLoggedByALoggerThatExits(t *testing.T) {
 }
 
 // TestAKeyFunctionThatCallsGoexitDeadLettersItsValue: a key function that
-// calls runtime.Goexit (it runs on the Pool's reader) dead-letters its
-// value, as one that panics does, and the reading goes on: from a
-// broadcast.Watcher, read in batches, and from a plain Source, a value at
-// a time.
+// calls runtime.Goexit (it runs on the Pool's reader), and one whose
+// deferred cleanup panics after, dead-letters its value, as one that
+// panics does, and the reading goes on: from a broadcast.Watcher, read in
+// batches, and from a plain Source, a value at a time.
 func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
-	for _, plain := range []bool{false, true} {
-		t.Run(map[bool]string{false: "batches", true: "plain Source"}[plain], func(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		plain, panic bool
+		err          string
+	}{
+		{"batches", false, false, "runtime.Goexit"},
+		{"batches, then a panic", false, true, "cleanup failed"},
+		{"plain Source", true, false, "runtime.Goexit"},
+		{"plain Source, then a panic", true, true, "cleanup failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b, w := source(t)
 				var src handle.Source[job] = w
-				if plain {
+				if c.plain {
 					src = nextOnly{w}
 				}
 				p := handle.New(src, func(j job) int {
 					if j.ID == 5 {
+						if c.panic {
+							defer func() { panic("cleanup failed") }()
+						}
 						runtime.Goexit()
 					}
 					return j.Key
@@ -197,8 +209,8 @@ func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
 					t.Errorf("Stats %+v, Err %v: want 30 received, 29 handled, 1 dead-lettered, no error", s, p.Err())
 				}
 				d, err := p.DeadLetters().Next(minute(t))
-				if err != nil || d.Value.ID != 5 || !strings.Contains(d.Err.Error(), "runtime.Goexit") {
-					t.Errorf("dead letter %+v, %v: want value 5's, its error naming runtime.Goexit", d, err)
+				if err != nil || d.Value.ID != 5 || !strings.Contains(d.Err.Error(), c.err) {
+					t.Errorf("dead letter %+v, %v: want value 5's, its error naming %s", d, err, c.err)
 				}
 			})
 		})

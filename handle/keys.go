@@ -19,19 +19,25 @@ type keyed[K comparable] struct {
 
 // keysFrom appends to keys the keys of vals from len(keys) on, up to the
 // first whose key function panics: its error is appended then. If the
-// key function calls runtime.Goexit, it leaves the rest of the batch's
-// receive to the reader that goes on (see readFrom).
+// key function calls runtime.Goexit (and panics or not in its deferred
+// calls after), it leaves the rest of the batch's receive to the reader
+// that goes on (see readFrom): the caller clears p.resume when it
+// returns.
 func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 	returned := false
 	defer func() {
+		if returned {
+			return
+		}
+		err := errKeyExited
 		if r := recover(); r != nil {
-			out = append(keys, keyed[K]{err: keyPanic(r)})
-		} else if !returned {
-			p.resume = func() (int, error) {
-				p.acceptAll(vals, append(keys, keyed[K]{err: errKeyExited}))
-				clear(vals)
-				return len(vals), p.batchErr
-			}
+			err = keyPanic(r)
+			out = append(keys, keyed[K]{err: err})
+		}
+		p.resume = func() (int, error) {
+			p.acceptAll(vals, append(keys, keyed[K]{err: err}))
+			clear(vals)
+			return len(vals), p.batchErr
 		}
 	}()
 	for i := len(keys); i < len(vals); i++ {
@@ -46,19 +52,22 @@ func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 // function (or of the hash, for a key of an interface type holding a
 // value that cannot be hashed) as an error. If the key function calls
 // runtime.Goexit, it leaves the rest of d's receive to the reader that
-// goes on (see readFrom).
+// goes on (see readFrom): the caller clears p.resume when it returns.
 func (p *Pool[T, K]) keyOf(d *Delivery[T]) (k keyed[K]) {
 	returned := false
 	defer func() {
+		if returned {
+			return
+		}
+		k = keyed[K]{err: errKeyExited}
 		if r := recover(); r != nil {
-			k = keyed[K]{err: keyPanic(r)}
-		} else if !returned {
-			dd := *d
-			p.resume = func() (int, error) {
-				p.acceptKeyed(&dd, keyed[K]{err: errKeyExited})
-				p.push()
-				return 1, nil
-			}
+			k.err = keyPanic(r)
+		}
+		dd, kk := *d, k
+		p.resume = func() (int, error) {
+			p.acceptKeyed(&dd, kk)
+			p.push()
+			return 1, nil
 		}
 	}()
 	k.k = p.key(d.Value)

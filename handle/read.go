@@ -64,9 +64,9 @@ func (p *Pool[T, K]) readFrom(resume func() (int, error)) {
 	returned = true
 }
 
-// errReaderExited is why reading ended when the source's Next called
-// runtime.Goexit.
-var errReaderExited = errors.New("handle: the source's Next called runtime.Goexit: reading ended")
+// errReaderExited is why reading ended when code the reader called (the
+// source's Next, a Logger) called runtime.Goexit.
+var errReaderExited = errors.New("handle: the reader's goroutine ended in a call to runtime.Goexit (in the source's Next, or a Logger): reading ended")
 
 // maxBatch is how many values the reader takes from its source at most
 // before it hands them on.
@@ -194,6 +194,7 @@ func (p *Pool[T, K]) accept(d *Delivery[T]) {
 	var k keyed[K]
 	if d.Err == nil && p.key != nil {
 		k = p.keyOf(d)
+		p.resume = nil // no Goexit: keyOf returned
 	}
 	p.acceptKeyed(d, k)
 }
@@ -216,6 +217,7 @@ func (p *Pool[T, K]) acceptAll(vals []T, keys []keyed[K]) {
 		for len(keys) < len(vals) {
 			keys = p.keysFrom(vals, keys)
 		}
+		p.resume = nil // no Goexit: keysFrom returned
 		p.keyBuf = keys
 	}
 	for i := range vals {

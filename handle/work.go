@@ -97,16 +97,18 @@ var errGoexit = errors.New("handle: handler called runtime.Goexit (t.FailNow and
 // exited has a new goroutine go on as worker i, whose handler of the head
 // e of lane l of shard s called runtime.Goexit on its goroutine: nothing
 // else can, as the value is this worker's. The attempt is a failure: a
-// panic's kin, counted in Panics and logged in bursts, once the new
-// worker runs (a Logger may call runtime.Goexit too), unless the handler
-// panicked before (failed: counted then).
+// panic's kin, counted in Panics before the new worker gives the value
+// its fate, and logged in bursts once it runs (a Logger may call
+// runtime.Goexit too); unless the handler panicked before (failed:
+// counted and logged then).
 func (p *Pool[T, K]) exited(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int, failed error) {
 	if failed != nil {
 		p.g.Relay(func() { p.workFrom(i, s, l, e, failed, run) })
 		return
 	}
+	s.countPanic()
 	p.g.Relay(func() { p.workFrom(i, s, l, e, errGoexit, run) })
-	p.countPanic(s, "handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
+	p.warnPanic("handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
 }
 
 // finish gives the head e of lane l of shard s its fate after an attempt
@@ -186,18 +188,23 @@ func (p *Pool[T, K]) call(s *shard[T, K], ctx *valueCtx, v T) (err error) {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handle: handler panicked: %v", r)
 			ctx.failed = err
-			p.countPanic(s, "handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r))
+			s.countPanic()
+			p.warnPanic("handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r))
 		}
 	}()
 	return checked(p.fn(ctx, v))
 }
 
-// countPanic counts, in shard s's Panics, a handler that panicked or
-// called runtime.Goexit, and logs msg in bursts, with what of its panic.
-func (p *Pool[T, K]) countPanic(s *shard[T, K], msg string, what any) {
+// countPanic counts a handler's panic (or Goexit) in the shard's Panics.
+func (s *shard[T, K]) countPanic() {
 	s.mu.Lock()
 	s.stats.Panics++
 	s.mu.Unlock()
+}
+
+// warnPanic logs msg, with what of a handler's panic (or Goexit), in
+// bursts.
+func (p *Pool[T, K]) warnPanic(msg string, what any) {
 	if n, due := p.logPanic.Add(time.Now(), 1); due {
 		p.o.Logger.Warn(msg, slog.String("panic", fmt.Sprint(what)), slog.Uint64("count", n))
 	}
