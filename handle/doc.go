@@ -67,12 +67,13 @@
 // Options.Workers workers; none per value or per key. A handler or a key
 // function that calls runtime.Goexit ends the goroutine it runs on: its
 // value fails (a handler's: see Failures; a key function's is a dead letter
-// at once, as when it panics), and a new goroutine takes its place. Other
-// code the Pool calls (a Logger, a Source's methods, a DeadLetterSink) must
-// return: one that calls runtime.Goexit may leave a value without a fate. A
-// key that holds no value keeps its small state, idle, until idle keys
-// outnumber max(4096, Options.QueueLength) (counted by shard, below); then
-// every idle key's state of its shard is freed.
+// at once, as when it panics), and a new goroutine takes its place. A
+// source's read (Next, Receive, NextBatch) that calls it ends the reading,
+// and Err says so. Other code the Pool calls (a Logger, a DeadLetterSink,
+// an AckSource's Done) must return: one that calls runtime.Goexit may leave
+// a value without a fate. A key that holds no value keeps its small state,
+// idle, until idle keys outnumber max(4096, Options.QueueLength) (counted
+// by shard, below); then every idle key's state of its shard is freed.
 //
 // Inside, keys are spread by their hash over shards (a power of two, at
 // most one per worker and 16), each with its own lock: the reader hands

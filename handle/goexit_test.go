@@ -2,6 +2,8 @@ package handle_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -167,7 +169,8 @@ func TestAGoexitLoggedByALoggerThatExits(t *testing.T) {
 // calls runtime.Goexit (it runs on the Pool's reader), and one whose
 // deferred cleanup panics after, dead-letters its value, as one that
 // panics does, and the reading goes on: from a broadcast.Watcher, read in
-// batches, and from a plain Source, a value at a time.
+// batches (two such values in the middle of one), and from a plain
+// Source, a value at a time.
 func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
 	for _, c := range []struct {
 		name         string
@@ -186,8 +189,10 @@ func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
 				if c.plain {
 					src = nextOnly{w}
 				}
+				publish(t, b, jobs(20, 4)) // one batch: 5 and 6 in its middle
+				_ = b.Flush(context.Background())
 				p := handle.New(src, func(j job) int {
-					if j.ID == 5 {
+					if j.ID == 5 || j.ID == 6 {
 						if c.panic {
 							defer func() { panic("cleanup failed") }()
 						}
@@ -196,7 +201,6 @@ func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
 					return j.Key
 				}, func(context.Context, job) error { return nil }, handle.Options{Workers: 2, Logger: quiet})
 				defer p.Shutdown(context.Background())
-				publish(t, b, jobs(20, 4))
 				later := jobs(10, 4)
 				for i := range later {
 					later[i].ID += 20
@@ -205,12 +209,14 @@ func TestAKeyFunctionThatCallsGoexitDeadLettersItsValue(t *testing.T) {
 				flushWithin(t, b, p)
 				s := p.Stats()
 				checkConserved(t, s)
-				if s.Received != 30 || s.Handled != 29 || s.DeadLettered != 1 || p.Err() != nil {
-					t.Errorf("Stats %+v, Err %v: want 30 received, 29 handled, 1 dead-lettered, no error", s, p.Err())
+				if s.Received != 30 || s.Handled != 28 || s.DeadLettered != 2 || p.Err() != nil {
+					t.Errorf("Stats %+v, Err %v: want 30 received, 28 handled, 2 dead-lettered, no error", s, p.Err())
 				}
-				d, err := p.DeadLetters().Next(minute(t))
-				if err != nil || d.Value.ID != 5 || !strings.Contains(d.Err.Error(), c.err) {
-					t.Errorf("dead letter %+v, %v: want value 5's, its error naming %s", d, err, c.err)
+				for _, id := range []int{5, 6} {
+					d, err := p.DeadLetters().Next(minute(t))
+					if err != nil || d.Value.ID != id || !strings.Contains(d.Err.Error(), c.err) {
+						t.Errorf("dead letter %+v, %v: want value %d's, its error naming %s", d, err, id, c.err)
+					}
 				}
 			})
 		})
@@ -269,4 +275,75 @@ func minute(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestAPanicThenAGoexitAreTwoFailures: a handler that panics on its first
+// attempt and calls runtime.Goexit on its second fails twice: two Panics,
+// and its dead letter names the Goexit, the last failure.
+func TestAPanicThenAGoexitAreTwoFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		attempt := 0
+		p := handle.New(w, byKey, func(context.Context, job) error {
+			attempt++
+			if attempt == 1 {
+				panic("first")
+			}
+			runtime.Goexit()
+			return nil
+		}, handle.Options{Workers: 1, MaxAttempts: 2, RetryMin: time.Millisecond, RetryMax: time.Millisecond, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		publish(t, b, jobs(1, 1))
+		d, err := p.DeadLetters().Next(minute(t))
+		if err != nil || d.Attempts != 2 || !strings.Contains(d.Err.Error(), "runtime.Goexit") {
+			t.Fatalf("dead letter %+v, %v: want two attempts, its error naming runtime.Goexit", d, err)
+		}
+		if s := p.Stats(); s.Panics != 2 {
+			t.Errorf("Stats %+v: want 2 Panics", s)
+		}
+	})
+}
+
+// lastBatch is a source read in batches whose last batch comes with the
+// error that ends it (io.EOF), as a source of a NextBatch method may; it
+// says so once: read again, it waits for ctx.
+type lastBatch struct{ vals []job }
+
+func (s *lastBatch) Next(ctx context.Context) (job, error) {
+	<-ctx.Done()
+	return job{}, ctx.Err()
+}
+
+func (s *lastBatch) NextBatch(ctx context.Context, dst []job, n int) ([]job, error) {
+	if s.vals == nil {
+		<-ctx.Done()
+		return dst, ctx.Err()
+	}
+	dst = append(dst, s.vals...)
+	s.vals = nil
+	return dst, io.EOF
+}
+
+// TestAKeyFunctionThatCallsGoexitInALastBatch: a batch that comes with
+// its source's end, one of whose keys' function calls runtime.Goexit: every
+// value of it gets its fate, and the Pool's Err is the source's end.
+func TestAKeyFunctionThatCallsGoexitInALastBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := handle.New(handle.Source[job](&lastBatch{vals: jobs(10, 3)}), func(j job) int {
+			if j.ID == 4 {
+				runtime.Goexit()
+			}
+			return j.Key
+		}, func(context.Context, job) error { return nil }, handle.Options{Workers: 2, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		synctest.Wait()
+		if err := p.Flush(minute(t)); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.Received != 10 || s.Handled != 9 || s.DeadLettered != 1 || !errors.Is(p.Err(), io.EOF) {
+			t.Errorf("Stats %+v, Err %v: want 10 received, 9 handled, 1 dead-lettered, Err io.EOF", s, p.Err())
+		}
+	})
 }

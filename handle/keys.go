@@ -26,18 +26,8 @@ type keyed[K comparable] struct {
 func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 	returned := false
 	defer func() {
-		if returned {
-			return
-		}
-		err := errKeyExited
-		if r := recover(); r != nil {
-			err = keyPanic(r)
-			out = append(keys, keyed[K]{err: err})
-		}
-		p.resume = func() (int, error) {
-			p.acceptAll(vals, append(keys, keyed[K]{err: err}))
-			clear(vals)
-			return len(vals), p.batchErr
+		if !returned {
+			out = p.keyFailed(vals, keys, recover())
 		}
 	}()
 	for i := len(keys); i < len(vals); i++ {
@@ -45,6 +35,26 @@ func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 		keys = append(keys, keyed[K]{k: k, h: maphash.Comparable(p.seed, k)})
 	}
 	returned = true
+	return keys
+}
+
+// keyFailed ends keysFrom when the key function of vals[len(keys)] did
+// not return: it panicked with r, or called runtime.Goexit if r is nil
+// (and maybe panicked after). It returns keys with that value's error,
+// and leaves the rest of the batch's receive in p.resume, for the reader
+// that goes on if this one ends. (A method of its own: the closure's
+// captures escape only on this path.)
+func (p *Pool[T, K]) keyFailed(vals []T, keys []keyed[K], r any) []keyed[K] {
+	err := errKeyExited
+	if r != nil {
+		err = keyPanic(r)
+	}
+	keys = append(keys, keyed[K]{err: err})
+	p.resume = func() (int, error) {
+		p.acceptAll(vals, keys)
+		clear(vals)
+		return len(vals), p.batchErr
+	}
 	return keys
 }
 
@@ -56,23 +66,28 @@ func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 func (p *Pool[T, K]) keyOf(d *Delivery[T]) (k keyed[K]) {
 	returned := false
 	defer func() {
-		if returned {
-			return
-		}
-		k = keyed[K]{err: errKeyExited}
-		if r := recover(); r != nil {
-			k.err = keyPanic(r)
-		}
-		dd, kk := *d, k
-		p.resume = func() (int, error) {
-			p.acceptKeyed(&dd, kk)
-			p.push()
-			return 1, nil
+		if !returned {
+			k = p.keyOfFailed(d, recover())
 		}
 	}()
 	k.k = p.key(d.Value)
 	k.h = maphash.Comparable(p.seed, k.k)
 	returned = true
+	return k
+}
+
+// keyOfFailed is keyFailed for keyOf's value d.
+func (p *Pool[T, K]) keyOfFailed(d *Delivery[T], r any) keyed[K] {
+	k := keyed[K]{err: errKeyExited}
+	if r != nil {
+		k.err = keyPanic(r)
+	}
+	dd := *d
+	p.resume = func() (int, error) {
+		p.acceptKeyed(&dd, k)
+		p.push()
+		return 1, nil
+	}
 	return k
 }
 

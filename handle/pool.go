@@ -191,7 +191,7 @@ func isNil[T any](src Source[T]) bool {
 		return true
 	}
 	switch v := reflect.ValueOf(src); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return v.IsNil()
 	}
 	return false

@@ -33,7 +33,7 @@ func (p *Pool[T, K]) readFrom(resume func() (int, error)) {
 			return
 		}
 		p.mu.Lock()
-		if !returned && p.readErr == nil {
+		if !returned && p.readErr == nil && !p.stopped.Load() {
 			p.readErr = errReaderExited
 		}
 		p.readEnded = true
@@ -65,8 +65,8 @@ func (p *Pool[T, K]) readFrom(resume func() (int, error)) {
 }
 
 // errReaderExited is why reading ended when code the reader called (the
-// source's Next, a Logger) called runtime.Goexit.
-var errReaderExited = errors.New("handle: the reader's goroutine ended in a call to runtime.Goexit (in the source's Next, or a Logger): reading ended")
+// source's, a Logger, a DeadLetterSink) called runtime.Goexit.
+var errReaderExited = errors.New("handle: the reader's goroutine ended in a call to runtime.Goexit (in the source, a Logger or a dead-letter store): reading ended")
 
 // maxBatch is how many values the reader takes from its source at most
 // before it hands them on.
