@@ -199,3 +199,29 @@ func TestTurnSourceValueTakenOverIsNotDeadLettered(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnSourceRetryNotMadeIsNotARetry: a value waiting out a retry when
+// another reader takes its position over is given up when its retry is
+// due, without an attempt: Retries counts none.
+func TestTurnSourceRetryNotMadeIsNotARetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTurnSource()
+		attempts := 0
+		p := handle.New[job, int](src, byKey, func(context.Context, job) error {
+			attempts++
+			return errors.New("failed")
+		}, handle.Options{Workers: 1, MaxAttempts: 3, RetryMin: time.Second, RetryMax: time.Second, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		src.in <- handle.Delivery[job]{Value: job{ID: 0}, Seq: 1, Attempt: 1, Turn: 1}
+		synctest.Wait() // failed once, waiting out its retry
+		src.set(false, 2)
+		if err := p.Flush(minute(t)); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if attempts != 1 || s.Retries != 0 || s.Voided != 1 {
+			t.Errorf("%d attempts, Stats %+v: want 1 attempt, 0 Retries, 1 Voided", attempts, s)
+		}
+	})
+}

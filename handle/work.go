@@ -253,6 +253,9 @@ func (p *Pool[T, K]) finishLocked(s *shard[T, K], l *lane[T, K], e *entry[T], er
 		l, n := s.popLocked(p, l, e, &s.stats.Handled, more)
 		return l, n, nil
 	case err == errVoid:
+		if l.tries > 0 {
+			s.stats.Retries-- // counted as it began (startLocked): not made
+		}
 		return p.voidLocked(s, l, e, more)
 	case p.stopped.Load():
 		_, n := s.popLocked(p, l, e, &s.stats.Abandoned, false)
