@@ -165,9 +165,10 @@ type Stats[K comparable] struct {
 	// their last attempt (another reader took its position over): not
 	// handled nor dead-lettered here, counted in Abandoned too.
 	Voided uint64
-	// Retries counts the attempts after a failure; Panics the handlers
-	// that panicked or called runtime.Goexit (each counted as a failure
-	// too).
+	// Retries counts the attempts after a failure, once each has ended
+	// (a retry given up before its handler began is none); Panics the
+	// handlers that panicked or called runtime.Goexit (each counted as a
+	// failure too).
 	Retries, Panics uint64
 	// Keys is the number of keys with values in the Pool.
 	Keys int

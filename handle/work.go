@@ -172,7 +172,6 @@ func (s *shard[T, K]) startLocked(p *Pool[T, K], l *lane[T, K]) *entry[T] {
 		l.last = l.first
 		l.begun = e.ord
 	default:
-		s.stats.Retries++
 		l.last = time.Now().UnixNano()
 	}
 	s.stats.Waiting--
@@ -244,7 +243,10 @@ func (p *Pool[T, K]) finishLocked(s *shard[T, K], l *lane[T, K], e *entry[T], er
 		}
 		return p.storeDeadLocked(s, l, e, f, more)
 	}
-	if err != errExhausted && err != errVoid {
+	if err != errExhausted && err != errVoid { // an attempt was made
+		if l.tries > 0 {
+			s.stats.Retries++ // counted made, not begun: a voided one is none
+		}
 		l.tries++
 	}
 	attempts := e.before + l.tries
@@ -253,9 +255,6 @@ func (p *Pool[T, K]) finishLocked(s *shard[T, K], l *lane[T, K], e *entry[T], er
 		l, n := s.popLocked(p, l, e, &s.stats.Handled, more)
 		return l, n, nil
 	case err == errVoid:
-		if l.tries > 0 {
-			s.stats.Retries-- // counted as it began (startLocked): not made
-		}
 		return p.voidLocked(s, l, e, more)
 	case p.stopped.Load():
 		_, n := s.popLocked(p, l, e, &s.stats.Abandoned, false)
