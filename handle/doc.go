@@ -69,11 +69,12 @@
 // value fails (a handler's: see Failures; a key function's is a dead letter
 // at once, as when it panics), and a new goroutine takes its place. A
 // source's read (Next, Receive, NextBatch) that calls it ends the reading,
-// and Err says so. Other code the Pool calls (a Logger, a DeadLetterSink,
-// an AckSource's Done) must return: one that calls runtime.Goexit may leave
-// a value without a fate. A key that holds no value keeps its small state,
-// idle, until idle keys outnumber max(4096, Options.QueueLength) (counted
-// by shard, below); then every idle key's state of its shard is freed.
+// and Err says so (unless the Pool is stopping). Other code the Pool calls
+// (a Logger, a DeadLetterSink, an AckSource's Done, a TurnSource's Holds)
+// must return: one that calls runtime.Goexit may leave a value without a
+// fate. A key that holds no value keeps its small state, idle, until idle
+// keys outnumber max(4096, Options.QueueLength) (counted by shard, below);
+// then every idle key's state of its shard is freed.
 //
 // Inside, keys are spread by their hash over shards (a power of two, at
 // most one per worker and 16), each with its own lock: the reader hands

@@ -347,3 +347,28 @@ func TestAKeyFunctionThatCallsGoexitInALastBatch(t *testing.T) {
 		}
 	})
 }
+
+// exitingAtStop is a Source whose Next waits for its ctx's end, then
+// calls runtime.Goexit: as the Pool stops.
+type exitingAtStop struct{}
+
+func (exitingAtStop) Next(ctx context.Context) (job, error) {
+	<-ctx.Done()
+	runtime.Goexit()
+	return job{}, nil
+}
+
+// TestASourceThatCallsGoexitAsThePoolStopsIsNoError: Err reports what
+// ended the reading before Shutdown, not after.
+func TestASourceThatCallsGoexitAsThePoolStopsIsNoError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := handle.New(handle.Source[job](exitingAtStop{}), byKey, func(context.Context, job) error { return nil }, handle.Options{Workers: 1, Logger: quiet})
+		synctest.Wait()
+		if err := p.Shutdown(minute(t)); err != nil {
+			t.Errorf("Shutdown = %v", err)
+		}
+		if err := p.Err(); err != nil {
+			t.Errorf("Err after Shutdown = %v, want nil", err)
+		}
+	})
+}

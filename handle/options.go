@@ -161,9 +161,10 @@ type Stats[K comparable] struct {
 	// those Voided counts. A durable source hands them out again.
 	Abandoned uint64
 	// Voided counts the values of a TurnSource whose reader no longer
-	// held them when they were due to be handled, or dead-lettered after
-	// their last attempt (another reader took its position over): not
-	// handled nor dead-lettered here, counted in Abandoned too.
+	// held them when they were due to be handled, or to be dead-lettered
+	// after their last attempt (another reader took its position over):
+	// not handled nor dead-lettered here, counted in Abandoned too. One
+	// given up so while the Pool stops is counted in Abandoned only.
 	Voided uint64
 	// Retries counts the attempts after a failure, once each has ended
 	// (a retry given up before its handler began is none); Panics the

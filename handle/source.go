@@ -58,15 +58,15 @@ type Delivery[T any] struct {
 // wait in the Pool behind their keys. Its turn counts the times its reader
 // took the position over: the values handed out in an earlier turn are
 // another reader's now (they come again to it, or came). A Pool reading a
-// TurnSource asks Holds before each attempt at a value, and before it gives
-// a failed value up as a dead letter: it begins (or dead-letters) the value
-// if the reader holds it, waits while the reader is fenced in that same
-// turn (its lease ran out, and whether another reader takes the position
-// over is not known yet: a reader that resumes its position goes on with
-// what it holds), and gives the value up, counted Abandoned and never
-// marked done, if its turn is over. It marks values done with DoneTurn,
-// which the source ignores for a value of an earlier turn (the same Seq may
-// have been handed out again since).
+// TurnSource asks Holds before each attempt at a value, and before it
+// dead-letters a value whose handler failed: it begins (or dead-letters)
+// the value if the reader holds it, waits while the reader is fenced in
+// that same turn (its lease ran out, and whether another reader takes the
+// position over is not known yet: a reader that resumes its position goes
+// on with what it holds), and gives the value up, counted Abandoned and
+// never marked done, if its turn is over. It marks values done with
+// DoneTurn, which the source ignores for a value of an earlier turn (the
+// same Seq may have been handed out again since).
 type TurnSource interface {
 	// Holds reports whether the reader holds the value at seq, handed
 	// out in turn, and, with Fenced, a channel (never nil) closed when

@@ -195,6 +195,9 @@ func TestTurnSourceValueTakenOverIsNotDeadLettered(t *testing.T) {
 				if s.DeadLettered != want.DeadLettered || s.Abandoned != want.Abandoned || s.Voided != want.Voided || dead != wantDead {
 					t.Errorf("Stats %+v, %d dead letters stored; want DeadLettered %d, Abandoned %d, Voided %d, %d stored", s, dead, want.DeadLettered, want.Abandoned, want.Voided, wantDead)
 				}
+				if done := src.doneSeqs(); !resume && len(done) != 0 {
+					t.Errorf("marked done %v: a value taken over is not this reader's to mark", done)
+				}
 			})
 		})
 	}
@@ -214,14 +217,18 @@ func TestTurnSourceRetryNotMadeIsNotARetry(t *testing.T) {
 		defer p.Shutdown(context.Background())
 		src.in <- handle.Delivery[job]{Value: job{ID: 0}, Seq: 1, Attempt: 1, Turn: 1}
 		synctest.Wait() // failed once, waiting out its retry
+		src.set(true, 1)
+		time.Sleep(2 * time.Second) // the retry due: it waits, fenced
+		synctest.Wait()
+		fenced := p.Stats().Retries
 		src.set(false, 2)
 		if err := p.Flush(minute(t)); err != nil {
 			t.Fatal(err)
 		}
 		s := p.Stats()
 		checkConserved(t, s)
-		if attempts != 1 || s.Retries != 0 || s.Voided != 1 {
-			t.Errorf("%d attempts, Stats %+v: want 1 attempt, 0 Retries, 1 Voided", attempts, s)
+		if attempts != 1 || fenced != 0 || s.Retries != 0 || s.Voided != 1 {
+			t.Errorf("%d attempts, Retries %d while fenced, Stats %+v: want 1 attempt, 0 Retries throughout (a counter never goes down), 1 Voided", attempts, fenced, s)
 		}
 	})
 }
