@@ -109,9 +109,12 @@ func (s *handedSet) advance() {
 // keeper flush.
 type acks struct {
 	nc    *nats.Conn // sends the acks
-	mu    sync.Mutex // guards set, acked, ackedAt, idle
+	mu    sync.Mutex // guards set, acked, ackedAt, idle, ever
 	set   handedSet
 	acked uint64 // the stream sequence acknowledged last
+	// ever is the highest sequence handed out in any turn (a new turn
+	// starts set again at the position's floor).
+	ever uint64
 	// ackedAt is when the last ack was sent, or when the floor last
 	// moved from acked (a batch's age counts from its first value).
 	ackedAt time.Time
@@ -140,7 +143,15 @@ func (a *acks) hand(seq uint64, msg jetstream.Msg, epoch uint64, done bool) (tur
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.set.add(seq, ackRef{msg: msg, epoch: epoch}, done)
+	a.ever = max(a.ever, seq)
 	return a.turn.Load()
+}
+
+// handedEver returns the highest sequence handed out in any turn.
+func (a *acks) handedEver() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ever
 }
 
 // newTurn begins a turn: this reader took the position over, and another

@@ -143,3 +143,17 @@ func TestMemberHoldsNoneOfAPartitionItNoLongerReads(t *testing.T) {
 		t.Errorf("Holds of a partition the member no longer reads = %v, want Void", h)
 	}
 }
+
+// TestAcksRememberWhatWasHandedOutInATurnBefore: a new turn starts the
+// set again at the position's floor, but the highest value this reader
+// ever handed out stays known: the values up to it that come again after
+// its takeover are counted as redelivered, whatever the record says.
+func TestAcksRememberWhatWasHandedOutInATurnBefore(t *testing.T) {
+	a := newAcks(nil)
+	a.hand(12, nil, 0, false)
+	a.hand(13, nil, 0, true)
+	a.newTurn(12) // the server acknowledged up to 12; 13's ack was not sent
+	if top, ever := a.top(), a.handedEver(); top != 12 || ever != 13 {
+		t.Errorf("after a new turn at 12: top %d, handedEver %d; want 12, 13", top, ever)
+	}
+}

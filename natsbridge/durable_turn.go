@@ -70,12 +70,7 @@ func (f *feed[T]) activate(cons jetstream.Consumer, pin string, md delivery) err
 		f.dest.discard()
 		f.rewind(floor + 1)
 		f.rewound = true
-		for {
-			r := d.redeliverTo.Load()
-			if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
-				break
-			}
-		}
+		d.countRedeliveredTo(handed)
 	case resumed:
 		return f.resume(cons, floor)
 	default:
@@ -235,4 +230,18 @@ func (k *keeper) leaseRanOut() bool {
 // as the next reader judges it by the wall clock.
 func beforeOnBothClocks(now, t time.Time) bool {
 	return now.Before(t) && now.UnixNano() < t.UnixNano()
+}
+
+// countRedeliveredTo counts the values up to handed that come again as
+// redelivered (the record's mark of a takeover), and the values this
+// reader handed out itself, in an earlier turn: the record may say less
+// (written over by hand).
+func (d *durable) countRedeliveredTo(handed uint64) {
+	handed = max(handed, d.acks.handedEver())
+	for {
+		r := d.redeliverTo.Load()
+		if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
+			return
+		}
+	}
 }
