@@ -174,3 +174,13 @@ func (r *record) assumeLost(until time.Time, delivered uint64) {
 	r.Until = max(r.Until, until.UnixNano())
 	r.Handed = max(r.Handed, delivered)
 }
+
+// worstLocked makes rec, the record this reader takes over, the worst it
+// may stand for: a lost record's (assumeLost), and at least what this
+// reader handed out itself, in an earlier turn: a record written over by
+// hand may say less, and its mark is what this reader and the one after
+// it count as redelivered.
+func (k *keeper) worstLocked(rec *record, now time.Time, delivered uint64) {
+	rec.assumeLost(now.Add(k.takeover), delivered)
+	rec.Handed = max(rec.Handed, k.acks.handedEver())
+}

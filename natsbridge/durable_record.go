@@ -107,7 +107,7 @@ func (k *keeper) activate(ctx context.Context, floor, delivered uint64) (handed 
 			k.ownLocked(k.pendingPrev, rec, rev, now)
 			return rec.Handed, tookOver, nil
 		}
-		rec.assumeLost(now.Add(k.takeover), delivered)
+		k.worstLocked(&rec, now, delivered)
 		prev := rec
 		// This ownership's name: a new one, and this reader's once
 		// written (pending until then), so that a record naming it was
