@@ -469,14 +469,7 @@ func TestDurableRecordOverwrittenWithoutPinChange(t *testing.T) {
 		got = append(got, d.Value.ID)
 		w.Done(d.Seq)
 	}
-	kv, err := js.KeyValue(ctx, "herald_"+topic.Stream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := []byte(fmt.Sprintf(`{"owner":"restored","handed":10,"until":%d}`, time.Now().Add(-time.Second).UnixNano()))
-	if _, err := kv.Put(ctx, "d", b); err != nil {
-		t.Fatal(err)
-	}
+	restoreRecord(ctx, t, js, topic)
 	publishAll(t, topic, 11, 40)
 	short, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -703,14 +696,7 @@ func TestDurableRecordOverwrittenThenHandedOn(t *testing.T) {
 			a.Done(d.Seq) // 11..20 outstanding
 		}
 	}
-	kv, err := js.KeyValue(ctx, "herald_"+topic.Stream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := []byte(fmt.Sprintf(`{"owner":"restored","handed":10,"until":%d}`, time.Now().Add(-time.Second).UnixNano()))
-	if _, err := kv.Put(ctx, "d", b); err != nil {
-		t.Fatal(err)
-	}
+	kv := restoreRecord(ctx, t, js, topic)
 	publishAll(t, topic, 21, 30)
 	// a is fenced at its next write of the record, and takes the
 	// position back: its record names it again.
@@ -736,4 +722,20 @@ func TestDurableRecordOverwrittenThenHandedOn(t *testing.T) {
 	if st := next.Stats(); st.Redelivered < 10 {
 		t.Errorf("the next reader's Redelivered = %d; want at least the 10 values a handed out and did not finish (11..20): %+v", st.Redelivered, st)
 	}
+}
+
+// restoreRecord writes over the record of topic's durable position "d"
+// by hand, as an operator restoring it from a backup would: owner
+// "restored", handed 10, its lease over. It returns the bucket.
+func restoreRecord(ctx context.Context, t *testing.T, js jetstream.JetStream, topic *natsbridge.Topic[Order]) jetstream.KeyValue {
+	t.Helper()
+	kv, err := js.KeyValue(ctx, "herald_"+topic.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte(fmt.Sprintf(`{"owner":"restored","handed":10,"until":%d}`, time.Now().Add(-time.Second).UnixNano()))
+	if _, err := kv.Put(ctx, "d", b); err != nil {
+		t.Fatal(err)
+	}
+	return kv
 }
