@@ -47,16 +47,7 @@ func (f *feed[T]) open(ctx context.Context, name string) error {
 		}
 		return f.reading(cons, it)
 	}
-	cons, err := f.t.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		Name:              name,
-		Description:       "herald " + f.t.name,
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       f.next.Load(),
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: inactiveThreshold,
-		MemoryStorage:     true,
-		Replicas:          1,
-	})
+	cons, err := f.createConsumer(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("%w: %q", ErrStreamGone, f.t.streamID)
 	}
@@ -83,6 +74,30 @@ func (f *feed[T]) open(ctx context.Context, name string) error {
 	}
 	kept = true
 	return nil
+}
+
+// createConsumer creates the feed's consumer name, at f.next. The server
+// handles API requests side by side: a create that landed with this
+// feed's deletion of the same name (an earlier attempt's, which timed
+// out: see createFailed) may be told the consumer does not exist, the
+// deletion having removed it under the create. The deletion is done by
+// then: it creates the consumer again.
+func (f *feed[T]) createConsumer(ctx context.Context, name string) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Name:              name,
+		Description:       "herald " + f.t.name,
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       f.next.Load(),
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: inactiveThreshold,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	cons, err := f.t.stream.CreateConsumer(ctx, cfg)
+	for try := 1; try < 3 && errors.Is(err, jetstream.ErrConsumerDoesNotExist); try++ {
+		cons, err = f.t.stream.CreateConsumer(ctx, cfg)
+	}
+	return cons, err
 }
 
 // reading records the consumer the feed reads, unless the feed was stopped
