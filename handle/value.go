@@ -9,7 +9,6 @@ type valueCtx struct {
 	context.Context
 	seq     uint64
 	attempt int
-	failed  error // the attempt's panic, once recovered (see Pool.call)
 }
 
 // valueKey is the key under which a valueCtx finds itself.

@@ -55,14 +55,16 @@ func (p *Pool[T, K]) work(i int) { p.workFrom(i, nil, nil, nil, nil, 0) }
 
 // workFrom is worker i's loop, begun with the fate of the head e of lane
 // l of shard s after an attempt that returned err, the run-th of l in a
-// row (none if l is nil). A handler that calls runtime.Goexit ends the
-// goroutine it runs on: another goes on from its value (see exited).
+// row (none if l is nil). A handler that panics or calls runtime.Goexit
+// ends the goroutine it runs on: another goes on from its value (see
+// left). One deferred recover for the worker, not one a value: a
+// value's costs a tenth of an empty handler's way through the Pool.
 func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) {
 	ctx := &valueCtx{Context: p.g.Aborting()} // made once, told each value
-	inHandler := false                        // set while the handler runs: a Goexit there leaves it set
+	inHandler := false                        // set while the handler runs: a panic or Goexit there leaves it set
 	defer func() {
 		if inHandler {
-			p.exited(i, s, l, e, run, ctx.failed)
+			p.left(i, s, l, e, run, recover())
 		}
 	}()
 	for {
@@ -82,9 +84,9 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 		case !p.holds(e):
 			err = errVoid // another reader's now, or the Pool is stopping
 		default:
-			ctx.seq, ctx.attempt, ctx.failed = e.seq, e.before+l.tries+1, nil
+			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
 			inHandler = true
-			err = p.call(s, ctx, e.v)
+			err = checked(p.fn(ctx, e.v))
 			inHandler = false
 		}
 	}
@@ -94,21 +96,22 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 // runtime.Goexit.
 var errGoexit = errors.New("handle: handler called runtime.Goexit (t.FailNow and t.Fatal do: report from a handler with t.Error, or return an error)")
 
-// exited has a new goroutine go on as worker i, whose handler of the head
-// e of lane l of shard s called runtime.Goexit on its goroutine: nothing
-// else can, as the value is this worker's. The attempt is a failure: a
-// panic's kin, counted in Panics before the new worker gives the value
-// its fate, and logged in bursts once it runs (a Logger may call
-// runtime.Goexit too); unless the handler panicked before (failed:
-// counted and logged then).
-func (p *Pool[T, K]) exited(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int, failed error) {
-	if failed != nil {
-		p.g.Relay(func() { p.workFrom(i, s, l, e, failed, run) })
-		return
+// left has a new goroutine go on as worker i, whose handler of the head
+// e of lane l of shard s did not return: it panicked with r, or called
+// runtime.Goexit if r is nil (on its goroutine: nothing else can, as the
+// value is this worker's; a panic in its cleanup after a Goexit is the
+// panic). The attempt is a failure, counted in Panics before the new
+// worker gives the value its fate, and logged in bursts once that one
+// runs (a Logger may call runtime.Goexit too).
+func (p *Pool[T, K]) left(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int, r any) {
+	err, msg, what := errGoexit, "handle: handler called runtime.Goexit (handled as a failure)", any(errGoexit)
+	if r != nil {
+		err = fmt.Errorf("handle: handler panicked: %v", r)
+		msg, what = "handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r)
 	}
 	s.countPanic()
-	p.g.Relay(func() { p.workFrom(i, s, l, e, errGoexit, run) })
-	p.warnPanic("handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
+	p.g.Relay(func() { p.workFrom(i, s, l, e, err, run) })
+	p.warnPanic(msg, what)
 }
 
 // finish gives the head e of lane l of shard s its fate after an attempt
@@ -177,21 +180,6 @@ func (s *shard[T, K]) startLocked(p *Pool[T, K], l *lane[T, K]) *entry[T] {
 	s.stats.Waiting--
 	s.stats.InFlight++
 	return e
-}
-
-// call runs the handler of a value of shard s, turning a panic into an
-// error (kept in ctx too, for a handler that calls runtime.Goexit after:
-// see exited).
-func (p *Pool[T, K]) call(s *shard[T, K], ctx *valueCtx, v T) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("handle: handler panicked: %v", r)
-			ctx.failed = err
-			s.countPanic()
-			p.warnPanic("handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r))
-		}
-	}()
-	return checked(p.fn(ctx, v))
 }
 
 // countPanic counts a handler's panic (or Goexit) in the shard's Panics.
