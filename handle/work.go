@@ -86,7 +86,9 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 		default:
 			ctx.seq, ctx.attempt = e.seq, e.before+l.tries+1
 			inHandler = true
-			err = checked(p.fn(ctx, e.v))
+			if err = p.fn(ctx, e.v); err != nil {
+				err = checked(err) // not inlined (it defers): called only for an error
+			}
 			inHandler = false
 		}
 	}
