@@ -307,19 +307,13 @@ func (s *shard[T, K]) acceptLocked(p *Pool[T, K], b []placing[T, K]) ([]placing[
 		b[i].e.idx = s.rec.add(b[i].e.ord)
 	}
 	s.stats.Received += uint64(len(b))
+	s.stats.Waiting += len(b)
 	if p.stopped.Load() {
-		var n fateNote
-		for i := range b {
-			s.stats.Abandoned++
-			n = n.add(s.fateLocked(p, &b[i].e))
-		}
-		clear(b)
-		return b[:0], n
+		return b[:0], s.abandonLocked(p, b)
 	}
 	if s.floor.Load() == noOrd {
 		s.floor.Store(b[0].e.ord)
 	}
-	s.stats.Waiting += len(b)
 	next := b[:0]
 	if len(s.inbox) == 0 {
 		next, s.inbox = s.inbox, b

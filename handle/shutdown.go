@@ -121,13 +121,7 @@ func (p *Pool[T, K]) unlockShards() {
 // abandonWaitingLocked gives every value of the shard not in a handler
 // its fate: abandoned.
 func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
-	var n fateNote
-	for i := range s.inbox {
-		s.stats.Abandoned++
-		s.stats.Waiting--
-		n = n.add(s.fateLocked(p, &s.inbox[i].e))
-	}
-	clear(s.inbox)
+	n := s.abandonLocked(p, s.inbox)
 	s.inbox = s.inbox[:0]
 	for _, l := range s.keys {
 		n = n.add(s.dropLocked(p, l))
@@ -147,6 +141,20 @@ func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
 	clear(s.retry)
 	s.retry = s.retry[:0]
 	s.noteLocked()
+	return n
+}
+
+// abandonLocked gives the values of b, received for the shard and
+// counted Waiting (its inbox, or a batch the reader hands it once the
+// Pool is stopped), their fate: abandoned. It empties b.
+func (s *shard[T, K]) abandonLocked(p *Pool[T, K], b []placing[T, K]) fateNote {
+	var n fateNote
+	for i := range b {
+		s.stats.Abandoned++
+		s.stats.Waiting--
+		n = n.add(s.fateLocked(p, &b[i].e))
+	}
+	clear(b)
 	return n
 }
 
