@@ -64,13 +64,10 @@
 // # Goroutines and shutdown
 //
 // New starts a reader, a supervisor (retries and slow keys) and
-// Options.Workers workers; none per value or per key. A handler that
-// panics or calls runtime.Goexit, or a key function that calls
-// runtime.Goexit, ends the goroutine it runs on: its value fails (a
-// handler's: see Failures; a key function's is a dead letter at once, as
-// when it panics), and a new goroutine takes its place (a worker recovers
-// a handler's panic once, not around each value, which would cost a tenth
-// of a value's way through the Pool). A
+// Options.Workers workers; none per value or per key. A handler or a key
+// function that calls runtime.Goexit ends the goroutine it runs on: its
+// value fails (a handler's: see Failures; a key function's is a dead letter
+// at once, as when it panics), and a new goroutine takes its place. A
 // source's read (Next, Receive, NextBatch) that calls it ends the reading,
 // and Err says so (unless the Pool is stopping). Other code the Pool calls
 // (a Logger, a DeadLetterSink, an AckSource's Done, a TurnSource's Holds)

@@ -45,15 +45,14 @@ func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 // that goes on if this one ends. (A method of its own: the closure's
 // captures escape only on this path.)
 func (p *Pool[T, K]) keyFailed(vals []T, keys []keyed[K], r any) []keyed[K] {
-	err := errKeyExited
-	if r != nil {
-		err = keyPanic(r)
-	}
-	keys = append(keys, keyed[K]{err: err})
+	keys = append(keys, keyed[K]{err: errKeyExited})
 	p.resume = func() (int, error) {
 		p.acceptAll(vals, keys)
 		clear(vals)
 		return len(vals), p.batchErr
+	}
+	if r != nil {
+		keys[len(keys)-1].err = keyPanic(r) // r's String method may call runtime.Goexit: p.resume is set
 	}
 	return keys
 }
@@ -79,19 +78,19 @@ func (p *Pool[T, K]) keyOf(d *Delivery[T]) (k keyed[K]) {
 // keyOfFailed is keyFailed for keyOf's value d.
 func (p *Pool[T, K]) keyOfFailed(d *Delivery[T], r any) keyed[K] {
 	k := keyed[K]{err: errKeyExited}
-	if r != nil {
-		k.err = keyPanic(r)
-	}
 	dd := *d
 	p.resume = func() (int, error) {
 		p.acceptKeyed(&dd, k)
 		p.push()
 		return 1, nil
 	}
+	if r != nil {
+		k.err = keyPanic(r) // r's String method may call runtime.Goexit: p.resume is set
+	}
 	return k
 }
 
 // keyPanic is the error of a key function that panicked with r.
 func keyPanic(r any) error {
-	return fmt.Errorf("handle: key function panicked, or its key cannot be hashed: %v", r)
+	return fmt.Errorf("handle: key function panicked, or its key cannot be hashed: %s", panicText(r))
 }

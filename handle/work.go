@@ -46,25 +46,58 @@ var errExhausted = errors.New("handle: the value was handled Options.MaxAttempts
 // it lets the key queue again behind the other ready keys.
 const maxRun = 64
 
-// work is worker i's first goroutine: it handles the head of one ready lane at
-// a time, until Shutdown. It goes on with the same lane while that lane
-// has values (up to maxRun in a row), which spares the ready queue and a
-// wake-up per value, then with another of the same shard, then looks
-// for work (see find).
-func (p *Pool[T, K]) work(i int) { p.workFrom(i, nil, nil, nil, nil, 0) }
+// work is worker i's first goroutine: it handles the head of one ready
+// lane at a time, until Shutdown (see loop).
+func (p *Pool[T, K]) work(i int) { p.workFrom(&worker[T, K]{i: i}) }
 
-// workFrom is worker i's loop, begun with the fate of the head e of lane
-// l of shard s after an attempt that returned err, the run-th of l in a
-// row (none if l is nil). A handler that panics or calls runtime.Goexit
-// ends the goroutine it runs on: another goes on from its value (see
-// left). One deferred recover for the worker, not one a value: a
-// value's costs a tenth of an empty handler's way through the Pool.
-func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T], err error, run int) {
+// worker is a worker's state across its loops, and its goroutines: the
+// head e of lane l of shard s, begun as the run-th of l in a row, whose
+// handler did not return, and its failure.
+type worker[T any, K comparable] struct {
+	i   int
+	s   *shard[T, K]
+	l   *lane[T, K]
+	e   *entry[T]
+	err error
+	run int
+	// pending: the fields above hold a value whose handler did not
+	// return, from which the next loop goes on, on this goroutine or, if
+	// it ends (runtime.Goexit), on a new one (see exited). counted: its
+	// failure is counted in Panics already.
+	pending, counted bool
+}
+
+// workFrom is a worker's goroutine: it runs the worker's loop again
+// after each handler's panic, on the same goroutine. A handler that calls
+// runtime.Goexit (or whose panic's value or Logger does, as its failure
+// is told) ends the goroutine: another goes on from its value.
+func (p *Pool[T, K]) workFrom(w *worker[T, K]) {
 	ctx := &valueCtx{Context: p.g.Aborting()} // made once, told each value
-	inHandler := false                        // set while the handler runs: a panic or Goexit there leaves it set
+	defer func() {
+		if w.pending {
+			p.exited(w)
+		}
+	}()
+	for p.loop(w, ctx) {
+		// A handler panicked: the next loop begins with its value's fate.
+	}
+}
+
+// loop handles the head of one ready lane at a time, until Shutdown
+// (false), or until a handler panics (true: w holds its value). It goes
+// on with the same lane while that lane has values (up to maxRun in a
+// row), which spares the ready queue and a wake-up per value, then with
+// another of the same shard, then looks for work (see find). One
+// deferred recover for a loop, not one a value: that would cost a tenth
+// of an empty handler's way through the Pool.
+func (p *Pool[T, K]) loop(w *worker[T, K], ctx *valueCtx) (panicked bool) {
+	i, s, l, e, err, run := w.i, w.s, w.l, w.e, w.err, w.run
+	w.pending, w.counted = false, false
+	inHandler := false // set while the handler runs: a panic or Goexit there leaves it set
 	defer func() {
 		if inHandler {
-			p.left(i, s, l, e, run, recover())
+			w.s, w.l, w.e, w.run, w.pending = s, l, e, run, true
+			panicked = p.recovered(w, recover())
 		}
 	}()
 	for {
@@ -74,7 +107,7 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 		}
 		if l == nil {
 			if s, l, e = p.find(i, from); l == nil {
-				return
+				return false
 			}
 			run = 1
 		}
@@ -98,22 +131,54 @@ func (p *Pool[T, K]) workFrom(i int, s *shard[T, K], l *lane[T, K], e *entry[T],
 // runtime.Goexit.
 var errGoexit = errors.New("handle: handler called runtime.Goexit (t.FailNow and t.Fatal do: report from a handler with t.Error, or return an error)")
 
-// left has a new goroutine go on as worker i, whose handler of the head
-// e of lane l of shard s did not return: it panicked with r, or called
-// runtime.Goexit if r is nil (on its goroutine: nothing else can, as the
-// value is this worker's; a panic in its cleanup after a Goexit is the
-// panic). The attempt is a failure, counted in Panics before the new
-// worker gives the value its fate, and logged in bursts once that one
-// runs (a Logger may call runtime.Goexit too).
-func (p *Pool[T, K]) left(i int, s *shard[T, K], l *lane[T, K], e *entry[T], run int, r any) {
-	err, msg, what := errGoexit, "handle: handler called runtime.Goexit (handled as a failure)", any(errGoexit)
-	if r != nil {
-		err = fmt.Errorf("handle: handler panicked: %v", r)
-		msg, what = "handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r)
+// recovered gives w's attempt, whose handler did not return, its
+// failure, and reports whether the worker goes on from it on this
+// goroutine: if the handler panicked with r, counted in Panics (before
+// the value's fate), described, and logged in bursts; if it called
+// runtime.Goexit (r is nil), the goroutine ends (see exited). A panic's
+// value or the Logger may call runtime.Goexit too: w stays pending
+// until it returns, so that a new goroutine goes on from the value.
+func (p *Pool[T, K]) recovered(w *worker[T, K], r any) bool {
+	if r == nil {
+		return false
 	}
-	s.countPanic()
-	p.g.Relay(func() { p.workFrom(i, s, l, e, err, run) })
-	p.warnPanic(msg, what)
+	w.s.countPanic()
+	w.counted = true
+	w.err = fmt.Errorf("handle: handler panicked with a %T", r) // should describing r not return
+	w.err = fmt.Errorf("handle: handler panicked: %s", panicText(r))
+	p.warnPanic("handle: handler panicked (handled as a failure)", fmt.Sprintf("%T", r))
+	return true
+}
+
+// exited has a new goroutine go on as worker w, whose goroutine ends
+// with a value pending: its handler called runtime.Goexit (on the
+// worker's goroutine: nothing else can, as the value is the worker's),
+// or, once it had panicked, its panic's value or the Logger did. A Goexit
+// is a failure, a panic's kin: counted in Panics before the new
+// goroutine gives the value its fate, and logged in bursts once that one
+// runs (a Logger may call runtime.Goexit too).
+func (p *Pool[T, K]) exited(w *worker[T, K]) {
+	counted := w.counted
+	if !counted {
+		w.s.countPanic()
+		w.err, w.counted = errGoexit, true
+	}
+	p.g.Relay(func() { p.workFrom(w) })
+	if !counted {
+		p.warnPanic("handle: handler called runtime.Goexit (handled as a failure)", errGoexit)
+	}
+}
+
+// panicText returns r, a recovered panic's value, as %v prints it; or,
+// if that panics (r's Error or String method does, and again as fmt
+// reports it), its type.
+func panicText(r any) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = fmt.Sprintf("a %T whose Error or String method panics", r)
+		}
+	}()
+	return fmt.Sprint(r)
 }
 
 // finish gives the head e of lane l of shard s its fate after an attempt
@@ -209,7 +274,7 @@ func checked(err error) (out error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out = fmt.Errorf("handle: the handler returned an error (%T) that panics when read: %v", err, r)
+			out = fmt.Errorf("handle: the handler returned an error (%T) that panics when read: %s", err, panicText(r))
 		}
 	}()
 	_ = err.Error()
