@@ -25,7 +25,7 @@ type reentrantBomb struct{}
 func (reentrantBomb) Error() string { panic(reentrantBomb{}) }
 
 // TestAPanicWhoseValueCallsGoexitLosesNoWorker: a handler panics with a
-// value whose String method calls runtime.Goexit as the Pool describes
+// value whose String or Error method calls runtime.Goexit as the Pool describes
 // the failure; the worker's goroutine ends there, and another goes on
 // from the value: it is retried and handled, its panic counted once, and
 // the Pool keeps its workers (before, each such panic took one for good:
@@ -37,7 +37,10 @@ func TestAPanicWhoseValueCallsGoexitLosesNoWorker(t *testing.T) {
 		p := handle.New(w, byKey, func(ctx context.Context, j job) error {
 			if j.ID < 4 && handle.Attempt(ctx) == 1 {
 				panicked.Add(1)
-				panic(exitingString{})
+				if j.ID%2 == 0 {
+					panic(exitingString{})
+				}
+				panic(exitingError{})
 			}
 			return nil
 		}, handle.Options{Workers: 2, RetryMin: time.Millisecond, RetryMax: time.Millisecond, Logger: quiet})
@@ -135,4 +138,41 @@ func TestAHandlerThatAlwaysPanicsStartsNoGoroutine(t *testing.T) {
 	if most > base+1 { // the Flush
 		t.Errorf("goroutines while the handler panics: up to %d, from %d", most, base)
 	}
+}
+
+// exitingError is a panic's value whose Error method calls
+// runtime.Goexit.
+type exitingError struct{}
+
+func (exitingError) Error() string { runtime.Goexit(); return "" }
+
+// TestAKeyPanicWhoseValueCallsGoexitLosesNoValue: a key function panics
+// with a value whose Error method calls runtime.Goexit as the Pool
+// describes it, on the reader's goroutine: another reader goes on with the
+// rest of the batch, every value is received and gets its fate, the
+// panicking one a dead letter (before, the batch was never received and
+// reading ended).
+func TestAKeyPanicWhoseValueCallsGoexitLosesNoValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := source(t)
+		publish(t, b, jobs(10, 2))
+		if err := b.Flush(minute(t)); err != nil {
+			t.Fatal(err)
+		}
+		p := handle.New(w, func(j job) int {
+			if j.ID == 4 {
+				panic(exitingError{})
+			}
+			return j.Key
+		}, func(context.Context, job) error { return nil }, handle.Options{Workers: 1, Logger: quiet})
+		defer p.Shutdown(context.Background())
+		if err := p.Flush(minute(t)); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Stats()
+		checkConserved(t, s)
+		if s.Received != 10 || s.Handled != 9 || s.DeadLettered != 1 || p.Err() != nil {
+			t.Errorf("Stats %+v, Err %v: want 10 received, 9 handled, 1 dead-lettered, no error", s, p.Err())
+		}
+	})
 }
