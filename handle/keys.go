@@ -20,9 +20,9 @@ type keyed[K comparable] struct {
 // keysFrom appends to keys the keys of vals from len(keys) on, up to the
 // first whose key function panics: its error is appended then. If the
 // key function calls runtime.Goexit (and panics or not in its deferred
-// calls after), it leaves the rest of the batch's receive to the reader
-// that goes on (see readFrom): the caller clears p.resume when it
-// returns.
+// calls after), or its panic's value does as it is described, it leaves
+// the rest of the batch's receive to the reader that goes on (see
+// readFrom): the caller clears p.resume when it returns.
 func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 	returned := false
 	defer func() {
@@ -45,7 +45,7 @@ func (p *Pool[T, K]) keysFrom(vals []T, keys []keyed[K]) (out []keyed[K]) {
 // that goes on if this one ends. (A method of its own: the closure's
 // captures escape only on this path.)
 func (p *Pool[T, K]) keyFailed(vals []T, keys []keyed[K], r any) []keyed[K] {
-	keys = append(keys, keyed[K]{err: errKeyExited})
+	keys = append(keys, keyed[K]{err: keyFailure(r)})
 	p.resume = func() (int, error) {
 		p.acceptAll(vals, keys)
 		clear(vals)
@@ -77,7 +77,7 @@ func (p *Pool[T, K]) keyOf(d *Delivery[T]) (k keyed[K]) {
 
 // keyOfFailed is keyFailed for keyOf's value d.
 func (p *Pool[T, K]) keyOfFailed(d *Delivery[T], r any) keyed[K] {
-	k := keyed[K]{err: errKeyExited}
+	k := keyed[K]{err: keyFailure(r)}
 	dd := *d
 	p.resume = func() (int, error) {
 		p.acceptKeyed(&dd, k)
@@ -88,6 +88,17 @@ func (p *Pool[T, K]) keyOfFailed(d *Delivery[T], r any) keyed[K] {
 		k.err = keyPanic(r) // r's String method may call runtime.Goexit: p.resume is set
 	}
 	return k
+}
+
+// keyFailure is the error of a key function that did not return, before
+// its panic's value r is described (describing it may not return):
+// errKeyExited if r is nil (it called runtime.Goexit), or its panic, by
+// its value's type.
+func keyFailure(r any) error {
+	if r == nil {
+		return errKeyExited
+	}
+	return fmt.Errorf("handle: key function panicked with a %T", r)
 }
 
 // keyPanic is the error of a key function that panicked with r.

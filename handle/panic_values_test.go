@@ -151,7 +151,7 @@ func (exitingError) Error() string { runtime.Goexit(); return "" }
 // describes it, on the reader's goroutine: another reader goes on with the
 // rest of the batch, every value is received and gets its fate, the
 // panicking one a dead letter (before, the batch was never received and
-// reading ended).
+// reading ended), its dead letter naming the panic by its value's type.
 func TestAKeyPanicWhoseValueCallsGoexitLosesNoValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, w := source(t)
@@ -173,6 +173,10 @@ func TestAKeyPanicWhoseValueCallsGoexitLosesNoValue(t *testing.T) {
 		checkConserved(t, s)
 		if s.Received != 10 || s.Handled != 9 || s.DeadLettered != 1 || p.Err() != nil {
 			t.Errorf("Stats %+v, Err %v: want 10 received, 9 handled, 1 dead-lettered, no error", s, p.Err())
+		}
+		d, err := p.DeadLetters().Next(minute(t))
+		if want := "key function panicked with a handle_test.exitingError"; err != nil || !strings.Contains(d.Err.Error(), want) {
+			t.Errorf("dead letter %+v, %v: want its error to say %q", d, err, want)
 		}
 	})
 }

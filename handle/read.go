@@ -20,7 +20,8 @@ func (p *Pool[T, K]) read() { p.readFrom(nil) }
 
 // readFrom is the reader's loop, begun with the rest of a receive (if
 // resume is not nil) whose key function called runtime.Goexit on the
-// goroutine before (see keysFrom): the reader goes on on a new one. A
+// goroutine before, or whose panic's value did as it was described (see
+// keysFrom): the reader goes on on a new one. A
 // source whose Next calls runtime.Goexit ends the reading, with an
 // error.
 func (p *Pool[T, K]) readFrom(resume func() (int, error)) {

@@ -93,7 +93,7 @@ func (p *Pool[T, K]) workFrom(w *worker[T, K]) {
 func (p *Pool[T, K]) loop(w *worker[T, K], ctx *valueCtx) (panicked bool) {
 	i, s, l, e, err, run := w.i, w.s, w.l, w.e, w.err, w.run
 	w.pending, w.counted = false, false
-	inHandler := false // set while the handler runs: a panic or Goexit there leaves it set
+	inHandler := false // set while the handler runs and its error is read: a panic or Goexit there leaves it set
 	defer func() {
 		if inHandler {
 			w.s, w.l, w.e, w.run, w.pending = s, l, e, run, true
@@ -153,10 +153,11 @@ func (p *Pool[T, K]) recovered(w *worker[T, K], r any) bool {
 // exited has a new goroutine go on as worker w, whose goroutine ends
 // with a value pending: its handler called runtime.Goexit (on the
 // worker's goroutine: nothing else can, as the value is the worker's),
-// or, once it had panicked, its panic's value or the Logger did. A Goexit
-// is a failure, a panic's kin: counted in Panics before the new
-// goroutine gives the value its fate, and logged in bursts once that one
-// runs (a Logger may call runtime.Goexit too).
+// or its error's methods, or, once it had panicked, its panic's value or
+// the Logger did. A Goexit is a failure, a panic's kin: counted in Panics
+// before the new goroutine gives the value its fate, and logged in
+// bursts by this one once the new one is started (a Logger may call
+// runtime.Goexit too).
 func (p *Pool[T, K]) exited(w *worker[T, K]) {
 	counted := w.counted
 	if !counted {
