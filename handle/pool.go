@@ -156,10 +156,11 @@ type entry[T any] struct {
 }
 
 // lane is one key's values, in order; only its head is handled, by one
-// worker at a time. A keyed lane stays in the map, idle, after its last
-// value, until sweepIdleLocked frees it.
+// worker at a time. A keyed lane stays in its shard's table, idle, after
+// its last value, until sweepIdleLocked frees it.
 type lane[T any, K comparable] struct {
 	key     K
+	h       uint64 // the key's hash (see laneTable)
 	vals    vals[T]
 	running bool      // a worker holds the head
 	mapped  bool      // the lane is in its shard's map, by its key

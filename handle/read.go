@@ -243,7 +243,7 @@ func (p *Pool[T, K]) buffer(e entry[T], k keyed[K]) {
 	if p.key != nil {
 		s = k.h & p.mask
 	}
-	p.bufs[s] = append(p.bufs[s], placing[T, K]{e: e, k: k.k})
+	p.bufs[s] = append(p.bufs[s], placing[T, K]{e: e, k: k.k, h: k.h})
 	p.next++
 }
 

@@ -18,7 +18,7 @@ type shard[T any, K comparable] struct {
 	// inbox holds the values received and not yet placed behind their
 	// keys (counted Waiting); spare is the next inbox's buffer.
 	inbox, spare []placing[T, K]
-	keys         map[K]*lane[T, K]
+	keys         laneTable[T, K]
 	ready        ring.Ring[*lane[T, K]] // lanes whose head waits for a worker
 	free         []*lane[T, K]
 	idle         int // lanes in keys that hold no value (see popLocked)
@@ -56,7 +56,7 @@ type shard[T any, K comparable] struct {
 
 // newShard returns shard i of a Pool of that many workers.
 func newShard[T any, K comparable](i, workers int) *shard[T, K] {
-	s := &shard[T, K]{keys: make(map[K]*lane[T, K]), ready: ring.New[*lane[T, K]](0), held: make([]*lane[T, K], workers), idx: i, front: noOrd}
+	s := &shard[T, K]{ready: ring.New[*lane[T, K]](0), held: make([]*lane[T, K], workers), idx: i, front: noOrd}
 	s.floor.Store(noOrd)
 	return s
 }
@@ -65,6 +65,7 @@ func newShard[T any, K comparable](i, workers int) *shard[T, K] {
 type placing[T any, K comparable] struct {
 	e entry[T]
 	k K
+	h uint64 // k's hash
 }
 
 // noteLocked stores hasWork, after the inbox or the ready lanes changed:
@@ -95,7 +96,7 @@ func (s *shard[T, K]) placeLocked(p *Pool[T, K]) {
 	in := s.inbox
 	s.inbox = s.spare[:0]
 	for i := range in {
-		l := s.laneLocked(p, in[i].k)
+		l := s.laneLocked(p, in[i].k, in[i].h)
 		if p.parts != nil {
 			prev := l.part
 			l.part = p.parts.PartitionOf(in[i].e.seq)
@@ -115,12 +116,12 @@ func (s *shard[T, K]) placeLocked(p *Pool[T, K]) {
 
 // laneLocked returns the lane of key k, made if it has none: a new lane
 // for every value when there is no key function, or its key is not equal
-// to itself (a NaN: a map finds no entry of it, so each is its own key,
-// in no map).
-func (s *shard[T, K]) laneLocked(p *Pool[T, K], k K) *lane[T, K] {
+// to itself (a NaN: no lookup finds it, so each is its own key, in no
+// table).
+func (s *shard[T, K]) laneLocked(p *Pool[T, K], k K, h uint64) *lane[T, K] {
 	mapped := p.key != nil && k == k
 	if mapped {
-		if l, ok := s.keys[k]; ok {
+		if l := s.keys.find(h, k); l != nil {
 			if l.vals.Len() == 0 && !l.running {
 				s.idle-- // idle no more
 			}
@@ -133,9 +134,9 @@ func (s *shard[T, K]) laneLocked(p *Pool[T, K], k K) *lane[T, K] {
 	} else {
 		l = &lane[T, K]{heapIdx: -1}
 	}
-	l.key, l.dead, l.mapped = k, nil, mapped
+	l.key, l.h, l.dead, l.mapped = k, h, nil, mapped
 	if mapped {
-		s.keys[k] = l
+		s.keys.add(l)
 	}
 	return l
 }
@@ -253,7 +254,7 @@ func (s *shard[T, K]) popLocked(p *Pool[T, K], l *lane[T, K], e *entry[T], count
 		return nil, n
 	}
 	// The key's lane stays, idle, for its next value: a key seen again
-	// soon costs no map write. Idle lanes are swept once they are many.
+	// soon costs no table write. Idle lanes are swept once they are many.
 	s.idle++
 	if s.idle > p.idleLanes {
 		s.sweepIdleLocked(p)
@@ -262,8 +263,8 @@ func (s *shard[T, K]) popLocked(p *Pool[T, K], l *lane[T, K], e *entry[T], count
 }
 
 // idleLanes is how many idle lanes a Pool keeps, at least, before it
-// sweeps them (over its shards): at most one sweep of a shard's map per
-// its share of that many of its values. A sweep costs a map write for
+// sweeps them (over its shards): at most one sweep of a shard's table per
+// its share of that many of its values. A sweep costs a table write for
 // each key seen again: a shard's share must hold the keys a busy Pool
 // sees over and over (BenchmarkEmptyHandler's 1 000 over 16 shards).
 const idleLanes = 4096
@@ -271,14 +272,15 @@ const idleLanes = 4096
 // sweepIdleLocked frees the lanes that hold no value.
 func (s *shard[T, K]) sweepIdleLocked(p *Pool[T, K]) {
 	var zero K
-	for k, l := range s.keys {
-		if l.vals.Len() == 0 && !l.running {
-			delete(s.keys, k)
-			l.key = zero
-			if len(s.free) < p.idleLanes {
-				s.free = append(s.free, l)
-			}
+	s.keys.keep(func(l *lane[T, K]) bool {
+		if l.vals.Len() > 0 || l.running {
+			return true
 		}
-	}
+		l.key = zero
+		if len(s.free) < p.idleLanes {
+			s.free = append(s.free, l)
+		}
+		return false
+	})
 	s.idle = 0
 }

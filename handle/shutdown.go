@@ -123,10 +123,8 @@ func (p *Pool[T, K]) unlockShards() {
 func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
 	n := s.abandonLocked(p, s.inbox)
 	s.inbox = s.inbox[:0]
-	for _, l := range s.keys {
-		n = n.add(s.dropLocked(p, l))
-	}
-	s.sweepIdleLocked(p)
+	s.keys.each(func(l *lane[T, K]) { n = n.add(s.dropLocked(p, l)) })
+	s.sweepIdleLocked(p)    // the lanes dropped whole
 	for s.ready.Len() > 0 { // lanes in no map (no key, or a NaN)
 		if l := s.ready.Pop(); !l.mapped {
 			n = n.add(s.dropLocked(p, l))
@@ -181,10 +179,7 @@ func (s *shard[T, K]) dropLocked(p *Pool[T, K], l *lane[T, K]) fateNote {
 	if from > 0 {
 		return n
 	}
-	s.failed.remove(l)
-	if l.mapped {
-		delete(s.keys, l.key)
-	}
+	s.failed.remove(l) // idle now: swept from the keys by the caller
 	return n
 }
 
@@ -229,7 +224,7 @@ func (p *Pool[T, K]) Stats() Stats[K] {
 		}
 		s.add(&sh.stats)
 		if p.key != nil {
-			s.Keys += len(sh.keys) - sh.idle
+			s.Keys += sh.keys.n - sh.idle
 		}
 		sh.eachBegunLocked(func(l *lane[T, K]) {
 			if l.vals.Len() > 0 && (worst == nil || l.since().before(worst.since())) {
