@@ -8,8 +8,9 @@ import (
 
 // TestLaneTableFindsWhatAMapWould: a shard's lanes by key, under random
 // adds and sweeps, find the lane a map would, with keys whose hashes
-// collide in the slot bits and in the shard bits, and keep no more slots
-// than twice the lanes left after a sweep.
+// collide in the slot bits and in the shard bits, or begin at the last
+// slot (probes wrap round); the table is at most half full, and a sweep
+// leaves at most four slots a lane left (or 16).
 func TestLaneTableFindsWhatAMapWould(t *testing.T) {
 	seed := maphash.MakeSeed()
 	for _, c := range []struct {
@@ -17,8 +18,9 @@ func TestLaneTableFindsWhatAMapWould(t *testing.T) {
 		hash func(int) uint64
 	}{
 		{"maphash", func(k int) uint64 { return maphash.Comparable(seed, k) }},
-		{"one slot", func(k int) uint64 { return uint64(k%3) << 60 }},      // every key probes from one of three slots
-		{"shard bits only", func(k int) uint64 { return uint64(k) & 0xf }}, // differ below tableShift only
+		{"one slot", func(k int) uint64 { return uint64(k%3) << 60 }},                   // every key probes from one of three slots
+		{"shard bits only", func(k int) uint64 { return uint64(k) & 0xf }},              // differ below tableShift only
+		{"from the last slot", func(k int) uint64 { return ^uint64(0) &^ uint64(k%2) }}, // probes wrap round
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))

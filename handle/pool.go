@@ -163,7 +163,7 @@ type lane[T any, K comparable] struct {
 	h       uint64 // the key's hash (see laneTable)
 	vals    vals[T]
 	running bool      // a worker holds the head
-	mapped  bool      // the lane is in its shard's map, by its key
+	mapped  bool      // the lane is in its shard's table, by its key
 	retryAt time.Time // the head waits out a retry until then; zero if not
 	heapIdx int       // the lane's place in the retry heap, -1 if none
 	part    int       // the partition of its values, from a PartitionedSource

@@ -125,7 +125,7 @@ func (s *shard[T, K]) abandonWaitingLocked(p *Pool[T, K]) fateNote {
 	s.inbox = s.inbox[:0]
 	s.keys.each(func(l *lane[T, K]) { n = n.add(s.dropLocked(p, l)) })
 	s.sweepIdleLocked(p)    // the lanes dropped whole
-	for s.ready.Len() > 0 { // lanes in no map (no key, or a NaN)
+	for s.ready.Len() > 0 { // lanes in no table (no key, or a NaN)
 		if l := s.ready.Pop(); !l.mapped {
 			n = n.add(s.dropLocked(p, l))
 		}
