@@ -232,12 +232,11 @@ func beforeOnBothClocks(now, t time.Time) bool {
 	return now.Before(t) && now.UnixNano() < t.UnixNano()
 }
 
-// countRedeliveredTo counts the values up to handed that come again as
-// redelivered (the record's mark of a takeover), and the values this
-// reader handed out itself, in an earlier turn: the record may say less
-// (written over by hand).
+// countRedeliveredTo counts the values up to handed, the mark of the
+// record a takeover wrote, as redelivered when they come again: that mark
+// is at least what this reader handed out itself, in any turn (see
+// keeper.worstLocked).
 func (d *durable) countRedeliveredTo(handed uint64) {
-	handed = max(handed, d.acks.handedEver())
 	for {
 		r := d.redeliverTo.Load()
 		if handed <= r || d.redeliverTo.CompareAndSwap(r, handed) {
