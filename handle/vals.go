@@ -11,7 +11,14 @@ type vals[T any] struct {
 	head entry[T]
 	n    int
 	rest *ring.Ring[entry[T]]
+	most int // the most values held since it was last empty
 }
+
+// keptRest is how many values a lane may have held at once for its ring
+// to be kept once it is empty: a key with short backlogs keeps its ring,
+// one whose backlog was long gives it back (an idle lane, or a free one,
+// would hold it for good).
+const keptRest = 16
 
 // Len returns how many values the lane holds.
 func (q *vals[T]) Len() int { return q.n }
@@ -39,6 +46,7 @@ func (q *vals[T]) Push(e entry[T]) {
 		q.rest.Push(e)
 	}
 	q.n++
+	q.most = max(q.most, q.n)
 }
 
 // Pop removes the head.
@@ -47,7 +55,16 @@ func (q *vals[T]) Pop() {
 		q.head = q.rest.Pop()
 	} else {
 		q.head = entry[T]{}
+		q.emptied()
 	}
+}
+
+// emptied forgets the ring if the lane held more than keptRest values.
+func (q *vals[T]) emptied() {
+	if q.most > keptRest {
+		q.rest = nil
+	}
+	q.most = 0
 }
 
 // Truncate keeps the first k values (k is 0 or 1) and drops the rest.
@@ -59,4 +76,7 @@ func (q *vals[T]) Truncate(k int) {
 		q.head = entry[T]{}
 	}
 	q.n = min(q.n, k)
+	if q.n == 0 {
+		q.emptied()
+	}
 }
